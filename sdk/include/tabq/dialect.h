@@ -1,0 +1,262 @@
+/* tabq — the dialect plugin ABI, version 1.
+ *
+ * A dialect is a shared object that serves one database. It exports one function,
+ * `tabq_plugin_entry`, which the core calls once after dlopen:
+ *
+ *   const tabq_plugin *tabq_plugin_entry(const tabq_host *host, uint32_t host_abi);
+ *
+ * The handshake goes both ways: the plugin reads the host's ABI version and returns NULL when it
+ * cannot serve that host; the core reads the descriptor's version and accepts it only when the
+ * major versions are equal and the plugin's minor is not newer than the host's.
+ *
+ * The descriptor points at one vtable per interface (Driver, Dialect, RowLock, Lease, Advisory,
+ * ByName), NULL where the plugin does not serve it. Every vtable begins with `size` and `version`
+ * and only ever grows at its end, so a newer core reads an older plugin's tables safely. The core
+ * checks at load that every required member of each interface is set, and refuses the plugin,
+ * naming the member, otherwise.
+ *
+ * Statements are data: the dialect renders SQL text once, when a subscription opens, together
+ * with the ordered list of parameter ids its placeholders bind (tabq_param). The core binds the
+ * values by id at run time; the dialect never sees a message.
+ *
+ * Memory: the dialect allocates statement text only through tabq_stmt (which uses the host's
+ * allocator) and frees its own connection and statement objects itself in close/finalize.
+ * Nothing allocated on one side is freed on the other.
+ *
+ * Errors: every member returns a tabq_code (TABQ_OK on success). Before returning another code,
+ * a member calls host->fail() with the details (message, SQLSTATE, native code); the core copies
+ * them into the caller's tabq_error. */
+#ifndef TABQ_DIALECT_H
+#define TABQ_DIALECT_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include <tabq/codes.h>
+#include <tabq/table.h>
+#include <tabq/value.h>
+
+#define TABQ_ABI_MAJOR 1
+#define TABQ_ABI_MINOR 0
+#define TABQ_ABI_VERSION ((uint32_t)(TABQ_ABI_MAJOR << 16 | TABQ_ABI_MINOR))
+#define TABQ_ABI_MAJOR_OF(v) ((uint32_t)(v) >> 16)
+#define TABQ_ABI_MINOR_OF(v) ((uint32_t)(v)&0xffffu)
+
+/* The name of the one exported symbol. */
+#define TABQ_PLUGIN_ENTRY_SYMBOL "tabq_plugin_entry"
+
+#if defined(__GNUC__)
+#define TABQ_PLUGIN_EXPORT __attribute__((visibility("default")))
+#define TABQ_PRINTF_(fmt, args) __attribute__((format(printf, fmt, args)))
+#else
+#define TABQ_PLUGIN_EXPORT
+#define TABQ_PRINTF_(fmt, args)
+#endif
+
+/* ---- Host services: what the core lends every plugin ------------------------------------- */
+
+typedef enum tabq_log_level {
+  TABQ_LOG_ERROR = 0,
+  TABQ_LOG_WARN,
+  TABQ_LOG_INFO,
+  TABQ_LOG_DEBUG,
+} tabq_log_level;
+
+typedef struct tabq_host {
+  uint32_t size; /* sizeof(tabq_host) as the core was built */
+  uint32_t abi;  /* TABQ_ABI_VERSION of the core */
+  void *(*alloc)(size_t n);
+  void *(*realloc)(void *p, size_t n);
+  void (*free)(void *p);
+  /* Records the details of a failure for the calling thread and returns `code`, so a member
+   * can `return host->fail(TABQ_BACKEND, "40001", 0, "claim failed: %s", msg);`.
+   * `sqlstate` may be NULL; `native` is the driver's own error number or 0. */
+  int (*fail)(int code, const char *sqlstate, long native, const char *fmt, ...) TABQ_PRINTF_(4, 5);
+  void (*log)(int level, const char *fmt, ...) TABQ_PRINTF_(2, 3);
+} tabq_host;
+
+/* ---- Statements --------------------------------------------------------------------------- */
+
+/* What a placeholder binds. The core supplies each value by its id. */
+typedef enum tabq_param {
+  TABQ_P_ID = 1,        /* the row's id (integer or text, as the id column holds) */
+  TABQ_P_IDS,           /* a list of ids (TABQ_T_INT_LIST), for a fetch by ids */
+  TABQ_P_GROUP,         /* the subscription's queue name, or a published row's group */
+  TABQ_P_NOW,           /* "now", read once per claim or settlement (TABQ_T_TIME) */
+  TABQ_P_LIMIT,         /* the most rows a claim may return */
+  TABQ_P_LEASE_UNTIL,   /* the new lease expiry (TABQ_T_TIME) */
+  TABQ_P_TOKEN,         /* the expiry the delivery holds: its ownership token */
+  TABQ_P_RETRY_AT,      /* when a delayed retry falls due (TABQ_T_TIME) */
+  TABQ_P_DEST,          /* the dead-letter group */
+  TABQ_P_KEY,           /* an advisory lock key (text) */
+  TABQ_P_PRIORITY,      /* insert: the priority */
+  TABQ_P_PARTITION_KEY, /* insert: the partition key */
+  TABQ_P_HEADERS,       /* insert: the headers (TABQ_T_JSON) */
+  TABQ_P_PAYLOAD,       /* insert: the payload (TABQ_T_BYTES) */
+  TABQ_P_ATTEMPT,       /* insert: the first attempt */
+  TABQ_P_DATA = 256,    /* insert: data column n is TABQ_P_DATA + n */
+} tabq_param;
+
+#define TABQ_STMT_MAX_PARAMS 64
+
+/* A statement under construction: SQL text grown through the host allocator, and the parameter
+ * id bound at each placeholder position (params[0] is placeholder 1). sql.h has the helpers. */
+typedef struct tabq_stmt {
+  const tabq_host *host;
+  char *sql;
+  size_t len, cap;
+  uint16_t params[TABQ_STMT_MAX_PARAMS];
+  unsigned nparams;
+  int status; /* the first failure while building (TABQ_NOMEM, TABQ_INVALID), else TABQ_OK */
+} tabq_stmt;
+
+/* What a statement is built for: the table, its form and the mount's options. */
+typedef struct tabq_build {
+  const tabq_table *table;
+  tabq_form form;
+  const char *dead_letter_table; /* dead letter into a table: its name, else NULL */
+} tabq_build;
+
+/* The projection. A claim, a take and a fetch return the columns of a row in this order, each
+ * only where the table has the role: id, attempt, group, partition_key, headers, payload, then the
+ * data columns. A claim and a take return the attempt as stored after they counted it. */
+
+/* ---- Driver: talks to the database -------------------------------------------------------- */
+
+typedef struct tabq_conn tabq_conn;         /* a plugin's connection */
+typedef struct tabq_prepared tabq_prepared; /* a plugin's prepared statement */
+
+typedef struct tabq_driver_v1 {
+  uint32_t size;
+  uint32_t version; /* 1 */
+  /* Opens a connection for a URL of one of the plugin's schemes. */
+  int (*connect)(const char *url, tabq_conn **out);
+  void (*close)(tabq_conn *c);
+  /* Runs SQL text without parameters or rows (schema, session settings). */
+  int (*exec)(tabq_conn *c, const char *sql);
+  /* Prepares a statement on the server; a table or column the database lacks fails with
+   * TABQ_SCHEMA. `name` is a short label for messages ("claim", "ack", ...). */
+  int (*prepare)(tabq_conn *c, const char *sql, unsigned nparams, const char *name,
+                 tabq_prepared **out);
+  /* Binds `n` values and runs the statement; rows, if any, are read with next/cell. */
+  int (*execute)(tabq_prepared *p, const tabq_value *params, unsigned n);
+  /* Moves to the next row: *row is true when one is there. */
+  int (*next)(tabq_prepared *p, bool *row);
+  /* Reads cell `col` of the current row. Text and bytes stay valid until next/reset. */
+  int (*cell)(tabq_prepared *p, unsigned col, tabq_value *out);
+  /* Rows changed by the last execute. */
+  uint64_t (*affected)(tabq_prepared *p);
+  /* Ends the execution (frees rows, ends an autocommit statement); keeps it prepared. */
+  void (*reset)(tabq_prepared *p);
+  void (*finalize)(tabq_prepared *p);
+  /* Transactions. `begin_sql` comes from the dialect's begin member. */
+  int (*begin)(tabq_conn *c, const char *begin_sql);
+  int (*commit)(tabq_conn *c);
+  int (*rollback)(tabq_conn *c);
+  /* The server's version as text ("3.40.1") and as a number (30040001 style, dialect defined). */
+  int (*server_version)(tabq_conn *c, char *text, size_t cap, uint32_t *number);
+  /* False once the connection is known broken; the pool then replaces it. */
+  bool (*alive)(tabq_conn *c);
+  /* Optional (NULL where the database has no notifications). */
+  int (*listen)(tabq_conn *c, const char *channel);
+  /* Waits up to timeout_ms for a notification; *got tells whether one came. */
+  int (*wait_notify)(tabq_conn *c, int timeout_ms, char *channel, size_t channel_cap,
+                     char *payload, size_t payload_cap, bool *got);
+} tabq_driver_v1;
+
+/* ---- Dialect: the statements every form shares ------------------------------------------- */
+
+typedef int (*tabq_build_fn)(const tabq_build *b, tabq_stmt *out);
+
+typedef struct tabq_dialect_v1 {
+  uint32_t size;
+  uint32_t version; /* 1 */
+  /* Refusals of the dialect's own (a form or level it does not open), as TABQ_DIALECT with a
+   * message that names the table and what the dialect serves. Runs before any statement. */
+  int (*check)(const tabq_build *b);
+  /* Appends a quoted identifier ("schema.table" quotes each part). */
+  int (*quote)(tabq_stmt *out, const char *name);
+  tabq_build_fn insert;      /* every non-generated role column, then the data columns */
+  tabq_build_fn ack;         /* delete the row, or set processed_at */
+  tabq_build_fn discard;     /* drop: finished as ack is */
+  tabq_build_fn retry;       /* back to the queue at once */
+  tabq_build_fn retry_after; /* hidden until TABQ_P_RETRY_AT */
+  tabq_build_fn dead_letter_group; /* move the row to TABQ_P_DEST */
+  /* Dead letter into b->dead_letter_table: a copy then a delete, run in one transaction. */
+  int (*dead_letter_table)(const tabq_build *b, tabq_stmt *copy, tabq_stmt *remove);
+  /* Begins a transaction at the table's isolation level or mode. */
+  tabq_build_fn begin;
+  /* Optional: a fetch by a list of ids (TABQ_P_IDS), returning the projection. */
+  tabq_build_fn fetch;
+  /* Optional: the guard a FIFO claim's transaction runs first (locks its group). */
+  tabq_build_fn fifo_guard;
+} tabq_dialect_v1;
+
+/* Claim flags. */
+#define TABQ_CLAIM_SERIAL 1u /* claims of one subscription must run one at a time */
+
+/* ---- RowLock: FOR UPDATE SKIP LOCKED, transaction held while the handler runs --------------- */
+typedef struct tabq_rowlock_v1 {
+  uint32_t size;
+  uint32_t version; /* 1 */
+  uint32_t flags;
+  tabq_build_fn claim; /* NOW GROUP LIMIT -> projection; also counts the attempt */
+} tabq_rowlock_v1;
+
+/* ---- Lease: an expiry written into the row is the ownership token ------------------------ */
+typedef struct tabq_lease_v1 {
+  uint32_t size;
+  uint32_t version; /* 1 */
+  uint32_t flags;
+  /* Leases due rows and returns the projection. Binds NOW, LEASE_UNTIL, GROUP, LIMIT. */
+  tabq_build_fn claim;
+  /* Optional: when set, `claim` only selects (locking) and this statement stamps each row
+   * (ID, LEASE_UNTIL; counts the attempt); the core runs both in one transaction. */
+  tabq_build_fn stamp;
+  /* Moves a lease: LEASE_UNTIL, ID, TOKEN; changes one row while the token holds. */
+  tabq_build_fn extend;
+  /* Ends a lease without settling (a delivery dropped unsettled): ID, TOKEN. */
+  tabq_build_fn release;
+} tabq_lease_v1;
+
+/* ---- Advisory: a lock on a key rendered from the row ------------------------------------- */
+#define TABQ_ADVISORY_PROCESS_KEYS 2u /* no session locks: the core keeps keys in a registry */
+typedef struct tabq_advisory_v1 {
+  uint32_t size;
+  uint32_t version; /* 1 */
+  uint32_t flags;
+  tabq_build_fn candidates; /* NOW GROUP LIMIT -> id, key (text), in claim order */
+  tabq_build_fn lock;       /* KEY -> one row, 1 when taken (NULL with PROCESS_KEYS) */
+  tabq_build_fn unlock;     /* KEY -> one row, 1 when released (NULL with PROCESS_KEYS) */
+  tabq_build_fn take;       /* ID NOW -> projection while claimable; counts the attempt */
+} tabq_advisory_v1;
+
+/* ---- ByName: subscriptions and publishes by route name ----------------------------------- */
+typedef struct tabq_byname_v1 {
+  uint32_t size;
+  uint32_t version; /* 1 */
+  /* Refuses a routed table the dialect cannot serve by name (TABQ_DIALECT), else TABQ_OK. */
+  int (*check)(const tabq_build *b);
+} tabq_byname_v1;
+
+/* ---- The descriptor ----------------------------------------------------------------------- */
+typedef struct tabq_plugin {
+  uint32_t size;      /* sizeof(tabq_plugin) as the plugin was built */
+  uint32_t abi;       /* TABQ_ABI_VERSION the plugin was built against */
+  const char *name;   /* "sqlite" */
+  const char *const *schemes; /* URL schemes served, NULL-terminated: {"sqlite", NULL} */
+  /* A dialect that reuses another plugin's driver names that plugin here and leaves `driver`
+   * NULL; the loader then lends it the other plugin's driver. */
+  const char *driver_from;
+  const tabq_driver_v1 *driver;
+  const tabq_dialect_v1 *dialect;
+  const tabq_rowlock_v1 *rowlock;   /* NULL: no row lock form */
+  const tabq_lease_v1 *lease;       /* NULL: no lease form */
+  const tabq_advisory_v1 *advisory; /* NULL: no advisory lock form */
+  const tabq_byname_v1 *byname;     /* NULL: no subscriptions by name */
+} tabq_plugin;
+
+typedef const tabq_plugin *(*tabq_plugin_entry_fn)(const tabq_host *host, uint32_t host_abi);
+
+#endif

@@ -1,0 +1,87 @@
+/* tabq — the description of a queue table.
+ *
+ * A service describes each queue table once, as a constant struct with designated initialisers:
+ *
+ *   static const tabq_table thumbnail_jobs = {
+ *       .name = "thumbnail_jobs",
+ *       .id = {"id", .generated = true},
+ *       .attempt = {"attempt", .generated = true},
+ *       .locked_until = {"locked_until"},
+ *       .payload = {"payload"},
+ *   };
+ *
+ * Every role but `id` is optional. The description is read, never written, by tabq and by the
+ * dialects; its rules are checked when a subscription or publisher opens (R-DESC-1). */
+#ifndef TABQ_TABLE_H
+#define TABQ_TABLE_H
+
+#include <stdbool.h>
+#include <stddef.h>
+
+/* One column playing a role. An empty role has a NULL name. */
+typedef struct tabq_col {
+  const char *name;
+  bool generated; /* filled by the database, left out of the insert */
+} tabq_col;
+
+typedef enum tabq_clock {
+  TABQ_CLOCK_HOST = 0, /* times computed on the host (the default; the only choice for a lease) */
+  TABQ_CLOCK_DATABASE, /* "now" read from the database's clock */
+} tabq_clock;
+
+typedef enum tabq_isolation {
+  TABQ_ISOLATION_DEFAULT = 0, /* plain BEGIN (READ COMMITTED on MySQL/MariaDB) */
+  TABQ_ISOLATION_READ_UNCOMMITTED,
+  TABQ_ISOLATION_READ_COMMITTED,
+  TABQ_ISOLATION_REPEATABLE_READ,
+  TABQ_ISOLATION_SERIALIZABLE,
+} tabq_isolation;
+
+typedef enum tabq_sqlite_mode {
+  TABQ_SQLITE_MODE_DEFAULT = 0,
+  TABQ_SQLITE_DEFERRED,
+  TABQ_SQLITE_IMMEDIATE,
+  TABQ_SQLITE_EXCLUSIVE,
+} tabq_sqlite_mode;
+
+typedef struct tabq_table {
+  const char *name; /* "table" or "schema.table" */
+
+  tabq_col id;            /* required: identifies the row in every settlement */
+  tabq_col group;         /* queue name column; dead letters move rows to another group */
+  tabq_col priority;      /* smaller claimed first */
+  tabq_col partition_key; /* carried by the delivery */
+  tabq_col retry_after;   /* rows are due when retry_after <= now */
+  tabq_col attempt;       /* counted at every claim */
+  tabq_col processed_at;  /* ack/drop set it instead of deleting the row */
+  tabq_col locked_until;  /* the lease form: the expiry is the ownership token */
+  tabq_col headers;       /* one JSON object of string values */
+  tabq_col payload;       /* payload mode; without it the handler reads data columns */
+
+  bool fifo;                 /* with group: at most one row of a group in work */
+  const char *advisory_lock; /* key template, "jobs-{id}": selects the advisory lock form */
+  tabq_clock clock;
+  tabq_isolation isolation;
+  tabq_sqlite_mode mode; /* SQLite only, instead of isolation */
+
+  const tabq_col *data; /* row mode data columns, `ndata` of them */
+  size_t ndata;
+} tabq_table;
+
+/* The claim forms. A table takes its rows in exactly one. */
+typedef enum tabq_form {
+  TABQ_FORM_ROWLOCK = 1, /* no locked_until, no advisory key */
+  TABQ_FORM_LEASE = 2,   /* locked_until */
+  TABQ_FORM_ADVISORY = 4 /* advisory_lock key template */
+} tabq_form;
+
+/* The form a description selects (it does not check the rules). */
+static inline tabq_form tabq_table_form(const tabq_table *t) {
+  if (t->locked_until.name)
+    return TABQ_FORM_LEASE;
+  if (t->advisory_lock)
+    return TABQ_FORM_ADVISORY;
+  return TABQ_FORM_ROWLOCK;
+}
+
+#endif
