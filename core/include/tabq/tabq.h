@@ -1,0 +1,207 @@
+/* tabq — task queues kept in a service's own SQL tables.
+ *
+ * A service describes a queue table (tabq/table.h), connects a broker by URL, mounts a handler
+ * on a queue with tabq_subscribe(), and publishes rows with tabq_publish(). tabq claims rows,
+ * calls the handler, and settles each row by the outcome the handler returns.
+ *
+ * Every call that can fail returns a tabq_code and, when `err` is not NULL, fills it with the
+ * details. Handles are opaque; a broker and its subscriptions may be used from any thread. */
+#ifndef TABQ_TABQ_H
+#define TABQ_TABQ_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include <tabq/codes.h>
+#include <tabq/table.h>
+#include <tabq/value.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#if defined(TABQ_BUILDING_LIBRARY) && defined(__GNUC__)
+#define TABQ_API __attribute__((visibility("default")))
+#else
+#define TABQ_API
+#endif
+
+/* ---- Errors -------------------------------------------------------------------------------- */
+
+typedef struct tabq_error {
+  tabq_code code;
+  char message[512];
+  char sqlstate[8];   /* SQLSTATE where the database gave one, else "" */
+  long native;        /* the driver's own error number, else 0 */
+  char table[128];    /* the table concerned, else "" */
+  char statement[32]; /* the statement concerned ("claim", "ack", ...), else "" */
+} tabq_error;
+
+/* "LEASE_LOST", "SCHEMA", ... */
+TABQ_API const char *tabq_code_name(tabq_code code);
+/* A sentence that explains the code. */
+TABQ_API const char *tabq_strerror(tabq_code code);
+
+/* ---- Broker -------------------------------------------------------------------------------- */
+
+typedef struct tabq_broker tabq_broker;
+typedef struct tabq_subscription tabq_subscription;
+typedef struct tabq_delivery tabq_delivery;
+
+typedef void (*tabq_log_fn)(int level, const char *message, void *user);
+
+typedef struct tabq_broker_options {
+  unsigned pool_size;          /* connections, default 8 */
+  unsigned acquire_timeout_ms; /* wait for a pooled connection, default 30000 */
+  unsigned poll_interval_ms;   /* default 1000, per subscription too */
+  unsigned lease_s;            /* default 30, per subscription too */
+  tabq_log_fn log;             /* default: warnings and errors to stderr */
+  void *log_user;
+  int log_level; /* the most detailed level logged (tabq_log_level), default TABQ_LOG_WARN */
+} tabq_broker_options;
+
+/* Connects a broker: the URL's scheme picks the dialect among the installed plugins
+ * ("sqlite:jobs.db?synchronous=normal"). `options` may be NULL. */
+TABQ_API int tabq_connect(const char *url, const tabq_broker_options *options, tabq_broker **out,
+                          tabq_error *err);
+/* Runs SQL text without parameters on a pooled connection (schema set-up, maintenance). */
+TABQ_API int tabq_exec(tabq_broker *b, const char *sql, tabq_error *err);
+/* Stops claiming, lets every delivery in work settle, and joins the subscriptions' threads.
+ * Publishing still works afterwards; subscribing does not. Idempotent. */
+TABQ_API void tabq_shutdown(tabq_broker *b);
+/* Shuts down if needed and frees the broker with its subscriptions and connections. */
+TABQ_API void tabq_close(tabq_broker *b);
+/* Blocks until SIGINT or SIGTERM arrives (or tabq_stop() is called), then shuts down. */
+TABQ_API int tabq_run(tabq_broker *b);
+/* Ends a tabq_run() from another thread or a signal-free context. */
+TABQ_API void tabq_stop(tabq_broker *b);
+/* The dialect's name ("sqlite") and the file it was loaded from. */
+TABQ_API const char *tabq_dialect_name(const tabq_broker *b);
+TABQ_API const char *tabq_dialect_path(const tabq_broker *b);
+
+/* ---- Outcomes ------------------------------------------------------------------------------ */
+
+typedef enum tabq_outcome_kind {
+  TABQ_OUTCOME_NONE = 0,    /* no outcome: settled already, or dropped unsettled (released) */
+  TABQ_OUTCOME_ACK,         /* finished: delete the row or set processed_at */
+  TABQ_OUTCOME_RETRY,       /* back to the queue at once */
+  TABQ_OUTCOME_RETRY_AFTER, /* hidden for delay_ms */
+  TABQ_OUTCOME_DROP,        /* finished as ack is */
+  TABQ_OUTCOME_DEAD_LETTER, /* moved to the mount's dead letter at once */
+} tabq_outcome_kind;
+
+typedef struct tabq_outcome {
+  tabq_outcome_kind kind;
+  uint32_t delay_ms; /* RETRY_AFTER only */
+} tabq_outcome;
+
+static inline tabq_outcome tabq_ack(void) { return (tabq_outcome){TABQ_OUTCOME_ACK, 0}; }
+static inline tabq_outcome tabq_retry(void) { return (tabq_outcome){TABQ_OUTCOME_RETRY, 0}; }
+static inline tabq_outcome tabq_retry_after(uint32_t delay_ms) {
+  return (tabq_outcome){TABQ_OUTCOME_RETRY_AFTER, delay_ms};
+}
+static inline tabq_outcome tabq_drop(void) { return (tabq_outcome){TABQ_OUTCOME_DROP, 0}; }
+static inline tabq_outcome tabq_dead_letter(void) {
+  return (tabq_outcome){TABQ_OUTCOME_DEAD_LETTER, 0};
+}
+static inline tabq_outcome tabq_no_outcome(void) { return (tabq_outcome){TABQ_OUTCOME_NONE, 0}; }
+
+/* ---- Subscriptions ------------------------------------------------------------------------- */
+
+typedef tabq_outcome (*tabq_handler)(tabq_delivery *d, void *user);
+/* A batch handler writes one outcome per delivery, in the order given. */
+typedef void (*tabq_batch_handler)(tabq_delivery *const *deliveries, size_t n,
+                                   tabq_outcome *outcomes, void *user);
+
+typedef struct tabq_subscription_options {
+  const char *queue;         /* the group it reads; with no group column, a label */
+  tabq_handler handler;      /* one of handler and batch_handler */
+  tabq_batch_handler batch_handler;
+  void *user;                /* passed to the handler */
+  unsigned workers;          /* parallel handlers, default 1 */
+  unsigned batch;            /* rows per batch handler call, default 16 with batch_handler */
+  unsigned lease_s;          /* lease form: default the broker's */
+  unsigned poll_interval_ms; /* default the broker's */
+  unsigned max_attempts;     /* with a dead letter: a failed delivery at this attempt moves */
+  const char *dead_letter_group; /* tables with a group column */
+  const char *dead_letter_table; /* a table with the same columns */
+} tabq_subscription_options;
+
+/* Checks the description and the mount (R-DESC-1), builds and prepares every statement
+ * (R-DESC-2), then starts claiming. Nothing is claimed when it fails. */
+TABQ_API int tabq_subscribe(tabq_broker *b, const tabq_table *table,
+                            const tabq_subscription_options *options, tabq_subscription **out,
+                            tabq_error *err);
+
+typedef struct tabq_stats {
+  uint64_t claimed;        /* deliveries handed to handlers */
+  uint64_t acked;          /* ack and drop */
+  uint64_t retried;        /* retry and retry_after */
+  uint64_t dead_lettered;  /* moved to the dead letter */
+  uint64_t released;       /* dropped unsettled */
+  uint64_t lease_lost;     /* settlements and extensions refused: the token no longer held */
+  uint64_t failed;         /* settlements whose statement failed */
+  uint64_t extensions;     /* leases moved */
+  uint64_t claims;         /* claim statements run */
+} tabq_stats;
+
+TABQ_API void tabq_subscription_stats(const tabq_subscription *s, tabq_stats *out);
+
+/* ---- Deliveries (valid inside the handler call) ------------------------------------------- */
+
+/* The id, when the id column holds integers (else 0). */
+TABQ_API int64_t tabq_delivery_id(const tabq_delivery *d);
+/* The id as read (integer or text). */
+TABQ_API tabq_value tabq_delivery_id_value(const tabq_delivery *d);
+/* The attempt as it stood before this claim; the first delivery reads 1. 0: unknown. */
+TABQ_API long tabq_delivery_attempt(const tabq_delivery *d);
+/* The payload bytes (payload mode), NULL with *len 0 when absent. */
+TABQ_API const void *tabq_delivery_payload(const tabq_delivery *d, size_t *len);
+/* The row's group and partition key, NULL when the table has none. */
+TABQ_API const char *tabq_delivery_group(const tabq_delivery *d);
+TABQ_API const char *tabq_delivery_partition_key(const tabq_delivery *d);
+/* A header's value, NULL when absent. Parses the headers on first use. */
+TABQ_API const char *tabq_delivery_header(tabq_delivery *d, const char *name);
+/* Row mode: a data column by name. TABQ_INVALID when the description has no such column. */
+TABQ_API int tabq_delivery_column(const tabq_delivery *d, const char *name, tabq_value *out);
+/* Settles now, inside the handler, and says whether it took effect (TABQ_LEASE_LOST when the
+ * lease had ended). The handler then returns tabq_no_outcome(), or anything: it is ignored. */
+TABQ_API int tabq_delivery_settle(tabq_delivery *d, tabq_outcome outcome, tabq_error *err);
+
+/* ---- Publishing ---------------------------------------------------------------------------- */
+
+typedef struct tabq_header {
+  const char *name;
+  const char *value;
+} tabq_header;
+
+typedef struct tabq_message {
+  const char *group; /* required when the table has a group column */
+  const void *payload;
+  size_t payload_len;
+  const tabq_header *headers;
+  size_t nheaders;
+  int64_t priority;          /* where the table has a priority column */
+  const char *partition_key; /* where the table has one */
+  uint32_t delay_ms;         /* retry_after = now + delay_ms, where the table has it */
+  tabq_value id;             /* when the id column is not generated */
+  const tabq_value *data;    /* row mode: one value per data column, in description order */
+  size_t ndata;
+} tabq_message;
+
+/* Writes one row and wakes this process's subscriptions of its table (and group). */
+TABQ_API int tabq_publish(tabq_broker *b, const tabq_table *table, const tabq_message *m,
+                          tabq_error *err);
+/* The insert the broker's dialect renders for `table`, as SQL text. */
+TABQ_API int tabq_insert_sql(tabq_broker *b, const tabq_table *table, char *buf, size_t cap,
+                             tabq_error *err);
+
+/* Checks a description against R-DESC-1 without a database. */
+TABQ_API int tabq_table_check(const tabq_table *table, tabq_error *err);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif

@@ -1,0 +1,164 @@
+/* The broker: a dialect picked by URL scheme, a pool of its connections, the statements its
+ * subscriptions and publishers built, and shutdown. */
+#include <ctype.h>
+#include <stdlib.h>
+#include <string.h>
+#include <tabq/sql.h>
+
+#include "engine.h"
+#include "error.h"
+#include "host.h"
+
+#define DEFAULT_POOL_SIZE 8
+#define DEFAULT_ACQUIRE_TIMEOUT_MS 30000
+#define DEFAULT_POLL_INTERVAL_MS 1000
+#define DEFAULT_LEASE_S 30
+
+static int url_scheme(const char *url, char *scheme, size_t cap, tabq_error *err) {
+  size_t n = 0;
+  while (url[n] && (isalnum((unsigned char)url[n]) || strchr("+-.", url[n])))
+    n++;
+  if (!n || url[n] != ':' || n >= cap)
+    return tabq_err_set(err, TABQ_BACKEND, NULL, NULL,
+                        "the URL '%s' has no scheme (like sqlite:jobs.db)", url);
+  memcpy(scheme, url, n);
+  scheme[n] = '\0';
+  return TABQ_OK;
+}
+
+int tabq_connect(const char *url, const tabq_broker_options *o, tabq_broker **out,
+                 tabq_error *err) {
+  tabq_err_clear(err);
+  if (!url || !out)
+    return tabq_err_set(err, TABQ_INVALID, NULL, NULL, "tabq_connect needs a URL and an out");
+  *out = NULL;
+  char scheme[32];
+  int rc = url_scheme(url, scheme, sizeof scheme, err);
+  if (rc)
+    return rc;
+  tabq_broker *b = calloc(1, sizeof *b);
+  if (!b)
+    return tabq_err_set(err, TABQ_NOMEM, NULL, NULL, "cannot allocate a broker");
+  if ((rc = tabq_loader_open(scheme, &b->plugin, err))) {
+    free(b);
+    return rc;
+  }
+  b->drv = b->plugin.driver;
+  b->host = tabq_host_services();
+  tabq_logger_init(&b->log, o);
+  b->poll_interval_ms = o && o->poll_interval_ms ? o->poll_interval_ms : DEFAULT_POLL_INTERVAL_MS;
+  b->lease_s = o && o->lease_s ? o->lease_s : DEFAULT_LEASE_S;
+  unsigned size = o && o->pool_size ? o->pool_size : DEFAULT_POOL_SIZE;
+  unsigned timeout = o && o->acquire_timeout_ms ? o->acquire_timeout_ms : DEFAULT_ACQUIRE_TIMEOUT_MS;
+  tabq_registry_init(&b->stmts);
+  pthread_mutex_init(&b->mu, NULL);
+  if ((rc = tabq_pool_init(&b->pool, b->drv, url, size, timeout, err))) {
+    tabq_close(b);
+    return rc;
+  }
+  /* Connect once now, so a wrong URL or an unreachable database fails here. */
+  tabq_pconn *c;
+  if ((rc = tabq_pool_acquire(&b->pool, &c, err))) {
+    tabq_close(b);
+    return rc;
+  }
+  tabq_pool_release(&b->pool, c);
+  *out = b;
+  return TABQ_OK;
+}
+
+int tabq_exec(tabq_broker *b, const char *sql, tabq_error *err) {
+  tabq_err_clear(err);
+  tabq_pconn *c;
+  int rc = tabq_pool_acquire(&b->pool, &c, err);
+  if (rc)
+    return rc;
+  rc = b->drv->exec(c->conn, sql);
+  if (rc)
+    tabq_err_from_plugin(err, rc, NULL, "exec");
+  tabq_pool_release(&b->pool, c);
+  return rc;
+}
+
+void tabq_shutdown(tabq_broker *b) {
+  if (atomic_exchange(&b->shut, true))
+    return;
+  pthread_mutex_lock(&b->mu);
+  tabq_subscription *subs = b->subs;
+  pthread_mutex_unlock(&b->mu);
+  /* Stop claiming everywhere first, then wait for each subscription's deliveries to settle. */
+  for (tabq_subscription *s = subs; s; s = s->next) {
+    pthread_mutex_lock(&s->mu);
+    s->stop = true;
+    pthread_cond_broadcast(&s->cv);
+    pthread_mutex_unlock(&s->mu);
+  }
+  for (tabq_subscription *s = subs; s; s = s->next)
+    tabq_workers_stop(s);
+}
+
+void tabq_sub_free(tabq_subscription *s) {
+  for (unsigned i = 0; i < s->nslots; i++) {
+    tabq_delivery *d = &s->slots[i];
+    pthread_mutex_destroy(&d->mu);
+    tabq_buf_free(&d->row);
+    free(d->cells);
+    if (d->headers)
+      json_decref(d->headers);
+  }
+  free(s->slots);
+  free(s->free_slots);
+  free(s->ready);
+  free(s->threads);
+  free(s->queue);
+  free(s->dead_letter_group);
+  free(s->dead_letter_table);
+  pthread_mutex_destroy(&s->mu);
+  pthread_cond_destroy(&s->cv);
+  pthread_mutex_destroy(&s->ext_mu);
+  pthread_cond_destroy(&s->ext_cv);
+  free(s);
+}
+
+void tabq_close(tabq_broker *b) {
+  if (!b)
+    return;
+  tabq_shutdown(b);
+  for (tabq_subscription *s = b->subs, *next; s; s = next) {
+    next = s->next;
+    tabq_sub_free(s);
+  }
+  for (tabq_publisher *p = b->publishers, *next; p; p = next) {
+    next = p->next;
+    free(p);
+  }
+  if (b->pool.slots)
+    tabq_pool_destroy(&b->pool);
+  tabq_registry_destroy(&b->stmts, tabq_host_services());
+  pthread_mutex_destroy(&b->mu);
+  tabq_loader_close(&b->plugin);
+  free(b);
+}
+
+const char *tabq_dialect_name(const tabq_broker *b) { return b->plugin.plugin->name; }
+const char *tabq_dialect_path(const tabq_broker *b) { return b->plugin.path; }
+
+int tabq_buf_reserve(tabq_buf *b, size_t n) {
+  if (n <= b->cap)
+    return TABQ_OK;
+  size_t cap = b->cap ? b->cap : 64;
+  while (cap < n)
+    cap *= 2;
+  char *p = realloc(b->p, cap);
+  if (!p)
+    return TABQ_NOMEM;
+  b->p = p;
+  b->cap = cap;
+  return TABQ_OK;
+}
+
+void tabq_buf_free(tabq_buf *b) {
+  free(b->p);
+  b->p = NULL;
+  b->len = b->cap = 0;
+}

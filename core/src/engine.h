@@ -1,0 +1,158 @@
+/* The engine's objects: a broker, its subscriptions and their deliveries. */
+#ifndef TABQ_ENGINE_H
+#define TABQ_ENGINE_H
+
+#include <jansson.h>
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdbool.h>
+#include <tabq/dialect.h>
+#include <tabq/tabq.h>
+
+#include "loader.h"
+#include "log.h"
+#include "pool.h"
+#include "statements.h"
+#include "table.h"
+
+#define TABQ_NO_STMT UINT32_MAX
+
+typedef struct tabq_publisher {
+  const tabq_table *table;
+  unsigned insert;
+  struct tabq_publisher *next;
+} tabq_publisher;
+
+struct tabq_broker {
+  tabq_loaded plugin;
+  const tabq_driver_v1 *drv;
+  const tabq_host *host;
+  tabq_pool pool;
+  tabq_registry stmts;
+  tabq_logger log;
+  unsigned poll_interval_ms;
+  unsigned lease_s;
+
+  pthread_mutex_t mu; /* guards the lists below */
+  tabq_subscription *subs;
+  tabq_publisher *publishers;
+  atomic_bool shut;
+  atomic_bool stop_requested;
+};
+
+/* A growable byte buffer reused from one delivery to the next: the core's only copy of a row. */
+typedef struct tabq_buf {
+  char *p;
+  size_t len, cap;
+} tabq_buf;
+
+struct tabq_delivery {
+  tabq_subscription *sub;
+  pthread_mutex_t mu; /* orders a settlement against the lease extender */
+  bool in_work;       /* claimed and not yet settled */
+  bool settled;
+  bool lease_lost; /* an extension found the token gone */
+  int64_t token; /* lease form: the expiry this delivery holds */
+  tabq_value id;
+  long attempt;
+  tabq_value *cells; /* the projection's values, pointing into `row` */
+  tabq_buf row;
+  json_t *headers; /* parsed on first use */
+};
+
+/* A subscription's statements, by what they do; TABQ_NO_STMT where it needs none. */
+typedef enum tabq_sq {
+  SQ_CLAIM,
+  SQ_EXTEND,
+  SQ_RELEASE,
+  SQ_ACK,
+  SQ_DISCARD,
+  SQ_RETRY,
+  SQ_RETRY_AFTER,
+  SQ_DL_GROUP,
+  SQ_DL_COPY,
+  SQ_DL_REMOVE,
+  SQ_COUNT
+} tabq_sq;
+
+struct tabq_subscription {
+  tabq_broker *b;
+  const tabq_table *t;
+  tabq_subscription_options o;
+  char *queue;
+  char *dead_letter_group;
+  char *dead_letter_table;
+  tabq_form form;
+  tabq_projection proj;
+  unsigned st[SQ_COUNT];
+  char begin_sql[64];
+  uint32_t claim_flags;
+  unsigned lease_s, poll_ms, workers, batch;
+  struct tabq_subscription *next;
+
+  /* Claiming and handing out, under mu. */
+  pthread_mutex_t mu;
+  pthread_cond_t cv;
+  bool stop;
+  bool claiming;
+  bool woken; /* a wake-up came: claim at once */
+  int64_t next_claim_ms;
+  unsigned busy; /* workers inside a handler */
+  tabq_delivery *slots;
+  unsigned nslots;
+  tabq_delivery **free_slots; /* stack */
+  unsigned nfree;
+  tabq_delivery **ready; /* claimed, waiting for a worker (FIFO ring) */
+  unsigned ready_head, ready_count;
+
+  pthread_t *threads;
+  void *worker_ctx; /* worker.c's per-thread contexts */
+  unsigned nthreads;
+  pthread_t extender;
+  bool extender_started;
+  pthread_mutex_t ext_mu;
+  pthread_cond_t ext_cv;
+  bool ext_stop;
+
+  atomic_bool warned_retry_after;
+  struct {
+    atomic_uint_fast64_t claimed, acked, retried, dead_lettered, released, lease_lost, failed,
+        extensions, claims;
+  } stats;
+};
+
+/* subscription.c */
+void tabq_sub_free(tabq_subscription *s);
+
+/* worker.c */
+int tabq_workers_start(tabq_subscription *s, tabq_error *err);
+void tabq_workers_stop(tabq_subscription *s);
+void tabq_sub_wake(tabq_subscription *s);
+
+/* form_lease.c */
+int tabq_lease_open(tabq_subscription *s, tabq_error *err);
+int tabq_lease_claim(tabq_subscription *s, tabq_delivery **slots, unsigned limit, unsigned *got,
+                     tabq_error *err);
+int tabq_lease_extender_start(tabq_subscription *s, tabq_error *err);
+void tabq_lease_extender_stop(tabq_subscription *s);
+
+/* delivery.c */
+int tabq_delivery_fill(tabq_delivery *d, const tabq_driver_v1 *drv, tabq_prepared *p,
+                       tabq_error *err);
+void tabq_delivery_done(tabq_delivery *d);
+
+/* settle.c */
+int tabq_settle(tabq_delivery *d, tabq_outcome outcome, tabq_error *err);
+/* Settles a handler's returned outcome unless the handler settled already; logs failures. */
+void tabq_settle_returned(tabq_delivery *d, tabq_outcome outcome);
+
+/* headers.c */
+int tabq_headers_render(const tabq_header *h, size_t n, tabq_buf *out, tabq_error *err,
+                        const char *table);
+const char *tabq_headers_get(tabq_delivery *d, const char *name);
+
+/* buffers */
+int tabq_buf_reserve(tabq_buf *b, size_t n);
+void tabq_buf_free(tabq_buf *b);
+
+#endif

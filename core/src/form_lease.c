@@ -1,0 +1,134 @@
+/* The lease form (SPEC 3.2): a claim writes an expiry into each row and commits; the expiry is
+ * the delivery's ownership token, named by every settlement and extension, and moved every half
+ * lease while the handler runs. */
+#include <string.h>
+
+#include "clock.h"
+#include "engine.h"
+#include "error.h"
+
+int tabq_lease_open(tabq_subscription *s, tabq_error *err) {
+  tabq_broker *b = s->b;
+  const tabq_lease_v1 *lease = b->plugin.plugin->lease;
+  tabq_build build = {.table = s->t, .form = s->form, .dead_letter_table = s->dead_letter_table};
+  s->claim_flags = lease->flags;
+  int rc = tabq_stmt_build(&b->stmts, b->host, lease->claim, &build, "claim", &s->st[SQ_CLAIM],
+                           err);
+  if (!rc)
+    rc = tabq_stmt_build(&b->stmts, b->host, lease->extend, &build, "extend", &s->st[SQ_EXTEND],
+                         err);
+  if (!rc)
+    rc = tabq_stmt_build(&b->stmts, b->host, lease->release, &build, "release",
+                         &s->st[SQ_RELEASE], err);
+  return rc;
+}
+
+int tabq_lease_claim(tabq_subscription *s, tabq_delivery **slots, unsigned limit, unsigned *got,
+                     tabq_error *err) {
+  tabq_broker *b = s->b;
+  *got = 0;
+  tabq_pconn *c;
+  int rc = tabq_pool_acquire(&b->pool, &c, err);
+  if (rc)
+    return rc;
+  /* "now" is read once: due rows, ended leases and the new expiry all start from it. */
+  tabq_bind v = {.now = tabq_now_us(), .limit = limit};
+  v.lease_until = v.now + (int64_t)s->lease_s * 1000000;
+  v.group = s->queue ? tabq_text(s->queue, strlen(s->queue)) : tabq_null();
+  tabq_prepared *p;
+  rc = tabq_stmt_run(&b->stmts, b->drv, c, s->st[SQ_CLAIM], &v, &p, err);
+  if (!rc) {
+    bool row = false;
+    while (*got < limit && !(rc = b->drv->next(p, &row)) && row) {
+      tabq_delivery *d = slots[*got];
+      pthread_mutex_lock(&d->mu);
+      rc = tabq_delivery_fill(d, b->drv, p, err);
+      d->token = v.lease_until;
+      pthread_mutex_unlock(&d->mu);
+      if (rc)
+        break;
+      (*got)++;
+    }
+    if (rc && rc != TABQ_NOMEM)
+      tabq_err_from_plugin(err, rc, s->t->name, "claim");
+    b->drv->reset(p);
+  }
+  tabq_pool_release(&b->pool, c);
+  atomic_fetch_add(&s->stats.claimed, *got);
+  return rc;
+}
+
+/* One extension round: every delivery in work gets a new expiry, if its token still holds. */
+static void extend_all(tabq_subscription *s) {
+  tabq_broker *b = s->b;
+  tabq_pconn *c;
+  tabq_error err;
+  if (tabq_pool_acquire(&b->pool, &c, &err)) {
+    tabq_logf(&b->log, TABQ_LOG_WARN, "lease extension on table %s waits: %s", s->t->name,
+              err.message);
+    return;
+  }
+  for (unsigned i = 0; i < s->nslots; i++) {
+    tabq_delivery *d = &s->slots[i];
+    pthread_mutex_lock(&d->mu);
+    if (d->in_work && !d->lease_lost) {
+      tabq_bind v = {.id = d->id, .token = d->token};
+      v.lease_until = tabq_now_us() + (int64_t)s->lease_s * 1000000;
+      uint64_t changed = 0;
+      int rc = tabq_stmt_change(&b->stmts, b->drv, c, s->st[SQ_EXTEND], &v, &changed, &err);
+      if (!rc && changed == 1) {
+        d->token = v.lease_until;
+        atomic_fetch_add(&s->stats.extensions, 1);
+      } else if (!rc) {
+        d->lease_lost = true;
+        atomic_fetch_add(&s->stats.lease_lost, 1);
+        tabq_logf(&b->log, TABQ_LOG_WARN,
+                  "table %s: the lease on a row in work ended before its extension; another "
+                  "claim may own it",
+                  s->t->name);
+      } else {
+        tabq_logf(&b->log, TABQ_LOG_WARN, "table %s: lease extension failed (%s): %s",
+                  s->t->name, tabq_code_name(err.code), err.message);
+      }
+    }
+    pthread_mutex_unlock(&d->mu);
+  }
+  tabq_pool_release(&b->pool, c);
+}
+
+static void *extender_main(void *arg) {
+  tabq_subscription *s = arg;
+  int64_t period_ms = (int64_t)s->lease_s * 500; /* each half lease */
+  pthread_mutex_lock(&s->ext_mu);
+  int64_t next = tabq_mono_ms() + period_ms;
+  while (!s->ext_stop) {
+    struct timespec until = tabq_deadline_ms(next);
+    pthread_cond_timedwait(&s->ext_cv, &s->ext_mu, &until);
+    if (s->ext_stop || tabq_mono_ms() < next)
+      continue;
+    pthread_mutex_unlock(&s->ext_mu);
+    extend_all(s);
+    pthread_mutex_lock(&s->ext_mu);
+    next += period_ms;
+  }
+  pthread_mutex_unlock(&s->ext_mu);
+  return NULL;
+}
+
+int tabq_lease_extender_start(tabq_subscription *s, tabq_error *err) {
+  if (pthread_create(&s->extender, NULL, extender_main, s))
+    return tabq_err_set(err, TABQ_IO, s->t->name, NULL, "cannot start the lease extender");
+  s->extender_started = true;
+  return TABQ_OK;
+}
+
+void tabq_lease_extender_stop(tabq_subscription *s) {
+  if (!s->extender_started)
+    return;
+  pthread_mutex_lock(&s->ext_mu);
+  s->ext_stop = true;
+  pthread_cond_signal(&s->ext_cv);
+  pthread_mutex_unlock(&s->ext_mu);
+  pthread_join(s->extender, NULL);
+  s->extender_started = false;
+}

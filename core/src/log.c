@@ -1,0 +1,39 @@
+#include "log.h"
+
+#include <stdarg.h>
+#include <stdio.h>
+
+static const char *level_name(int level) {
+  static const char *const names[] = {"error", "warning", "info", "debug"};
+  return level >= 0 && level <= TABQ_LOG_DEBUG ? names[level] : "log";
+}
+
+static void log_to_stderr(int level, const char *message, void *user) {
+  (void)user;
+  fprintf(stderr, "tabq %s: %s\n", level_name(level), message);
+}
+
+void tabq_logger_init(tabq_logger *l, const tabq_broker_options *o) {
+  l->fn = o && o->log ? o->log : log_to_stderr;
+  l->user = o ? o->log_user : NULL;
+  l->level = o && o->log_level ? o->log_level : TABQ_LOG_WARN;
+}
+
+void tabq_logf(const tabq_logger *l, int level, const char *fmt, ...) {
+  if (level > l->level)
+    return;
+  char message[768];
+  va_list ap;
+  va_start(ap, fmt);
+  vsnprintf(message, sizeof message, fmt, ap);
+  va_end(ap);
+  l->fn(level, message, l->user);
+}
+
+void tabq_log_plugin_v(int level, const char *fmt, va_list ap) {
+  if (level > TABQ_LOG_WARN)
+    return;
+  char message[768];
+  vsnprintf(message, sizeof message, fmt, ap);
+  log_to_stderr(level, message, NULL);
+}

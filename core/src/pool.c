@@ -1,0 +1,111 @@
+#include "pool.h"
+
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "clock.h"
+#include "error.h"
+
+int tabq_pool_init(tabq_pool *p, const tabq_driver_v1 *drv, const char *url, unsigned size,
+                   unsigned timeout_ms, tabq_error *err) {
+  memset(p, 0, sizeof *p);
+  p->drv = drv;
+  p->size = size;
+  p->timeout_ms = timeout_ms;
+  p->url = strdup(url);
+  p->slots = calloc(size, sizeof *p->slots);
+  if (!p->url || !p->slots) {
+    free(p->url);
+    free(p->slots);
+    return tabq_err_set(err, TABQ_NOMEM, NULL, NULL, "cannot allocate a pool of %u", size);
+  }
+  pthread_condattr_t attr;
+  pthread_condattr_init(&attr);
+  pthread_condattr_setclock(&attr, CLOCK_MONOTONIC);
+  pthread_cond_init(&p->freed, &attr);
+  pthread_condattr_destroy(&attr);
+  pthread_mutex_init(&p->mu, NULL);
+  return TABQ_OK;
+}
+
+static tabq_pconn *take_free(tabq_pool *p) {
+  tabq_pconn *unconnected = NULL;
+  for (unsigned i = 0; i < p->size; i++) {
+    tabq_pconn *c = &p->slots[i];
+    if (c->in_use)
+      continue;
+    if (c->conn) {
+      c->in_use = true;
+      return c;
+    }
+    if (!unconnected)
+      unconnected = c;
+  }
+  if (unconnected)
+    unconnected->in_use = true;
+  return unconnected;
+}
+
+int tabq_pool_acquire(tabq_pool *p, tabq_pconn **out, tabq_error *err) {
+  int64_t deadline = tabq_mono_ms() + p->timeout_ms;
+  pthread_mutex_lock(&p->mu);
+  tabq_pconn *c;
+  while (!(c = take_free(p))) {
+    struct timespec ts = tabq_deadline_ms(deadline);
+    if (pthread_cond_timedwait(&p->freed, &p->mu, &ts) == ETIMEDOUT && !(c = take_free(p))) {
+      pthread_mutex_unlock(&p->mu);
+      return tabq_err_set(err, TABQ_POOL_TIMEOUT, NULL, NULL,
+                          "no pooled connection became free within %u ms (pool size %u)",
+                          p->timeout_ms, p->size);
+    }
+    if (c)
+      break;
+  }
+  pthread_mutex_unlock(&p->mu);
+  if (!c->conn) {
+    if (!c->prepared && !(c->prepared = calloc(TABQ_MAX_STATEMENTS, sizeof *c->prepared))) {
+      tabq_pool_release(p, c);
+      return tabq_err_set(err, TABQ_NOMEM, NULL, NULL, "cannot allocate a connection's cache");
+    }
+    int rc = p->drv->connect(p->url, &c->conn);
+    if (rc) {
+      c->conn = NULL;
+      tabq_pool_release(p, c);
+      return tabq_err_from_plugin(err, rc, NULL, "connect");
+    }
+  }
+  *out = c;
+  return TABQ_OK;
+}
+
+static void disconnect(tabq_pool *p, tabq_pconn *c) {
+  for (unsigned i = 0; i < TABQ_MAX_STATEMENTS && c->prepared; i++)
+    if (c->prepared[i]) {
+      p->drv->finalize(c->prepared[i]);
+      c->prepared[i] = NULL;
+    }
+  if (c->conn)
+    p->drv->close(c->conn);
+  c->conn = NULL;
+}
+
+void tabq_pool_release(tabq_pool *p, tabq_pconn *c) {
+  if (c->conn && !p->drv->alive(c->conn))
+    disconnect(p, c); /* the next acquire of this slot connects anew */
+  pthread_mutex_lock(&p->mu);
+  c->in_use = false;
+  pthread_cond_signal(&p->freed);
+  pthread_mutex_unlock(&p->mu);
+}
+
+void tabq_pool_destroy(tabq_pool *p) {
+  for (unsigned i = 0; i < p->size; i++) {
+    disconnect(p, &p->slots[i]);
+    free(p->slots[i].prepared);
+  }
+  free(p->slots);
+  free(p->url);
+  pthread_mutex_destroy(&p->mu);
+  pthread_cond_destroy(&p->freed);
+}

@@ -1,0 +1,36 @@
+/* The connection pool: a fixed number of slots, connected lazily, replaced when broken. */
+#ifndef TABQ_POOL_H
+#define TABQ_POOL_H
+
+#include <pthread.h>
+#include <stdbool.h>
+#include <tabq/dialect.h>
+#include <tabq/tabq.h>
+
+#define TABQ_MAX_STATEMENTS 256 /* statements a broker prepares, over all its subscriptions */
+
+typedef struct tabq_pconn {
+  tabq_conn *conn;
+  tabq_prepared **prepared; /* by statement id; prepared on first use on this connection */
+  bool in_use;
+} tabq_pconn;
+
+typedef struct tabq_pool {
+  pthread_mutex_t mu;
+  pthread_cond_t freed;
+  const tabq_driver_v1 *drv;
+  char *url;
+  tabq_pconn *slots;
+  unsigned size;
+  unsigned timeout_ms;
+} tabq_pool;
+
+int tabq_pool_init(tabq_pool *p, const tabq_driver_v1 *drv, const char *url, unsigned size,
+                   unsigned timeout_ms, tabq_error *err);
+/* Waits up to the acquire timeout for a free connection (TABQ_POOL_TIMEOUT). */
+int tabq_pool_acquire(tabq_pool *p, tabq_pconn **out, tabq_error *err);
+/* Gives a connection back; a connection the driver knows broken is closed and replaced later. */
+void tabq_pool_release(tabq_pool *p, tabq_pconn *c);
+void tabq_pool_destroy(tabq_pool *p);
+
+#endif

@@ -1,0 +1,128 @@
+/* Publishing: the insert rendered once per table from its description, then one row per call,
+ * and a wake-up for this process's subscriptions of that table and group. */
+#include <stdio.h>
+#include <string.h>
+
+#include "clock.h"
+#include "engine.h"
+#include "error.h"
+
+/* The table's publisher, built and prepared on first use. Called with b->mu held. */
+static int publisher_of(tabq_broker *b, const tabq_table *t, tabq_publisher **out,
+                        tabq_error *err) {
+  for (tabq_publisher *p = b->publishers; p; p = p->next)
+    if (p->table == t) {
+      *out = p;
+      return TABQ_OK;
+    }
+  int rc = tabq_table_rules(t, err);
+  if (rc)
+    return rc;
+  tabq_publisher *p = calloc(1, sizeof *p);
+  if (!p)
+    return tabq_err_set(err, TABQ_NOMEM, t->name, "insert", "cannot allocate a publisher");
+  tabq_build build = {.table = t, .form = tabq_table_form(t)};
+  rc = tabq_stmt_build(&b->stmts, b->host, b->plugin.plugin->dialect->insert, &build, "insert",
+                       &p->insert, err);
+  tabq_pconn *c = NULL;
+  if (!rc)
+    rc = tabq_pool_acquire(&b->pool, &c, err);
+  if (!rc) {
+    tabq_prepared *prepared;
+    rc = tabq_stmt_prepare(&b->stmts, b->drv, c, p->insert, &prepared, err);
+    tabq_pool_release(&b->pool, c);
+  }
+  if (rc) {
+    free(p);
+    return rc;
+  }
+  p->table = t;
+  p->next = b->publishers;
+  b->publishers = p;
+  *out = p;
+  return TABQ_OK;
+}
+
+static int check_message(const tabq_table *t, const tabq_message *m, tabq_error *err) {
+  if (m->nheaders && !t->headers.name)
+    return tabq_err_set(err, TABQ_HEADER, t->name, "insert",
+                        "table %s has no headers column; the message's %zu headers cannot be "
+                        "written",
+                        t->name, m->nheaders);
+  if (t->group.name && !m->group)
+    return tabq_err_set(err, TABQ_INVALID, t->name, "insert",
+                        "table %s has a group column; the message needs a group", t->name);
+  if (!t->id.generated && m->id.type == TABQ_T_NULL)
+    return tabq_err_set(err, TABQ_INVALID, t->name, "insert",
+                        "table %s's id is not generated; the message needs an id", t->name);
+  if (m->ndata > t->ndata)
+    return tabq_err_set(err, TABQ_INVALID, t->name, "insert",
+                        "the message has %zu data values; table %s describes %zu data columns",
+                        m->ndata, t->name, t->ndata);
+  return TABQ_OK;
+}
+
+static void wake_readers(tabq_broker *b, const tabq_table *t, const char *group) {
+  pthread_mutex_lock(&b->mu);
+  for (tabq_subscription *s = b->subs; s; s = s->next) {
+    if (s->t != t && strcmp(s->t->name, t->name))
+      continue;
+    if (t->group.name && group && s->queue && strcmp(s->queue, group))
+      continue;
+    tabq_sub_wake(s);
+  }
+  pthread_mutex_unlock(&b->mu);
+}
+
+static tabq_value text_or_null(const char *s) { return s ? tabq_text(s, strlen(s)) : tabq_null(); }
+
+int tabq_publish(tabq_broker *b, const tabq_table *t, const tabq_message *m, tabq_error *err) {
+  tabq_err_clear(err);
+  if (!b || !t || !m)
+    return tabq_err_set(err, TABQ_INVALID, NULL, "insert", "tabq_publish needs a broker, a "
+                                                          "table and a message");
+  int rc = check_message(t, m, err);
+  if (rc)
+    return rc;
+  tabq_publisher *p;
+  pthread_mutex_lock(&b->mu);
+  rc = publisher_of(b, t, &p, err);
+  pthread_mutex_unlock(&b->mu);
+  if (rc)
+    return rc;
+  tabq_buf headers = {0};
+  if (t->headers.name && (rc = tabq_headers_render(m->headers, m->nheaders, &headers, err,
+                                                   t->name)))
+    return rc;
+  tabq_bind v = {.id = m->id, .group = text_or_null(m->group), .priority = m->priority,
+                 .partition_key = text_or_null(m->partition_key), .attempt = 1,
+                 .payload = tabq_bytes(m->payload ? m->payload : "", m->payload_len),
+                 .data = m->data, .ndata = m->ndata, .now = tabq_now_us()};
+  v.headers = (tabq_value){.type = TABQ_T_JSON, .u.buf = {headers.p, headers.len}};
+  v.retry_at = v.now + (int64_t)m->delay_ms * 1000;
+  tabq_pconn *c;
+  if (!(rc = tabq_pool_acquire(&b->pool, &c, err))) {
+    uint64_t changed;
+    rc = tabq_stmt_change(&b->stmts, b->drv, c, p->insert, &v, &changed, err);
+    tabq_pool_release(&b->pool, c);
+  }
+  tabq_buf_free(&headers);
+  if (!rc)
+    wake_readers(b, t, m->group);
+  return rc;
+}
+
+int tabq_insert_sql(tabq_broker *b, const tabq_table *t, char *buf, size_t cap, tabq_error *err) {
+  tabq_err_clear(err);
+  tabq_publisher *p;
+  pthread_mutex_lock(&b->mu);
+  int rc = publisher_of(b, t, &p, err);
+  pthread_mutex_unlock(&b->mu);
+  if (rc)
+    return rc;
+  const char *sql = b->stmts.defs[p->insert].sql;
+  if ((size_t)snprintf(buf, cap, "%s", sql) >= cap)
+    return tabq_err_set(err, TABQ_INVALID, t->name, "insert",
+                        "the insert is %zu bytes; the buffer holds %zu", strlen(sql) + 1, cap);
+  return TABQ_OK;
+}

@@ -1,0 +1,151 @@
+/* Settling a delivery by its outcome (SPEC 2). In the lease form every statement names the row
+ * and the token, so a late settlement changes nothing and fails with LEASE_LOST. A settlement
+ * whose statement fails leaves the row leased until its lease ends. */
+#include <string.h>
+
+#include "clock.h"
+#include "engine.h"
+#include "error.h"
+
+typedef enum action { ACT_RELEASE, ACT_ACK, ACT_DISCARD, ACT_RETRY, ACT_RETRY_AFTER, ACT_DEAD } action;
+
+static action choose(tabq_delivery *d, tabq_outcome o) {
+  tabq_subscription *s = d->sub;
+  bool failure = o.kind == TABQ_OUTCOME_RETRY || o.kind == TABQ_OUTCOME_RETRY_AFTER;
+  if (o.kind == TABQ_OUTCOME_DEAD_LETTER && s->o.max_attempts)
+    return ACT_DEAD;
+  if (failure && s->o.max_attempts && d->attempt >= (long)s->o.max_attempts)
+    return ACT_DEAD;
+  switch (o.kind) {
+  case TABQ_OUTCOME_ACK: return ACT_ACK;
+  case TABQ_OUTCOME_DROP: return ACT_DISCARD;
+  case TABQ_OUTCOME_RETRY_AFTER:
+    if (s->st[SQ_RETRY_AFTER] != TABQ_NO_STMT)
+      return ACT_RETRY_AFTER;
+    if (!atomic_exchange(&s->warned_retry_after, true))
+      tabq_logf(&s->b->log, TABQ_LOG_WARN,
+                "table %s has no retry_after column: retry_after(d) returns rows at once",
+                s->t->name);
+    return ACT_RETRY;
+  case TABQ_OUTCOME_DEAD_LETTER:
+    tabq_logf(&s->b->log, TABQ_LOG_ERROR,
+              "table %s: a handler asked for a dead letter, but the mount declares none; the "
+              "row is retried",
+              s->t->name);
+    return ACT_RETRY;
+  case TABQ_OUTCOME_RETRY: return ACT_RETRY;
+  case TABQ_OUTCOME_NONE: break;
+  }
+  return ACT_RELEASE;
+}
+
+static int expect_one(tabq_subscription *s, uint64_t changed, const char *what, tabq_error *err) {
+  if (changed == 1)
+    return TABQ_OK;
+  return tabq_err_set(err, TABQ_LEASE_LOST, s->t->name, what,
+                      "table %s: the %s changed no row: the lease ended and another claim may "
+                      "own the row",
+                      s->t->name, what);
+}
+
+/* Dead letter into a table: the copy and the delete commit together, or neither does. */
+static int dead_letter_table(tabq_subscription *s, tabq_pconn *c, const tabq_bind *v,
+                             tabq_error *err) {
+  tabq_broker *b = s->b;
+  int rc = b->drv->begin(c->conn, s->begin_sql);
+  if (rc)
+    return tabq_err_from_plugin(err, rc, s->t->name, "begin");
+  uint64_t changed = 0;
+  rc = tabq_stmt_change(&b->stmts, b->drv, c, s->st[SQ_DL_COPY], v, &changed, err);
+  if (!rc)
+    rc = expect_one(s, changed, "dead_letter_copy", err);
+  if (!rc)
+    rc = tabq_stmt_change(&b->stmts, b->drv, c, s->st[SQ_DL_REMOVE], v, &changed, err);
+  if (!rc)
+    rc = expect_one(s, changed, "dead_letter_delete", err);
+  if (!rc && (rc = b->drv->commit(c->conn)))
+    tabq_err_from_plugin(err, rc, s->t->name, "commit");
+  if (rc)
+    b->drv->rollback(c->conn);
+  return rc;
+}
+
+static int run_action(tabq_delivery *d, action a, tabq_outcome o, tabq_pconn *c,
+                      tabq_error *err) {
+  tabq_subscription *s = d->sub;
+  tabq_broker *b = s->b;
+  tabq_bind v = {.id = d->id, .token = d->token, .now = tabq_now_us()};
+  v.retry_at = v.now + (int64_t)o.delay_ms * 1000;
+  if (s->dead_letter_group)
+    v.dest = tabq_text(s->dead_letter_group, strlen(s->dead_letter_group));
+  if (a == ACT_DEAD && s->dead_letter_table)
+    return dead_letter_table(s, c, &v, err);
+  static const tabq_sq stmt_of[] = {
+      [ACT_RELEASE] = SQ_RELEASE, [ACT_ACK] = SQ_ACK,
+      [ACT_DISCARD] = SQ_DISCARD, [ACT_RETRY] = SQ_RETRY,
+      [ACT_RETRY_AFTER] = SQ_RETRY_AFTER, [ACT_DEAD] = SQ_DL_GROUP,
+  };
+  static const char *const name_of[] = {
+      [ACT_RELEASE] = "release", [ACT_ACK] = "ack", [ACT_DISCARD] = "discard",
+      [ACT_RETRY] = "retry", [ACT_RETRY_AFTER] = "retry_after", [ACT_DEAD] = "dead_letter",
+  };
+  uint64_t changed = 0;
+  int rc = tabq_stmt_change(&b->stmts, b->drv, c, s->st[stmt_of[a]], &v, &changed, err);
+  if (!rc && s->form == TABQ_FORM_LEASE)
+    rc = expect_one(s, changed, name_of[a], err);
+  return rc;
+}
+
+static void count(tabq_subscription *s, action a, int rc) {
+  if (rc == TABQ_LEASE_LOST)
+    atomic_fetch_add(&s->stats.lease_lost, 1);
+  else if (rc)
+    atomic_fetch_add(&s->stats.failed, 1);
+  else if (a == ACT_ACK || a == ACT_DISCARD)
+    atomic_fetch_add(&s->stats.acked, 1);
+  else if (a == ACT_RETRY || a == ACT_RETRY_AFTER)
+    atomic_fetch_add(&s->stats.retried, 1);
+  else if (a == ACT_DEAD)
+    atomic_fetch_add(&s->stats.dead_lettered, 1);
+  else
+    atomic_fetch_add(&s->stats.released, 1);
+}
+
+int tabq_settle(tabq_delivery *d, tabq_outcome o, tabq_error *err) {
+  tabq_subscription *s = d->sub;
+  tabq_broker *b = s->b;
+  /* The connection first, then the delivery: the extender takes them in the same order. */
+  tabq_pconn *c;
+  int rc = tabq_pool_acquire(&b->pool, &c, err);
+  if (rc)
+    return rc;
+  pthread_mutex_lock(&d->mu);
+  if (!d->in_work) {
+    pthread_mutex_unlock(&d->mu);
+    tabq_pool_release(&b->pool, c);
+    return tabq_err_set(err, TABQ_INVALID, s->t->name, NULL, "the delivery is settled already");
+  }
+  action a = choose(d, o);
+  rc = run_action(d, a, o, c, err);
+  /* Settled or not, it leaves work: a failed statement leaves the row to its lease. */
+  d->in_work = false;
+  d->settled = true;
+  pthread_mutex_unlock(&d->mu);
+  tabq_pool_release(&b->pool, c);
+  count(s, a, rc);
+  return rc;
+}
+
+void tabq_settle_returned(tabq_delivery *d, tabq_outcome o) {
+  pthread_mutex_lock(&d->mu);
+  bool settled = d->settled;
+  pthread_mutex_unlock(&d->mu);
+  if (settled)
+    return;
+  tabq_error err;
+  int rc = tabq_settle(d, o, &err);
+  if (rc)
+    tabq_logf(&d->sub->b->log, rc == TABQ_LEASE_LOST ? TABQ_LOG_WARN : TABQ_LOG_ERROR,
+              "settlement on table %s failed (%s): %s", d->sub->t->name, tabq_code_name(err.code),
+              err.message);
+}

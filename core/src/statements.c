@@ -1,0 +1,132 @@
+#include "statements.h"
+
+#include <stdio.h>
+#include <string.h>
+#include <tabq/sql.h>
+
+#include "error.h"
+
+void tabq_registry_init(tabq_registry *r) {
+  memset(r, 0, sizeof *r);
+  pthread_mutex_init(&r->mu, NULL);
+}
+
+void tabq_registry_destroy(tabq_registry *r, const tabq_host *host) {
+  unsigned n = atomic_load(&r->n);
+  for (unsigned i = 0; i < n; i++)
+    host->free(r->defs[i].sql);
+  pthread_mutex_destroy(&r->mu);
+}
+
+int tabq_stmt_register(tabq_registry *r, tabq_stmt *st, const char *name, const char *table,
+                       unsigned *id, tabq_error *err) {
+  pthread_mutex_lock(&r->mu);
+  unsigned n = atomic_load(&r->n);
+  if (n == TABQ_MAX_STATEMENTS) {
+    pthread_mutex_unlock(&r->mu);
+    tabq_sql_free(st);
+    return tabq_err_set(err, TABQ_INVALID, table, name, "a broker holds at most %d statements",
+                        TABQ_MAX_STATEMENTS);
+  }
+  tabq_sdef *d = &r->defs[n];
+  d->sql = st->sql;
+  memcpy(d->params, st->params, sizeof d->params);
+  d->nparams = st->nparams;
+  snprintf(d->name, sizeof d->name, "%s", name);
+  d->table = table;
+  st->sql = NULL;
+  atomic_store(&r->n, n + 1); /* published after the definition is complete */
+  pthread_mutex_unlock(&r->mu);
+  *id = n;
+  return TABQ_OK;
+}
+
+int tabq_stmt_build(tabq_registry *r, const tabq_host *host, tabq_build_fn fn, const tabq_build *b,
+                    const char *name, unsigned *id, tabq_error *err) {
+  tabq_stmt st;
+  tabq_sql_init(&st, host);
+  int rc = fn(b, &st);
+  if (!rc)
+    rc = st.status;
+  if (!rc && !st.sql)
+    rc = tabq_err_set(err, TABQ_DIALECT, b->table->name, name, "the dialect built no SQL for %s",
+                      name);
+  else if (rc)
+    rc = st.status == rc ? tabq_err_set(err, rc, b->table->name, name,
+                                        "the dialect could not build the %s statement (%s)", name,
+                                        tabq_code_name((tabq_code)rc))
+                         : tabq_err_from_plugin(err, rc, b->table->name, name);
+  if (rc) {
+    tabq_sql_free(&st);
+    return rc;
+  }
+  return tabq_stmt_register(r, &st, name, b->table->name, id, err);
+}
+
+int tabq_stmt_prepare(tabq_registry *r, const tabq_driver_v1 *drv, tabq_pconn *c, unsigned id,
+                      tabq_prepared **out, tabq_error *err) {
+  if (!c->prepared[id]) {
+    const tabq_sdef *d = &r->defs[id];
+    int rc = drv->prepare(c->conn, d->sql, d->nparams, d->name, &c->prepared[id]);
+    if (rc) {
+      c->prepared[id] = NULL;
+      return tabq_err_from_plugin(err, rc, d->table, d->name);
+    }
+  }
+  *out = c->prepared[id];
+  return TABQ_OK;
+}
+
+static tabq_value value_of(const tabq_bind *v, uint16_t param) {
+  switch (param) {
+  case TABQ_P_ID: return v->id;
+  case TABQ_P_IDS: return v->ids;
+  case TABQ_P_GROUP: return v->group;
+  case TABQ_P_NOW: return tabq_time(v->now);
+  case TABQ_P_LIMIT: return tabq_int(v->limit);
+  case TABQ_P_LEASE_UNTIL: return tabq_time(v->lease_until);
+  case TABQ_P_TOKEN: return tabq_time(v->token);
+  case TABQ_P_RETRY_AT: return tabq_time(v->retry_at);
+  case TABQ_P_DEST: return v->dest;
+  case TABQ_P_KEY: return v->key;
+  case TABQ_P_PRIORITY: return tabq_int(v->priority);
+  case TABQ_P_PARTITION_KEY: return v->partition_key;
+  case TABQ_P_HEADERS: return v->headers;
+  case TABQ_P_PAYLOAD: return v->payload;
+  case TABQ_P_ATTEMPT: return tabq_int(v->attempt);
+  default:
+    if (param >= TABQ_P_DATA && (size_t)(param - TABQ_P_DATA) < v->ndata)
+      return v->data[param - TABQ_P_DATA];
+    return tabq_null();
+  }
+}
+
+int tabq_stmt_run(tabq_registry *r, const tabq_driver_v1 *drv, tabq_pconn *c, unsigned id,
+                  const tabq_bind *v, tabq_prepared **out, tabq_error *err) {
+  tabq_prepared *p;
+  int rc = tabq_stmt_prepare(r, drv, c, id, &p, err);
+  if (rc)
+    return rc;
+  const tabq_sdef *d = &r->defs[id];
+  tabq_value values[TABQ_STMT_MAX_PARAMS];
+  for (unsigned i = 0; i < d->nparams; i++)
+    values[i] = value_of(v, d->params[i]);
+  rc = drv->execute(p, values, d->nparams);
+  if (rc) {
+    drv->reset(p);
+    return tabq_err_from_plugin(err, rc, d->table, d->name);
+  }
+  *out = p;
+  return TABQ_OK;
+}
+
+int tabq_stmt_change(tabq_registry *r, const tabq_driver_v1 *drv, tabq_pconn *c, unsigned id,
+                     const tabq_bind *v, uint64_t *changed, tabq_error *err) {
+  tabq_prepared *p;
+  int rc = tabq_stmt_run(r, drv, c, id, v, &p, err);
+  if (rc)
+    return rc;
+  *changed = drv->affected(p);
+  drv->reset(p);
+  return TABQ_OK;
+}

@@ -1,0 +1,53 @@
+/* The broker's statements: built once by the dialect, prepared on each connection at first use,
+ * and run with values bound by parameter id. */
+#ifndef TABQ_STATEMENTS_H
+#define TABQ_STATEMENTS_H
+
+#include <pthread.h>
+#include <stdatomic.h>
+#include <tabq/dialect.h>
+#include <tabq/tabq.h>
+
+#include "pool.h"
+
+typedef struct tabq_sdef {
+  char *sql;
+  uint16_t params[TABQ_STMT_MAX_PARAMS];
+  unsigned nparams;
+  char name[24];
+  const char *table;
+} tabq_sdef;
+
+typedef struct tabq_registry {
+  pthread_mutex_t mu;
+  tabq_sdef defs[TABQ_MAX_STATEMENTS];
+  atomic_uint n;
+} tabq_registry;
+
+/* The values a statement's parameters take, by id. Buffers must outlive the execution. */
+typedef struct tabq_bind {
+  tabq_value id, ids, group, dest, key, partition_key, headers, payload;
+  int64_t now, lease_until, token, retry_at, limit, priority, attempt;
+  const tabq_value *data;
+  size_t ndata;
+} tabq_bind;
+
+void tabq_registry_init(tabq_registry *r);
+void tabq_registry_destroy(tabq_registry *r, const tabq_host *host);
+/* Builds a statement with the dialect's builder and registers it under *id. */
+int tabq_stmt_build(tabq_registry *r, const tabq_host *host, tabq_build_fn fn, const tabq_build *b,
+                    const char *name, unsigned *id, tabq_error *err);
+/* Registers a statement already built (takes its text). */
+int tabq_stmt_register(tabq_registry *r, tabq_stmt *st, const char *name, const char *table,
+                       unsigned *id, tabq_error *err);
+/* Prepares statement `id` on `c` if it is not yet (R-DESC-2 failures come back as SCHEMA). */
+int tabq_stmt_prepare(tabq_registry *r, const tabq_driver_v1 *drv, tabq_pconn *c, unsigned id,
+                      tabq_prepared **out, tabq_error *err);
+/* Binds by id and executes; the caller reads rows and then calls drv->reset(*out). */
+int tabq_stmt_run(tabq_registry *r, const tabq_driver_v1 *drv, tabq_pconn *c, unsigned id,
+                  const tabq_bind *v, tabq_prepared **out, tabq_error *err);
+/* Runs a statement that returns no rows and reports the rows it changed. */
+int tabq_stmt_change(tabq_registry *r, const tabq_driver_v1 *drv, tabq_pconn *c, unsigned id,
+                     const tabq_bind *v, uint64_t *changed, tabq_error *err);
+
+#endif

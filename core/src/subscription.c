@@ -1,0 +1,259 @@
+/* Opening a subscription: the mount's rules, the dialect's refusals, every statement built and
+ * prepared once (R-DESC-1, R-DESC-2), then the threads. Nothing is claimed before all of that
+ * holds. */
+#include <stdlib.h>
+#include <string.h>
+#include <tabq/sql.h>
+#include <unistr.h>
+
+#include "engine.h"
+#include "error.h"
+
+#define DEFAULT_BATCH 16
+
+static int mount_broken(tabq_error *err, const tabq_table *t, const char *detail) {
+  return tabq_err_set(err, TABQ_DECLARATION, t->name, NULL, "subscription to table %s: %s",
+                      t->name, detail);
+}
+
+static int check_mount(const tabq_table *t, const tabq_subscription_options *o, tabq_error *err) {
+  if (!o || (!o->handler == !o->batch_handler))
+    return tabq_err_set(err, TABQ_INVALID, t->name, NULL,
+                        "subscription to table %s: give exactly one of handler and batch_handler",
+                        t->name);
+  if (t->group.name && (!o->queue || !o->queue[0]))
+    return mount_broken(err, t, "the table has a group column, so the subscription needs a queue");
+  if (o->queue && u8_check((const uint8_t *)o->queue, strlen(o->queue)))
+    return mount_broken(err, t, "the queue name is not valid UTF-8");
+  bool dead_letter = o->dead_letter_group || o->dead_letter_table;
+  if (o->max_attempts && !dead_letter)
+    return mount_broken(err, t, "max_attempts needs a dead letter (group or table)");
+  if (dead_letter && !o->max_attempts)
+    return mount_broken(err, t, "a dead letter needs max_attempts");
+  if (o->max_attempts && !t->attempt.name)
+    return mount_broken(err, t, "max_attempts needs a column that plays the attempt role");
+  if (o->dead_letter_group && o->dead_letter_table)
+    return mount_broken(err, t, "give a dead letter group or a dead letter table, not both");
+  if (o->dead_letter_group && !t->group.name)
+    return mount_broken(err, t,
+                        "a dead letter group needs a group column; use a dead letter table");
+  if (o->dead_letter_table && !strcmp(o->dead_letter_table, t->name))
+    return mount_broken(err, t, "the dead letter table is the table itself");
+  if (t->fifo && o->workers > 1)
+    return mount_broken(err, t, "one worker serves a FIFO subscription; workers must be 1");
+  return TABQ_OK;
+}
+
+static int check_form(tabq_subscription *s, tabq_error *err) {
+  const tabq_plugin *p = s->b->plugin.plugin;
+  tabq_build build = {.table = s->t, .form = s->form, .dead_letter_table = s->dead_letter_table};
+  int rc = p->dialect->check(&build);
+  if (rc)
+    return tabq_err_from_plugin(err, rc, s->t->name, "check");
+  const char *missing = NULL;
+  if (s->form == TABQ_FORM_LEASE && !p->lease)
+    missing = "lease";
+  else if (s->form == TABQ_FORM_ROWLOCK && !p->rowlock)
+    missing = "row lock";
+  else if (s->form == TABQ_FORM_ADVISORY && !p->advisory)
+    missing = "advisory lock";
+  if (missing)
+    return tabq_err_set(err, TABQ_DIALECT, s->t->name, NULL,
+                        "table %s takes the %s form, which the %s dialect does not serve",
+                        s->t->name, missing, p->name);
+  if (s->form != TABQ_FORM_LEASE || p->lease->stamp)
+    return tabq_err_set(err, TABQ_DIALECT, s->t->name, NULL,
+                        "table %s: this tabq runs the lease form with one-statement claims only",
+                        s->t->name);
+  return TABQ_OK;
+}
+
+static int build_begin(tabq_subscription *s, tabq_error *err) {
+  tabq_build build = {.table = s->t, .form = s->form};
+  tabq_stmt st;
+  tabq_sql_init(&st, s->b->host);
+  int rc = s->b->plugin.plugin->dialect->begin(&build, &st);
+  if (!rc)
+    rc = st.status;
+  if (!rc && (!st.sql || st.len >= sizeof s->begin_sql))
+    rc = tabq_err_set(err, TABQ_DIALECT, s->t->name, "begin", "the dialect's begin is unusable");
+  else if (rc)
+    tabq_err_from_plugin(err, rc, s->t->name, "begin");
+  else
+    memcpy(s->begin_sql, st.sql, st.len + 1);
+  tabq_sql_free(&st);
+  return rc;
+}
+
+/* The settlements every form shares, and the dead letter the mount declared. */
+static int build_settlements(tabq_subscription *s, tabq_error *err) {
+  tabq_broker *b = s->b;
+  const tabq_dialect_v1 *dl = b->plugin.plugin->dialect;
+  tabq_build build = {.table = s->t, .form = s->form, .dead_letter_table = s->dead_letter_table};
+  int rc = tabq_stmt_build(&b->stmts, b->host, dl->ack, &build, "ack", &s->st[SQ_ACK], err);
+  if (!rc)
+    rc = tabq_stmt_build(&b->stmts, b->host, dl->discard, &build, "discard", &s->st[SQ_DISCARD], err);
+  if (!rc)
+    rc = tabq_stmt_build(&b->stmts, b->host, dl->retry, &build, "retry", &s->st[SQ_RETRY], err);
+  if (!rc && s->t->retry_after.name)
+    rc = tabq_stmt_build(&b->stmts, b->host, dl->retry_after, &build, "retry_after",
+                         &s->st[SQ_RETRY_AFTER], err);
+  if (!rc && s->dead_letter_group)
+    rc = tabq_stmt_build(&b->stmts, b->host, dl->dead_letter_group, &build, "dead_letter",
+                         &s->st[SQ_DL_GROUP], err);
+  if (!rc && s->dead_letter_table) {
+    tabq_stmt copy, remove;
+    tabq_sql_init(&copy, b->host);
+    tabq_sql_init(&remove, b->host);
+    rc = dl->dead_letter_table(&build, &copy, &remove);
+    if (!rc)
+      rc = copy.status ? copy.status : remove.status;
+    if (rc) {
+      tabq_err_from_plugin(err, rc, s->t->name, "dead_letter");
+      tabq_sql_free(&copy);
+      tabq_sql_free(&remove);
+      return rc;
+    }
+    rc = tabq_stmt_register(&b->stmts, &copy, "dead_letter_copy", s->t->name, &s->st[SQ_DL_COPY], err);
+    if (!rc)
+      rc = tabq_stmt_register(&b->stmts, &remove, "dead_letter_delete", s->t->name,
+                              &s->st[SQ_DL_REMOVE], err);
+    else
+      tabq_sql_free(&remove);
+  }
+  if (!rc && s->dead_letter_table)
+    rc = build_begin(s, err);
+  return rc;
+}
+
+/* R-DESC-2: every statement prepared on the server now, so a missing table or column stops the
+ * subscription here with the statement's name. */
+static int prepare_all(tabq_subscription *s, tabq_error *err) {
+  tabq_broker *b = s->b;
+  tabq_pconn *c;
+  int rc = tabq_pool_acquire(&b->pool, &c, err);
+  if (rc)
+    return rc;
+  for (int i = 0; i < SQ_COUNT && !rc; i++) {
+    tabq_prepared *p;
+    if (s->st[i] != TABQ_NO_STMT)
+      rc = tabq_stmt_prepare(&b->stmts, b->drv, c, s->st[i], &p, err);
+  }
+  tabq_pool_release(&b->pool, c);
+  return rc;
+}
+
+static char *copy_or_null(const char *s, bool *failed) {
+  if (!s)
+    return NULL;
+  char *c = strdup(s);
+  *failed |= !c;
+  return c;
+}
+
+static int allocate(tabq_subscription *s, tabq_error *err) {
+  s->nslots = s->workers * s->batch;
+  s->slots = calloc(s->nslots, sizeof *s->slots);
+  s->free_slots = calloc(s->nslots, sizeof *s->free_slots);
+  s->ready = calloc(s->nslots, sizeof *s->ready);
+  if (!s->slots || !s->free_slots || !s->ready)
+    return tabq_err_set(err, TABQ_NOMEM, s->t->name, NULL, "cannot allocate the deliveries");
+  for (unsigned i = 0; i < s->nslots; i++) {
+    tabq_delivery *d = &s->slots[i];
+    d->sub = s;
+    pthread_mutex_init(&d->mu, NULL);
+    if (!(d->cells = calloc(s->proj.ncols, sizeof *d->cells)))
+      return tabq_err_set(err, TABQ_NOMEM, s->t->name, NULL, "cannot allocate the deliveries");
+    s->free_slots[s->nfree++] = d;
+  }
+  return TABQ_OK;
+}
+
+static tabq_subscription *new_subscription(tabq_broker *b, const tabq_table *t,
+                                           const tabq_subscription_options *o) {
+  tabq_subscription *s = calloc(1, sizeof *s);
+  if (!s)
+    return NULL;
+  s->b = b;
+  s->t = t;
+  s->o = *o;
+  s->form = tabq_table_form(t);
+  for (int i = 0; i < SQ_COUNT; i++)
+    s->st[i] = TABQ_NO_STMT;
+  s->workers = o->workers ? o->workers : 1;
+  s->batch = o->batch_handler ? (o->batch ? o->batch : DEFAULT_BATCH) : 1;
+  if (t->fifo)
+    s->batch = 1;
+  s->lease_s = o->lease_s ? o->lease_s : b->lease_s;
+  s->poll_ms = o->poll_interval_ms ? o->poll_interval_ms : b->poll_interval_ms;
+  tabq_projection_init(&s->proj, t);
+  pthread_mutex_init(&s->mu, NULL);
+  pthread_condattr_t attr;
+  pthread_condattr_init(&attr);
+  pthread_condattr_setclock(&attr, CLOCK_MONOTONIC);
+  pthread_cond_init(&s->cv, &attr);
+  pthread_cond_init(&s->ext_cv, &attr);
+  pthread_condattr_destroy(&attr);
+  pthread_mutex_init(&s->ext_mu, NULL);
+  return s;
+}
+
+int tabq_subscribe(tabq_broker *b, const tabq_table *t, const tabq_subscription_options *o,
+                   tabq_subscription **out, tabq_error *err) {
+  tabq_err_clear(err);
+  if (out)
+    *out = NULL;
+  if (!b || !t)
+    return tabq_err_set(err, TABQ_INVALID, NULL, NULL, "tabq_subscribe needs a broker and a table");
+  int rc = tabq_table_rules(t, err);
+  if (!rc)
+    rc = check_mount(t, o, err);
+  if (rc)
+    return rc;
+  if (atomic_load(&b->shut))
+    return tabq_err_set(err, TABQ_CLOSED, t->name, NULL, "the broker is shut down");
+  tabq_subscription *s = new_subscription(b, t, o);
+  if (!s)
+    return tabq_err_set(err, TABQ_NOMEM, t->name, NULL, "cannot allocate a subscription");
+  bool failed = false;
+  s->queue = copy_or_null(o->queue, &failed);
+  s->dead_letter_group = copy_or_null(o->dead_letter_group, &failed);
+  s->dead_letter_table = copy_or_null(o->dead_letter_table, &failed);
+  rc = failed ? tabq_err_set(err, TABQ_NOMEM, t->name, NULL, "cannot copy the options")
+              : check_form(s, err);
+  if (!rc && s->lease_s < 1)
+    rc = mount_broken(err, t, "a lease lasts one second or more");
+  if (!rc)
+    rc = tabq_lease_open(s, err);
+  if (!rc)
+    rc = build_settlements(s, err);
+  if (!rc)
+    rc = prepare_all(s, err);
+  if (!rc)
+    rc = allocate(s, err);
+  if (!rc)
+    rc = tabq_workers_start(s, err);
+  if (rc) {
+    tabq_sub_free(s); /* never listed, no thread running */
+    return rc;
+  }
+  pthread_mutex_lock(&b->mu);
+  s->next = b->subs;
+  b->subs = s;
+  pthread_mutex_unlock(&b->mu);
+  if (out)
+    *out = s;
+  return TABQ_OK;
+}
+
+void tabq_subscription_stats(const tabq_subscription *s, tabq_stats *out) {
+  out->claimed = atomic_load(&s->stats.claimed);
+  out->acked = atomic_load(&s->stats.acked);
+  out->retried = atomic_load(&s->stats.retried);
+  out->dead_lettered = atomic_load(&s->stats.dead_lettered);
+  out->released = atomic_load(&s->stats.released);
+  out->lease_lost = atomic_load(&s->stats.lease_lost);
+  out->failed = atomic_load(&s->stats.failed);
+  out->extensions = atomic_load(&s->stats.extensions);
+  out->claims = atomic_load(&s->stats.claims);
+}

@@ -1,0 +1,197 @@
+/* R-DESC-1: a description that breaks a rule stops the subscription when it opens, naming the
+ * table and the rule, before anything is claimed. */
+#include "table.h"
+
+#include <stdio.h>
+#include <string.h>
+#include <unicase.h>
+#include <unistr.h>
+
+#include "error.h"
+
+#define MAX_DATA_COLUMNS 40 /* keeps every statement within TABQ_STMT_MAX_PARAMS */
+
+static int broken(tabq_error *err, const tabq_table *t, const char *rule, const char *detail) {
+  return tabq_err_set(err, TABQ_DECLARATION, t->name, NULL, "table %s breaks R-DESC-1 (%s): %s",
+                      t->name ? t->name : "(unnamed)", rule, detail);
+}
+
+static bool valid_utf8(const char *s) {
+  return u8_check((const uint8_t *)s, strlen(s)) == NULL;
+}
+
+/* SQLite and MySQL compare column names without case, so two names equal under case folding
+ * would name one column there. */
+static bool same_name(const char *a, const char *b) {
+  int order = 1;
+  if (u8_casecmp((const uint8_t *)a, strlen(a), (const uint8_t *)b, strlen(b), NULL, NULL,
+                 &order) != 0)
+    return strcmp(a, b) == 0;
+  return order == 0;
+}
+
+typedef struct named {
+  const char *role;
+  const tabq_col *col;
+} named;
+
+static size_t collect(const tabq_table *t, named *out) {
+  const named roles[] = {
+      {"id", &t->id},
+      {"group", &t->group},
+      {"priority", &t->priority},
+      {"partition_key", &t->partition_key},
+      {"retry_after", &t->retry_after},
+      {"attempt", &t->attempt},
+      {"processed_at", &t->processed_at},
+      {"locked_until", &t->locked_until},
+      {"headers", &t->headers},
+      {"payload", &t->payload},
+  };
+  size_t n = 0;
+  for (size_t i = 0; i < sizeof roles / sizeof roles[0]; i++)
+    if (roles[i].col->name)
+      out[n++] = roles[i];
+  for (size_t i = 0; i < t->ndata; i++)
+    out[n++] = (named){"data", &t->data[i]};
+  return n;
+}
+
+static int check_name(const tabq_table *t, tabq_error *err) {
+  char detail[256];
+  if (!t->name || !t->name[0])
+    return broken(err, t, "table name", "the description has no table name");
+  if (!valid_utf8(t->name))
+    return broken(err, t, "names are UTF-8", "the table name is not valid UTF-8");
+  const char *dot = strchr(t->name, '.');
+  if (dot && (dot == t->name || !dot[1] || strchr(dot + 1, '.'))) {
+    snprintf(detail, sizeof detail, "'%s' is not 'table' or 'schema.table'", t->name);
+    return broken(err, t, "table name", detail);
+  }
+  return TABQ_OK;
+}
+
+static int check_columns(const tabq_table *t, tabq_error *err) {
+  char detail[256];
+  if (!t->id.name)
+    return broken(err, t, "id required", "no column plays the id role");
+  if (t->ndata && !t->data)
+    return broken(err, t, "data columns", "ndata is set but data is NULL");
+  if (t->ndata > MAX_DATA_COLUMNS) {
+    snprintf(detail, sizeof detail, "%zu data columns, at most %d", t->ndata, MAX_DATA_COLUMNS);
+    return broken(err, t, "data columns", detail);
+  }
+  named cols[10 + MAX_DATA_COLUMNS];
+  size_t n = collect(t, cols);
+  for (size_t i = 0; i < n; i++) {
+    const char *name = cols[i].col->name;
+    if (!name || !name[0]) {
+      snprintf(detail, sizeof detail, "a %s column has an empty name", cols[i].role);
+      return broken(err, t, "column names", detail);
+    }
+    if (!valid_utf8(name)) {
+      snprintf(detail, sizeof detail, "the %s column's name is not valid UTF-8", cols[i].role);
+      return broken(err, t, "names are UTF-8", detail);
+    }
+    for (size_t j = 0; j < i; j++)
+      if (same_name(name, cols[j].col->name)) {
+        snprintf(detail, sizeof detail, "column '%s' plays both %s and %s", name, cols[j].role,
+                 cols[i].role);
+        return broken(err, t, "a column named twice", detail);
+      }
+  }
+  return TABQ_OK;
+}
+
+static bool described(const tabq_table *t, const char *name, size_t len) {
+  named cols[10 + MAX_DATA_COLUMNS];
+  size_t n = collect(t, cols);
+  for (size_t i = 0; i < n; i++)
+    if (strlen(cols[i].col->name) == len && !strncmp(cols[i].col->name, name, len))
+      return true;
+  return false;
+}
+
+/* "jobs-{id}": text with {column} placeholders, each naming a described column. */
+static int check_key_template(const tabq_table *t, tabq_error *err) {
+  char detail[256];
+  const char *k = t->advisory_lock;
+  if (!k[0] || !valid_utf8(k))
+    return broken(err, t, "advisory key", "the advisory_lock template is empty or not UTF-8");
+  size_t placeholders = 0;
+  for (const char *p = k; *p; p++) {
+    if (*p == '}') {
+      snprintf(detail, sizeof detail, "'}' without '{' in template '%s'", k);
+      return broken(err, t, "advisory key", detail);
+    }
+    if (*p != '{')
+      continue;
+    const char *end = strchr(p, '}');
+    if (!end || end == p + 1) {
+      snprintf(detail, sizeof detail, "unclosed or empty placeholder in template '%s'", k);
+      return broken(err, t, "advisory key", detail);
+    }
+    if (!described(t, p + 1, (size_t)(end - p - 1))) {
+      snprintf(detail, sizeof detail, "template '%s' names '%.*s', which is no described column",
+               k, (int)(end - p - 1), p + 1);
+      return broken(err, t, "advisory key", detail);
+    }
+    placeholders++;
+    p = end;
+  }
+  if (!placeholders)
+    return broken(err, t, "advisory key", "the advisory_lock template names no {column}");
+  return TABQ_OK;
+}
+
+static int check_form(const tabq_table *t, tabq_error *err) {
+  if (t->locked_until.name && t->advisory_lock)
+    return broken(err, t, "one form",
+                  "locked_until (lease form) and advisory_lock (advisory form) are both set");
+  if (t->fifo && !t->group.name)
+    return broken(err, t, "fifo needs group", "fifo is set but no column plays the group role");
+  if (t->fifo && t->advisory_lock)
+    return broken(err, t, "fifo with an advisory key",
+                  "FIFO groups take the row lock or lease form; put the group column in the "
+                  "advisory key instead");
+  if (t->locked_until.name && t->clock == TABQ_CLOCK_DATABASE)
+    return broken(err, t, "a lease on the database clock",
+                  "a lease's expiry is computed on the host; use the host clock");
+  if (t->isolation != TABQ_ISOLATION_DEFAULT && t->mode != TABQ_SQLITE_MODE_DEFAULT)
+    return broken(err, t, "isolation or mode",
+                  "isolation (PostgreSQL, MySQL) and mode (SQLite) are both set");
+  if (t->locked_until.name && t->locked_until.generated)
+    return broken(err, t, "locked_until is written by tabq",
+                  "the locked_until column cannot be generated");
+  if (t->advisory_lock)
+    return check_key_template(t, err);
+  return TABQ_OK;
+}
+
+int tabq_table_rules(const tabq_table *t, tabq_error *err) {
+  if (!t)
+    return tabq_err_set(err, TABQ_INVALID, NULL, NULL, "no table description given");
+  int rc = check_name(t, err);
+  if (!rc)
+    rc = check_columns(t, err);
+  if (!rc)
+    rc = check_form(t, err);
+  return rc;
+}
+
+int tabq_table_check(const tabq_table *t, tabq_error *err) {
+  tabq_err_clear(err);
+  return tabq_table_rules(t, err);
+}
+
+void tabq_projection_init(tabq_projection *p, const tabq_table *t) {
+  int col = 0;
+  p->id = col++;
+  p->attempt = t->attempt.name ? col++ : -1;
+  p->group = t->group.name ? col++ : -1;
+  p->partition_key = t->partition_key.name ? col++ : -1;
+  p->headers = t->headers.name ? col++ : -1;
+  p->payload = t->payload.name ? col++ : -1;
+  p->data0 = col;
+  p->ncols = (unsigned)col + (unsigned)t->ndata;
+}

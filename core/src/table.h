@@ -1,0 +1,18 @@
+/* The table description's rules (R-DESC-1) and the projection's layout. */
+#ifndef TABQ_TABLE_RULES_H
+#define TABQ_TABLE_RULES_H
+
+#include <tabq/tabq.h>
+
+/* Checks `t` against R-DESC-1; fills `err` with the table and the rule broken. */
+int tabq_table_rules(const tabq_table *t, tabq_error *err);
+
+/* Where each role sits in a claim's projection (see dialect.h); -1 where absent. */
+typedef struct tabq_projection {
+  int id, attempt, group, partition_key, headers, payload, data0;
+  unsigned ncols;
+} tabq_projection;
+
+void tabq_projection_init(tabq_projection *p, const tabq_table *t);
+
+#endif

@@ -1,0 +1,201 @@
+/* A subscription's workers. There is no separate claimer: an idle worker takes the claimer's
+ * role when no claim is running, claims for every idle worker, keeps one row (or its batch) and
+ * hands the rest to the others. With one worker no row changes thread between claim and
+ * handler. Workers wait on a condition variable; a short claim waits the poll interval, ended
+ * early by a wake-up. */
+#include <stdlib.h>
+#include <string.h>
+
+#include "clock.h"
+#include "engine.h"
+#include "error.h"
+
+typedef struct worker {
+  tabq_subscription *s;
+  tabq_delivery **claimed; /* this worker's claim, s->batch or s->workers long */
+  tabq_outcome *outcomes;  /* batch handlers' answers */
+} worker;
+
+static tabq_delivery *pop_ready(tabq_subscription *s) {
+  tabq_delivery *d = s->ready[s->ready_head];
+  s->ready_head = (s->ready_head + 1) % s->nslots;
+  s->ready_count--;
+  return d;
+}
+
+static void push_ready(tabq_subscription *s, tabq_delivery *d) {
+  s->ready[(s->ready_head + s->ready_count) % s->nslots] = d;
+  s->ready_count++;
+}
+
+/* How many rows this claim may take: one per idle worker not already served by a ready row,
+ * or one batch. */
+static unsigned claim_limit(const tabq_subscription *s) {
+  unsigned want;
+  if (s->o.batch_handler)
+    want = s->batch;
+  else {
+    unsigned idle = s->workers - s->busy;
+    want = idle > s->ready_count ? idle - s->ready_count : 0;
+  }
+  return want < s->nfree ? want : s->nfree;
+}
+
+static void handle_one(tabq_subscription *s, tabq_delivery *d) {
+  tabq_outcome o = s->o.handler(d, s->o.user);
+  tabq_settle_returned(d, o);
+  tabq_delivery_done(d);
+}
+
+static void handle_batch(worker *w, unsigned n) {
+  tabq_subscription *s = w->s;
+  for (unsigned i = 0; i < n; i++)
+    w->outcomes[i] = tabq_no_outcome();
+  s->o.batch_handler(w->claimed, n, w->outcomes, s->o.user);
+  for (unsigned i = 0; i < n; i++) {
+    tabq_settle_returned(w->claimed[i], w->outcomes[i]);
+    tabq_delivery_done(w->claimed[i]);
+  }
+}
+
+/* Runs one claim as the claimer; called and returning with s->mu held. */
+static void claim_round(worker *w, unsigned limit) {
+  tabq_subscription *s = w->s;
+  s->claiming = true;
+  s->woken = false;
+  for (unsigned i = 0; i < limit; i++)
+    w->claimed[i] = s->free_slots[--s->nfree];
+  pthread_mutex_unlock(&s->mu);
+
+  unsigned got = 0;
+  tabq_error err;
+  int rc = tabq_lease_claim(s, w->claimed, limit, &got, &err);
+  atomic_fetch_add(&s->stats.claims, 1);
+  if (rc)
+    tabq_logf(&s->b->log, TABQ_LOG_ERROR, "claim on table %s failed (%s): %s", s->t->name,
+              tabq_code_name(err.code), err.message);
+
+  pthread_mutex_lock(&s->mu);
+  s->claiming = false;
+  for (unsigned i = got; i < limit; i++)
+    s->free_slots[s->nfree++] = w->claimed[i];
+  /* A full claim may have left rows behind: claim again as soon as a worker is free. */
+  s->next_claim_ms = (rc || got < limit) ? tabq_mono_ms() + s->poll_ms : 0;
+  if (s->o.batch_handler) {
+    if (got) {
+      s->busy++;
+      pthread_cond_broadcast(&s->cv); /* another worker may claim meanwhile */
+      pthread_mutex_unlock(&s->mu);
+      handle_batch(w, got);
+      pthread_mutex_lock(&s->mu);
+      s->busy--;
+      for (unsigned i = 0; i < got; i++)
+        s->free_slots[s->nfree++] = w->claimed[i];
+    }
+  } else {
+    for (unsigned i = 0; i < got; i++)
+      push_ready(s, w->claimed[i]);
+  }
+  pthread_cond_broadcast(&s->cv);
+}
+
+static void *worker_main(void *arg) {
+  worker *w = arg;
+  tabq_subscription *s = w->s;
+  pthread_mutex_lock(&s->mu);
+  while (!s->stop) {
+    if (s->ready_count) {
+      tabq_delivery *d = pop_ready(s);
+      s->busy++;
+      pthread_mutex_unlock(&s->mu);
+      handle_one(s, d);
+      pthread_mutex_lock(&s->mu);
+      s->busy--;
+      s->free_slots[s->nfree++] = d;
+      continue;
+    }
+    unsigned limit = s->claiming ? 0 : claim_limit(s);
+    if (limit && (s->woken || tabq_mono_ms() >= s->next_claim_ms)) {
+      claim_round(w, limit);
+      continue;
+    }
+    if (s->claiming || !limit) {
+      pthread_cond_wait(&s->cv, &s->mu);
+    } else {
+      struct timespec until = tabq_deadline_ms(s->next_claim_ms);
+      pthread_cond_timedwait(&s->cv, &s->mu, &until);
+    }
+  }
+  pthread_mutex_unlock(&s->mu);
+  return NULL;
+}
+
+void tabq_sub_wake(tabq_subscription *s) {
+  pthread_mutex_lock(&s->mu);
+  s->woken = true;
+  pthread_cond_broadcast(&s->cv);
+  pthread_mutex_unlock(&s->mu);
+}
+
+static void free_workers(tabq_subscription *s, worker *ws) {
+  for (unsigned i = 0; i < s->workers; i++) {
+    free(ws[i].claimed);
+    free(ws[i].outcomes);
+  }
+  free(ws);
+}
+
+/* The workers' contexts live as long as the threads; the subscription keeps them here. */
+static worker *contexts_of(tabq_subscription *s) { return (worker *)s->worker_ctx; }
+
+int tabq_workers_start(tabq_subscription *s, tabq_error *err) {
+  unsigned per_claim = s->o.batch_handler ? s->batch : s->workers;
+  worker *ws = calloc(s->workers, sizeof *ws);
+  s->threads = calloc(s->workers, sizeof *s->threads);
+  bool ok = ws && s->threads;
+  for (unsigned i = 0; ok && i < s->workers; i++) {
+    ws[i].s = s;
+    ws[i].claimed = calloc(per_claim, sizeof *ws[i].claimed);
+    ws[i].outcomes = calloc(s->batch, sizeof *ws[i].outcomes);
+    ok = ws[i].claimed && ws[i].outcomes;
+  }
+  if (!ok) {
+    if (ws)
+      free_workers(s, ws);
+    return tabq_err_set(err, TABQ_NOMEM, s->t->name, NULL, "cannot allocate the workers");
+  }
+  s->worker_ctx = ws;
+  int rc = tabq_lease_extender_start(s, err);
+  if (rc)
+    return rc;
+  for (unsigned i = 0; i < s->workers; i++) {
+    if (pthread_create(&s->threads[i], NULL, worker_main, &ws[i])) {
+      tabq_workers_stop(s);
+      return tabq_err_set(err, TABQ_IO, s->t->name, NULL, "cannot start worker thread %u", i);
+    }
+    s->nthreads++;
+  }
+  return TABQ_OK;
+}
+
+void tabq_workers_stop(tabq_subscription *s) {
+  pthread_mutex_lock(&s->mu);
+  s->stop = true;
+  pthread_cond_broadcast(&s->cv);
+  pthread_mutex_unlock(&s->mu);
+  for (unsigned i = 0; i < s->nthreads; i++)
+    pthread_join(s->threads[i], NULL);
+  s->nthreads = 0;
+  /* Rows claimed but never handed to a handler go back to the queue now. */
+  while (s->ready_count) {
+    tabq_delivery *d = pop_ready(s);
+    tabq_settle_returned(d, tabq_no_outcome());
+    tabq_delivery_done(d);
+    s->free_slots[s->nfree++] = d;
+  }
+  tabq_lease_extender_stop(s);
+  if (s->worker_ctx) {
+    free_workers(s, contexts_of(s));
+    s->worker_ctx = NULL;
+  }
+}
