@@ -1,0 +1,89 @@
+/* The other process of the crash and lease tests: it claims from the jobs table and tells the
+ * test, line by line on stdout, where it stands, so the test can kill, stop or signal it at a
+ * known point.
+ *
+ *   child crash URL  - lease 1 s; in the handler: "claimed ID ATTEMPT", then waits forever
+ *   child lapse URL  - lease 1 s; in the handler: "claimed ID", waits for a line on stdin, acks
+ *                      and prints the ack's code ("OK", "LEASE_LOST")
+ *   child run URL    - in the handler: "claimed ID", 300 ms of work, ack; tabq_run() until
+ *                      SIGTERM, then "stopped ACKED" */
+#include <stdatomic.h>
+#include <stdio.h>
+#include <string.h>
+#include <tabq/tabq.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "support.h"
+
+static atomic_bool done;
+
+static tabq_outcome crash_handler(tabq_delivery *d, void *user) {
+  (void)user;
+  printf("claimed %lld %ld\n", (long long)tabq_delivery_id(d), tabq_delivery_attempt(d));
+  fflush(stdout);
+  for (;;)
+    pause();
+  return tabq_ack();
+}
+
+static tabq_outcome lapse_handler(tabq_delivery *d, void *user) {
+  (void)user;
+  printf("claimed %lld\n", (long long)tabq_delivery_id(d));
+  fflush(stdout);
+  char line[32];
+  if (!fgets(line, sizeof line, stdin))
+    return tabq_no_outcome();
+  tabq_error err;
+  int rc = tabq_delivery_settle(d, tabq_ack(), &err);
+  printf("%s\n", tabq_code_name((tabq_code)rc));
+  fflush(stdout);
+  atomic_store(&done, true);
+  return tabq_no_outcome();
+}
+
+static tabq_outcome run_handler(tabq_delivery *d, void *user) {
+  (void)user;
+  printf("claimed %lld\n", (long long)tabq_delivery_id(d));
+  fflush(stdout);
+  struct timespec work = {.tv_nsec = 300 * 1000000L};
+  nanosleep(&work, NULL);
+  return tabq_ack();
+}
+
+int main(int argc, char **argv) {
+  if (argc != 3)
+    return 2;
+  const char *mode = argv[1];
+  tabq_broker_options bo = {.poll_interval_ms = 50, .pool_size = 4};
+  tabq_broker *b;
+  tabq_error err;
+  if (tabq_connect(argv[2], &bo, &b, &err)) {
+    fprintf(stderr, "child: %s\n", err.message);
+    return 3;
+  }
+  tabq_subscription_options o = {.queue = "q", .lease_s = 1};
+  if (!strcmp(mode, "crash"))
+    o.handler = crash_handler;
+  else if (!strcmp(mode, "lapse"))
+    o.handler = lapse_handler;
+  else
+    o.handler = run_handler;
+  tabq_subscription *s;
+  if (tabq_subscribe(b, &jobs_table, &o, &s, &err)) {
+    fprintf(stderr, "child: %s\n", err.message);
+    return 4;
+  }
+  if (!strcmp(mode, "run")) {
+    tabq_run(b);
+    tabq_stats st;
+    tabq_subscription_stats(s, &st);
+    printf("stopped %llu\n", (unsigned long long)st.acked);
+    fflush(stdout);
+  } else {
+    while (!atomic_load(&done))
+      usleep(10000);
+  }
+  tabq_close(b);
+  return 0;
+}

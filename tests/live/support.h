@@ -1,0 +1,74 @@
+/* What the live SQLite suites share: a fresh database file per test, direct SQL on it (checks
+ * read the file with sqlite3, not through tabq), a recording handler, and child processes. */
+#ifndef TABQ_TEST_SUPPORT_H
+#define TABQ_TEST_SUPPORT_H
+
+#include <pthread.h>
+#include <stdbool.h>
+#include <stdint.h>
+#include <sys/types.h>
+#include <tabq/tabq.h>
+
+/* The queue table of most tests: lease form, every role. */
+extern const tabq_table jobs_table;
+/* The same columns, with processed_at marking instead of deletes. */
+extern const tabq_table marked_table;
+/* The schema of jobs (and jobs_dead, its dead letter table) as SQL. */
+extern const char *const jobs_schema;
+
+typedef struct testdb {
+  char path[64];
+  char url[96];
+} testdb;
+
+/* A new empty database file with the jobs schema. */
+void testdb_create(testdb *db);
+void testdb_remove(testdb *db);
+/* Runs SQL on the file directly; returns the first column of the first row as an integer
+ * (or -1 with no row). */
+long long testdb_int(const testdb *db, const char *sql);
+/* The first column of the first row as text into buf ("" with no row or NULL). */
+void testdb_text(const testdb *db, const char *sql, char *buf, size_t cap);
+
+tabq_broker *connect_broker(const testdb *db, unsigned poll_ms);
+/* Publishes n rows to `queue` with payload "job-<i>". */
+void publish_n(tabq_broker *b, const char *queue, int n);
+
+/* A handler that records what it saw and answers with a scripted outcome. */
+typedef struct recorder {
+  pthread_mutex_t mu;
+  pthread_cond_t cv;
+  unsigned calls;
+  int64_t ids[64];
+  long attempts[64];
+  char payloads[64][32];
+  tabq_outcome (*script)(struct recorder *r, tabq_delivery *d, unsigned call);
+  void *extra;
+} recorder;
+
+void recorder_init(recorder *r);
+void recorder_free(recorder *r);
+tabq_outcome recorder_handler(tabq_delivery *d, void *user);
+/* Waits until the recorder saw `calls` deliveries; false after `timeout_ms` (a liveness bound,
+ * never a speed check). */
+bool recorder_wait(recorder *r, unsigned calls, int timeout_ms);
+/* Waits until a SQL count reaches `want`. */
+bool wait_count(const testdb *db, const char *sql, long long want, int timeout_ms);
+
+/* A child running tests/live/child.c with `mode` on `db`, its stdout and stdin as pipes. */
+typedef struct child {
+  pid_t pid;
+  int out; /* read the child's lines */
+  int in;  /* write to the child */
+} child;
+
+void child_start(child *c, const char *mode, const testdb *db);
+/* Reads one line from the child into buf (without the newline); false at EOF or timeout. */
+bool child_line(child *c, char *buf, size_t cap, int timeout_ms);
+void child_say(child *c, const char *line);
+/* Waits for the child's exit; returns its status as waitpid gives it. */
+int child_wait(child *c);
+
+void sleep_ms(int ms);
+
+#endif

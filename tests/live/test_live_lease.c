@@ -1,0 +1,221 @@
+/* The lease form under time, crashes and concurrency, on a real SQLite file: extensions keep a
+ * long handler's row, a lapsed lease goes to another claim and the late ack changes nothing, a
+ * SIGKILLed process's row returns after its lease, SIGTERM lets work settle, and four workers
+ * handle each of 10,000 rows exactly once. */
+#include <signal.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <tabq/tabq.h>
+
+#include "cunit_main.h"
+#include "support.h"
+
+static testdb db;
+static tabq_error err;
+
+static tabq_outcome slow_ack(recorder *r, tabq_delivery *d, unsigned call) {
+  (void)r, (void)d, (void)call;
+  sleep_ms(3200); /* more than three leases of 1 s */
+  return tabq_ack();
+}
+
+static void extensions_keep_the_row(void) {
+  testdb_create(&db);
+  tabq_broker *a = connect_broker(&db, 50), *other = connect_broker(&db, 50);
+  recorder slow, rival;
+  recorder_init(&slow);
+  recorder_init(&rival);
+  slow.script = slow_ack;
+  publish_n(a, "q", 1);
+  tabq_subscription_options o = {.queue = "q", .handler = recorder_handler, .user = &slow,
+                                 .lease_s = 1};
+  tabq_subscription *s;
+  CU_ASSERT_EQUAL_FATAL(tabq_subscribe(a, &jobs_table, &o, &s, &err), TABQ_OK);
+  while (!testdb_int(&db, "SELECT count(*) FROM jobs WHERE locked_until IS NOT NULL"))
+    sleep_ms(10);
+  /* a second broker claims the same queue all along */
+  o.user = &rival;
+  CU_ASSERT_EQUAL_FATAL(tabq_subscribe(other, &jobs_table, &o, NULL, &err), TABQ_OK);
+  CU_ASSERT(wait_count(&db, "SELECT count(*) FROM jobs", 0, 15000));
+  tabq_stats st;
+  tabq_subscription_stats(s, &st);
+  CU_ASSERT_EQUAL(st.acked, 1);
+  CU_ASSERT(st.extensions >= 4);
+  CU_ASSERT_EQUAL(st.lease_lost, 0);
+  CU_ASSERT_EQUAL(rival.calls, 0);
+  tabq_close(other);
+  tabq_close(a);
+  recorder_free(&slow);
+  recorder_free(&rival);
+  testdb_remove(&db);
+}
+
+typedef struct holder {
+  pthread_mutex_t mu;
+  pthread_cond_t cv;
+  bool claimed, release;
+  long attempt;
+} holder;
+
+static tabq_outcome hold_until_told(tabq_delivery *d, void *user) {
+  holder *h = user;
+  pthread_mutex_lock(&h->mu);
+  h->claimed = true;
+  h->attempt = tabq_delivery_attempt(d);
+  pthread_cond_broadcast(&h->cv);
+  while (!h->release)
+    pthread_cond_wait(&h->cv, &h->mu);
+  pthread_mutex_unlock(&h->mu);
+  return tabq_ack();
+}
+
+static void lapsed_lease_ack_fails_and_changes_nothing(void) {
+  testdb_create(&db);
+  tabq_broker *b = connect_broker(&db, 50);
+  publish_n(b, "q", 1);
+  child c;
+  child_start(&c, "lapse", &db);
+  char line[64];
+  CU_ASSERT_FATAL(child_line(&c, line, sizeof line, 10000));
+  CU_ASSERT(!strncmp(line, "claimed", 7));
+  /* The child freezes in its handler (as a stopped VM or a long GC pause would): no extension
+   * runs, and its 1 s lease ends. */
+  kill(c.pid, SIGSTOP);
+  holder h = {.claimed = false};
+  pthread_mutex_init(&h.mu, NULL);
+  pthread_cond_init(&h.cv, NULL);
+  tabq_subscription_options o = {.queue = "q", .handler = hold_until_told, .user = &h,
+                                 .lease_s = 30};
+  CU_ASSERT_EQUAL_FATAL(tabq_subscribe(b, &jobs_table, &o, NULL, &err), TABQ_OK);
+  pthread_mutex_lock(&h.mu);
+  while (!h.claimed)
+    pthread_cond_wait(&h.cv, &h.mu);
+  pthread_mutex_unlock(&h.mu);
+  CU_ASSERT_EQUAL(h.attempt, 2);
+  char lease_before[40];
+  testdb_text(&db, "SELECT locked_until FROM jobs", lease_before, sizeof lease_before);
+  /* The child wakes and acks late. */
+  kill(c.pid, SIGCONT);
+  child_say(&c, "go");
+  CU_ASSERT_FATAL(child_line(&c, line, sizeof line, 10000));
+  CU_ASSERT_STRING_EQUAL(line, "LEASE_LOST");
+  int status = child_wait(&c);
+  CU_ASSERT(WIFEXITED(status) && WEXITSTATUS(status) == 0);
+  /* ... and changed nothing: the row is there, under this process's lease. */
+  char lease_after[40];
+  testdb_text(&db, "SELECT locked_until FROM jobs", lease_after, sizeof lease_after);
+  CU_ASSERT_STRING_EQUAL(lease_before, lease_after);
+  CU_ASSERT_EQUAL(testdb_int(&db, "SELECT attempt FROM jobs"), 3);
+  pthread_mutex_lock(&h.mu);
+  h.release = true;
+  pthread_cond_broadcast(&h.cv);
+  pthread_mutex_unlock(&h.mu);
+  CU_ASSERT(wait_count(&db, "SELECT count(*) FROM jobs", 0, 10000));
+  tabq_close(b);
+  testdb_remove(&db);
+}
+
+static void killed_child_row_returns_after_lease(void) {
+  testdb_create(&db);
+  tabq_broker *b = connect_broker(&db, 50);
+  publish_n(b, "q", 1);
+  child c;
+  child_start(&c, "crash", &db);
+  char line[64];
+  CU_ASSERT_FATAL(child_line(&c, line, sizeof line, 10000));
+  CU_ASSERT(!strncmp(line, "claimed", 7));
+  kill(c.pid, SIGKILL);
+  int status = child_wait(&c);
+  CU_ASSERT(WIFSIGNALED(status) && WTERMSIG(status) == SIGKILL);
+  /* The attempt is spent and the lease still stands. */
+  CU_ASSERT_EQUAL(testdb_int(&db, "SELECT attempt FROM jobs"), 2);
+  CU_ASSERT_EQUAL(testdb_int(&db, "SELECT count(*) FROM jobs WHERE locked_until IS NOT NULL"), 1);
+  recorder r;
+  recorder_init(&r);
+  tabq_subscription_options o = {.queue = "q", .handler = recorder_handler, .user = &r};
+  CU_ASSERT_EQUAL_FATAL(tabq_subscribe(b, &jobs_table, &o, NULL, &err), TABQ_OK);
+  CU_ASSERT(recorder_wait(&r, 1, 10000));
+  CU_ASSERT_EQUAL(r.attempts[0], 2);
+  CU_ASSERT(wait_count(&db, "SELECT count(*) FROM jobs", 0, 10000));
+  tabq_close(b);
+  recorder_free(&r);
+  testdb_remove(&db);
+}
+
+static void sigterm_lets_work_settle(void) {
+  testdb_create(&db);
+  tabq_broker *b = connect_broker(&db, 50);
+  publish_n(b, "q", 1);
+  tabq_close(b);
+  child c;
+  child_start(&c, "run", &db);
+  char line[64];
+  CU_ASSERT_FATAL(child_line(&c, line, sizeof line, 10000));
+  CU_ASSERT(!strncmp(line, "claimed", 7));
+  kill(c.pid, SIGTERM); /* in the middle of the handler's 300 ms */
+  CU_ASSERT_FATAL(child_line(&c, line, sizeof line, 10000));
+  CU_ASSERT_STRING_EQUAL(line, "stopped 1");
+  int status = child_wait(&c);
+  CU_ASSERT(WIFEXITED(status) && WEXITSTATUS(status) == 0);
+  CU_ASSERT_EQUAL(testdb_int(&db, "SELECT count(*) FROM jobs"), 0);
+  testdb_remove(&db);
+}
+
+#define MANY 10000
+static atomic_int seen[MANY + 1];
+
+static tabq_outcome count_once(tabq_delivery *d, void *user) {
+  (void)user;
+  int64_t id = tabq_delivery_id(d);
+  if (id >= 1 && id <= MANY)
+    atomic_fetch_add(&seen[id], 1);
+  return tabq_ack();
+}
+
+static void four_workers_each_row_once(void) {
+  testdb_create(&db);
+  tabq_broker *b = connect_broker(&db, 20);
+  CU_ASSERT_EQUAL(tabq_exec(b,
+                            "WITH RECURSIVE n(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM n "
+                            "WHERE i < 10000) INSERT INTO jobs (queue, payload) SELECT 'q', "
+                            "'job-' || i FROM n",
+                            &err),
+                  TABQ_OK);
+  memset(seen, 0, sizeof seen);
+  tabq_subscription_options o = {.queue = "q", .handler = count_once, .workers = 4};
+  tabq_subscription *s;
+  CU_ASSERT_EQUAL_FATAL(tabq_subscribe(b, &jobs_table, &o, &s, &err), TABQ_OK);
+  CU_ASSERT(wait_count(&db, "SELECT count(*) FROM jobs", 0, 120000));
+  tabq_shutdown(b);
+  int twice = 0, never = 0;
+  for (int i = 1; i <= MANY; i++) {
+    twice += seen[i] > 1;
+    never += seen[i] == 0;
+  }
+  CU_ASSERT_EQUAL(twice, 0);
+  CU_ASSERT_EQUAL(never, 0);
+  tabq_stats st;
+  tabq_subscription_stats(s, &st);
+  CU_ASSERT_EQUAL(st.acked, MANY);
+  CU_ASSERT_EQUAL(st.lease_lost + st.failed, 0);
+  tabq_close(b);
+  testdb_remove(&db);
+}
+
+int register_tests(void) {
+  static CU_TestInfo tests[] = {
+      {"extensions keep a handler three leases long", extensions_keep_the_row},
+      {"a lapsed lease: the late ack fails with LEASE_LOST and changes nothing",
+       lapsed_lease_ack_fails_and_changes_nothing},
+      {"a SIGKILLed child's row returns after its lease, attempt spent",
+       killed_child_row_returns_after_lease},
+      {"SIGTERM lets the delivery in work settle", sigterm_lets_work_settle},
+      {"workers(4) handle each of 10,000 rows exactly once", four_workers_each_row_once},
+      CU_TEST_INFO_NULL,
+  };
+  ADD_SUITE("sqlite lease", NULL, NULL, tests);
+  return 0;
+}
