@@ -133,6 +133,9 @@ int tabq_settle(tabq_delivery *d, tabq_outcome o, tabq_error *err) {
   pthread_mutex_unlock(&d->mu);
   tabq_pool_release(&b->pool, c);
   count(s, a, rc);
+  /* A row retried or released is due at once: claim it now rather than a poll interval on. */
+  if (!rc && (a == ACT_RETRY || a == ACT_RELEASE))
+    tabq_sub_wake(s);
   return rc;
 }
 

@@ -164,6 +164,45 @@ static void sigterm_lets_work_settle(void) {
   testdb_remove(&db);
 }
 
+static tabq_outcome always_retry(recorder *r, tabq_delivery *d, unsigned call) {
+  (void)r, (void)d, (void)call;
+  return tabq_retry();
+}
+
+static void failed_settlement_keeps_row_until_lease_ends(void) {
+  testdb_create(&db);
+  tabq_broker *b = connect_broker(&db, 50);
+  publish_n(b, "q", 1);
+  /* The dead letter table already holds id 1, so moving row 1 there fails on its key. */
+  CU_ASSERT_EQUAL(tabq_exec(b, "INSERT INTO jobs_dead (id, queue, payload) VALUES (1, 'x', 'x')",
+                            &err),
+                  TABQ_OK);
+  recorder r;
+  recorder_init(&r);
+  r.script = always_retry;
+  tabq_subscription_options o = {.queue = "q", .handler = recorder_handler, .user = &r,
+                                 .lease_s = 1, .max_attempts = 1,
+                                 .dead_letter_table = "jobs_dead"};
+  tabq_subscription *s;
+  CU_ASSERT_EQUAL_FATAL(tabq_subscribe(b, &jobs_table, &o, &s, &err), TABQ_OK);
+  CU_ASSERT(recorder_wait(&r, 1, 10000));
+  tabq_stats st = {0};
+  while (!st.failed) {
+    tabq_subscription_stats(s, &st);
+    sleep_ms(5);
+  }
+  /* The transaction rolled back whole: the row is still here, still leased, attempt spent. */
+  CU_ASSERT_EQUAL(testdb_int(&db, "SELECT count(*) FROM jobs WHERE locked_until IS NOT NULL"), 1);
+  CU_ASSERT_EQUAL(testdb_int(&db, "SELECT count(*) FROM jobs_dead"), 1);
+  CU_ASSERT_EQUAL(r.calls, 1);
+  /* After the lease it is claimed again. */
+  CU_ASSERT(recorder_wait(&r, 2, 10000));
+  CU_ASSERT_EQUAL(r.attempts[1], 2);
+  tabq_close(b);
+  recorder_free(&r);
+  testdb_remove(&db);
+}
+
 #define MANY 10000
 static atomic_int seen[MANY + 1];
 
@@ -213,6 +252,8 @@ int register_tests(void) {
       {"a SIGKILLed child's row returns after its lease, attempt spent",
        killed_child_row_returns_after_lease},
       {"SIGTERM lets the delivery in work settle", sigterm_lets_work_settle},
+      {"a failed settlement keeps the row until its lease ends",
+       failed_settlement_keeps_row_until_lease_ends},
       {"workers(4) handle each of 10,000 rows exactly once", four_workers_each_row_once},
       CU_TEST_INFO_NULL,
   };
