@@ -12,7 +12,9 @@ int main(void) {
   }
   CU_basic_set_mode(CU_BRM_VERBOSE);
   CU_basic_run_tests();
-  unsigned failed = CU_get_number_of_failures() + CU_get_number_of_tests_failed();
+  /* A suite whose init failed runs none of its tests: that is a failure too. */
+  unsigned failed = CU_get_number_of_failures() + CU_get_number_of_tests_failed() +
+                    CU_get_number_of_suites_failed();
   unsigned run = CU_get_number_of_tests_run();
   CU_cleanup_registry();
   return failed || !run ? 1 : 0;
