@@ -35,7 +35,7 @@ int tabq_lease_claim(tabq_subscription *s, tabq_delivery **slots, unsigned limit
   tabq_bind v = {.now = tabq_now_us(), .limit = limit};
   v.lease_until = v.now + (int64_t)s->lease_s * 1000000;
   v.group = s->queue ? tabq_text(s->queue, strlen(s->queue)) : tabq_null();
-  tabq_prepared *p;
+  tabq_prepared *p = NULL;
   rc = tabq_stmt_run(&b->stmts, b->drv, c, s->st[SQ_CLAIM], &v, &p, err);
   if (!rc) {
     bool row = false;

@@ -103,7 +103,7 @@ static tabq_value value_of(const tabq_bind *v, uint16_t param) {
 
 int tabq_stmt_run(tabq_registry *r, const tabq_driver_v1 *drv, tabq_pconn *c, unsigned id,
                   const tabq_bind *v, tabq_prepared **out, tabq_error *err) {
-  tabq_prepared *p;
+  tabq_prepared *p = NULL;
   int rc = tabq_stmt_prepare(r, drv, c, id, &p, err);
   if (rc)
     return rc;
@@ -122,7 +122,7 @@ int tabq_stmt_run(tabq_registry *r, const tabq_driver_v1 *drv, tabq_pconn *c, un
 
 int tabq_stmt_change(tabq_registry *r, const tabq_driver_v1 *drv, tabq_pconn *c, unsigned id,
                      const tabq_bind *v, uint64_t *changed, tabq_error *err) {
-  tabq_prepared *p;
+  tabq_prepared *p = NULL;
   int rc = tabq_stmt_run(r, drv, c, id, v, &p, err);
   if (rc)
     return rc;
