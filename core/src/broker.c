@@ -98,15 +98,18 @@ void tabq_shutdown(tabq_broker *b) {
 }
 
 void tabq_sub_free(tabq_subscription *s) {
-  for (unsigned i = 0; i < s->nslots; i++) {
+  for (unsigned i = 0; s->slots && i < s->nslots; i++) {
     tabq_delivery *d = &s->slots[i];
     pthread_mutex_destroy(&d->mu);
     tabq_buf_free(&d->row);
+    tabq_buf_free(&d->key);
     free(d->cells);
     if (d->headers)
       json_decref(d->headers);
   }
   free(s->slots);
+  free(s->candidates);
+  tabq_buf_free(&s->scratch);
   free(s->free_slots);
   free(s->ready);
   free(s->threads);

@@ -52,6 +52,9 @@ struct tabq_delivery {
   bool in_work;       /* claimed and not yet settled */
   bool settled;
   bool lease_lost; /* an extension found the token gone */
+  bool closed;     /* advisory: shutdown released its lock; settling fails with CLOSED */
+  tabq_pconn *conn; /* row lock and advisory forms: the connection the delivery holds */
+  tabq_buf key;     /* advisory: the rendered lock key */
   int64_t token; /* lease form: the expiry this delivery holds */
   tabq_value id;
   long attempt;
@@ -72,6 +75,11 @@ typedef enum tabq_sq {
   SQ_DL_GROUP,
   SQ_DL_COPY,
   SQ_DL_REMOVE,
+  SQ_GUARD,      /* FIFO: the group guard of a claim's transaction */
+  SQ_CANDIDATES, /* advisory */
+  SQ_LOCK,
+  SQ_UNLOCK,
+  SQ_TAKE,
   SQ_COUNT
 } tabq_sq;
 
@@ -87,6 +95,15 @@ struct tabq_subscription {
   unsigned st[SQ_COUNT];
   char begin_sql[64];
   uint32_t claim_flags;
+  bool serial;     /* claims run one at a time, one claimer serving every idle worker */
+  bool holds_conn; /* deliveries hold a pooled connection until they settle */
+  uint32_t server_version;
+  char server_version_text[64];
+  int (*claim)(tabq_subscription *s, tabq_delivery **slots, unsigned limit, unsigned *got,
+               tabq_error *err);
+  struct candidate *candidates; /* advisory: the claim's scratch space */
+  unsigned ncandidates;
+  tabq_buf scratch;
   unsigned lease_s, poll_ms, workers, batch;
   struct tabq_subscription *next;
 
@@ -94,8 +111,10 @@ struct tabq_subscription {
   pthread_mutex_t mu;
   pthread_cond_t cv;
   bool stop;
-  bool claiming;
-  bool woken; /* a wake-up came: claim at once */
+  unsigned claiming; /* claims in flight */
+  unsigned held;     /* connections held by deliveries in work */
+  unsigned reserved; /* connections claims in flight may take */
+  uint64_t wakes;    /* wake-ups so far: a claim that saw one come needs no poll wait */
   int64_t next_claim_ms;
   unsigned busy; /* workers inside a handler */
   tabq_delivery *slots;
@@ -117,7 +136,7 @@ struct tabq_subscription {
   atomic_bool warned_retry_after;
   struct {
     atomic_uint_fast64_t claimed, acked, retried, dead_lettered, released, lease_lost, failed,
-        extensions, claims;
+        extensions, claims, shutdown_released, shutdown_closed;
   } stats;
 };
 
@@ -136,6 +155,27 @@ int tabq_lease_claim(tabq_subscription *s, tabq_delivery **slots, unsigned limit
 int tabq_lease_extender_start(tabq_subscription *s, tabq_error *err);
 void tabq_lease_extender_stop(tabq_subscription *s);
 
+/* form_rowlock.c */
+int tabq_rowlock_open(tabq_subscription *s, tabq_error *err);
+int tabq_rowlock_claim(tabq_subscription *s, tabq_delivery **slots, unsigned limit,
+                       unsigned *got, tabq_error *err);
+
+/* The FIFO guard: *held is true when the claim's transaction now holds the group. */
+int tabq_guard_group(tabq_subscription *s, tabq_pconn *c, bool *held, tabq_error *err);
+
+/* form_advisory.c */
+int tabq_advisory_open(tabq_subscription *s, tabq_error *err);
+int tabq_advisory_claim(tabq_subscription *s, tabq_delivery **slots, unsigned limit,
+                        unsigned *got, tabq_error *err);
+/* Releases the delivery's key on its connection and gives the connection back (or closes it
+ * when the release is not confirmed). Returns true when the release was confirmed. */
+bool tabq_advisory_release(tabq_delivery *d);
+/* Shutdown: releases the lock of every delivery in work that is not settling. */
+void tabq_advisory_release_all(tabq_subscription *s);
+
+/* Hands connections held by deliveries back to the subscription's count (under s->mu). */
+void tabq_sub_unhold(tabq_subscription *s, unsigned n);
+
 /* delivery.c */
 int tabq_delivery_fill(tabq_delivery *d, const tabq_driver_v1 *drv, tabq_prepared *p,
                        tabq_error *err);
@@ -143,6 +183,9 @@ void tabq_delivery_done(tabq_delivery *d);
 
 /* settle.c */
 int tabq_settle(tabq_delivery *d, tabq_outcome outcome, tabq_error *err);
+/* Row lock batches: every row's settlement in the claim's one transaction, then one commit;
+ * a failure rolls them all back. */
+void tabq_settle_batch(tabq_delivery *const *ds, unsigned n, const tabq_outcome *outcomes);
 /* Settles a handler's returned outcome unless the handler settled already; logs failures. */
 void tabq_settle_returned(tabq_delivery *d, tabq_outcome outcome);
 

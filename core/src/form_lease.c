@@ -20,6 +20,11 @@ int tabq_lease_open(tabq_subscription *s, tabq_error *err) {
   if (!rc)
     rc = tabq_stmt_build(&b->stmts, b->host, lease->release, &build, "release",
                          &s->st[SQ_RELEASE], err);
+  if (!rc && s->t->fifo && b->plugin.plugin->dialect->fifo_guard)
+    rc = tabq_stmt_build(&b->stmts, b->host, b->plugin.plugin->dialect->fifo_guard, &build,
+                         "fifo_guard", &s->st[SQ_GUARD], err);
+  s->claim = tabq_lease_claim;
+  s->serial = (lease->flags & TABQ_CLAIM_SERIAL) || s->t->fifo;
   return rc;
 }
 
@@ -31,6 +36,19 @@ int tabq_lease_claim(tabq_subscription *s, tabq_delivery **slots, unsigned limit
   int rc = tabq_pool_acquire(&b->pool, &c, err);
   if (rc)
     return rc;
+  /* A FIFO claim first takes its group with the guard, in a transaction of its own. */
+  bool guarded = s->st[SQ_GUARD] != TABQ_NO_STMT, mine = true;
+  if (guarded) {
+    if ((rc = b->drv->begin(c->conn, s->begin_sql)))
+      tabq_err_from_plugin(err, rc, s->t->name, "begin");
+    else
+      rc = tabq_guard_group(s, c, &mine, err);
+    if (rc || !mine) {
+      b->drv->rollback(c->conn);
+      tabq_pool_release(&b->pool, c);
+      return rc;
+    }
+  }
   /* "now" is read once: due rows, ended leases and the new expiry all start from it. */
   tabq_bind v = {.now = tabq_now_us(), .limit = limit};
   v.lease_until = v.now + (int64_t)s->lease_s * 1000000;
@@ -52,6 +70,14 @@ int tabq_lease_claim(tabq_subscription *s, tabq_delivery **slots, unsigned limit
     if (rc && rc != TABQ_NOMEM)
       tabq_err_from_plugin(err, rc, s->t->name, "claim");
     b->drv->reset(p);
+  }
+  if (guarded && !rc && (rc = b->drv->commit(c->conn)))
+    tabq_err_from_plugin(err, rc, s->t->name, "commit");
+  if (guarded && rc) {
+    b->drv->rollback(c->conn);
+    for (unsigned i = 0; i < *got; i++)
+      slots[i]->in_work = false;
+    *got = 0;
   }
   tabq_pool_release(&b->pool, c);
   atomic_fetch_add(&s->stats.claimed, *got);

@@ -99,6 +99,11 @@ void tabq_pool_release(tabq_pool *p, tabq_pconn *c) {
   pthread_mutex_unlock(&p->mu);
 }
 
+void tabq_pool_discard(tabq_pool *p, tabq_pconn *c) {
+  disconnect(p, c);
+  tabq_pool_release(p, c);
+}
+
 void tabq_pool_destroy(tabq_pool *p) {
   for (unsigned i = 0; i < p->size; i++) {
     disconnect(p, &p->slots[i]);

@@ -31,6 +31,8 @@ int tabq_pool_init(tabq_pool *p, const tabq_driver_v1 *drv, const char *url, uns
 int tabq_pool_acquire(tabq_pool *p, tabq_pconn **out, tabq_error *err);
 /* Gives a connection back; a connection the driver knows broken is closed and replaced later. */
 void tabq_pool_release(tabq_pool *p, tabq_pconn *c);
+/* Gives a connection back closed: its session ends (and every session lock with it). */
+void tabq_pool_discard(tabq_pool *p, tabq_pconn *c);
 void tabq_pool_destroy(tabq_pool *p);
 
 #endif

@@ -1,6 +1,9 @@
-/* Settling a delivery by its outcome (SPEC 2). In the lease form every statement names the row
- * and the token, so a late settlement changes nothing and fails with LEASE_LOST. A settlement
- * whose statement fails leaves the row leased until its lease ends. */
+/* Settling a delivery by its outcome (SPEC 2), in each form:
+ * - lease: on a pooled connection; every statement names the row and the token, so a late
+ *   settlement changes nothing and fails with LEASE_LOST; a failed statement leaves the row
+ *   leased until its lease ends;
+ * - row lock: in the claim's transaction, then commit (a batch commits once at its end);
+ * - advisory: on the delivery's connection in autocommit, then the key's release. */
 #include <string.h>
 
 #include "clock.h"
@@ -42,17 +45,22 @@ static action choose(tabq_delivery *d, tabq_outcome o) {
 static int expect_one(tabq_subscription *s, uint64_t changed, const char *what, tabq_error *err) {
   if (changed == 1)
     return TABQ_OK;
+  if (s->form != TABQ_FORM_LEASE)
+    return tabq_err_set(err, TABQ_BACKEND, s->t->name, what,
+                        "table %s: the %s changed %llu rows, not one", s->t->name, what,
+                        (unsigned long long)changed);
   return tabq_err_set(err, TABQ_LEASE_LOST, s->t->name, what,
                       "table %s: the %s changed no row: the lease ended and another claim may "
                       "own the row",
                       s->t->name, what);
 }
 
-/* Dead letter into a table: the copy and the delete commit together, or neither does. */
+/* Dead letter into a table: the copy and the delete commit together, or neither does. In the
+ * row lock form they run in the claim's transaction, which the caller commits. */
 static int dead_letter_table(tabq_subscription *s, tabq_pconn *c, const tabq_bind *v,
-                             tabq_error *err) {
+                             bool in_txn, tabq_error *err) {
   tabq_broker *b = s->b;
-  int rc = b->drv->begin(c->conn, s->begin_sql);
+  int rc = in_txn ? TABQ_OK : b->drv->begin(c->conn, s->begin_sql);
   if (rc)
     return tabq_err_from_plugin(err, rc, s->t->name, "begin");
   uint64_t changed = 0;
@@ -63,6 +71,8 @@ static int dead_letter_table(tabq_subscription *s, tabq_pconn *c, const tabq_bin
     rc = tabq_stmt_change(&b->stmts, b->drv, c, s->st[SQ_DL_REMOVE], v, &changed, err);
   if (!rc)
     rc = expect_one(s, changed, "dead_letter_delete", err);
+  if (in_txn)
+    return rc;
   if (!rc && (rc = b->drv->commit(c->conn)))
     tabq_err_from_plugin(err, rc, s->t->name, "commit");
   if (rc)
@@ -70,16 +80,20 @@ static int dead_letter_table(tabq_subscription *s, tabq_pconn *c, const tabq_bin
   return rc;
 }
 
-static int run_action(tabq_delivery *d, action a, tabq_outcome o, tabq_pconn *c,
+/* The statements of an action. Retry and release run none outside the lease form: the row lock
+ * form's commit (or rollback) and the advisory form's key release put the row back. */
+static int run_action(tabq_delivery *d, action a, tabq_outcome o, tabq_pconn *c, bool in_txn,
                       tabq_error *err) {
   tabq_subscription *s = d->sub;
   tabq_broker *b = s->b;
+  if (s->form != TABQ_FORM_LEASE && (a == ACT_RETRY || a == ACT_RELEASE))
+    return TABQ_OK;
   tabq_bind v = {.id = d->id, .token = d->token, .now = tabq_now_us()};
   v.retry_at = v.now + (int64_t)o.delay_ms * 1000;
   if (s->dead_letter_group)
     v.dest = tabq_text(s->dead_letter_group, strlen(s->dead_letter_group));
   if (a == ACT_DEAD && s->dead_letter_table)
-    return dead_letter_table(s, c, &v, err);
+    return dead_letter_table(s, c, &v, in_txn, err);
   static const tabq_sq stmt_of[] = {
       [ACT_RELEASE] = SQ_RELEASE, [ACT_ACK] = SQ_ACK,
       [ACT_DISCARD] = SQ_DISCARD, [ACT_RETRY] = SQ_RETRY,
@@ -91,7 +105,7 @@ static int run_action(tabq_delivery *d, action a, tabq_outcome o, tabq_pconn *c,
   };
   uint64_t changed = 0;
   int rc = tabq_stmt_change(&b->stmts, b->drv, c, s->st[stmt_of[a]], &v, &changed, err);
-  if (!rc && s->form == TABQ_FORM_LEASE)
+  if (!rc)
     rc = expect_one(s, changed, name_of[a], err);
   return rc;
 }
@@ -111,32 +125,147 @@ static void count(tabq_subscription *s, action a, int rc) {
     atomic_fetch_add(&s->stats.released, 1);
 }
 
-int tabq_settle(tabq_delivery *d, tabq_outcome o, tabq_error *err) {
-  tabq_subscription *s = d->sub;
-  tabq_broker *b = s->b;
+static int not_in_work(tabq_delivery *d, tabq_error *err) {
+  if (d->closed)
+    return tabq_err_set(err, TABQ_CLOSED, d->sub->t->name, NULL,
+                        "table %s: the broker shut down and released this delivery's lock; the "
+                        "row is back in the queue",
+                        d->sub->t->name);
+  return tabq_err_set(err, TABQ_INVALID, d->sub->t->name, NULL, "the delivery is settled already");
+}
+
+static void leave_work(tabq_delivery *d) {
+  d->in_work = false;
+  d->settled = true;
+}
+
+static int settle_lease(tabq_delivery *d, tabq_outcome o, action *a, tabq_error *err) {
+  tabq_broker *b = d->sub->b;
   /* The connection first, then the delivery: the extender takes them in the same order. */
   tabq_pconn *c;
   int rc = tabq_pool_acquire(&b->pool, &c, err);
   if (rc)
     return rc;
   pthread_mutex_lock(&d->mu);
-  if (!d->in_work) {
-    pthread_mutex_unlock(&d->mu);
-    tabq_pool_release(&b->pool, c);
-    return tabq_err_set(err, TABQ_INVALID, s->t->name, NULL, "the delivery is settled already");
+  if (!d->in_work)
+    rc = not_in_work(d, err);
+  else {
+    *a = choose(d, o);
+    rc = run_action(d, *a, o, c, false, err);
+    leave_work(d); /* settled or not: a failed statement leaves the row to its lease */
   }
-  action a = choose(d, o);
-  rc = run_action(d, a, o, c, err);
-  /* Settled or not, it leaves work: a failed statement leaves the row to its lease. */
-  d->in_work = false;
-  d->settled = true;
   pthread_mutex_unlock(&d->mu);
   tabq_pool_release(&b->pool, c);
+  return rc;
+}
+
+static int finish_transaction(tabq_subscription *s, tabq_pconn *c, int rc, tabq_error *err) {
+  const tabq_driver_v1 *drv = s->b->drv;
+  if (!rc && (rc = drv->commit(c->conn)))
+    tabq_err_from_plugin(err, rc, s->t->name, "commit");
+  if (rc)
+    drv->rollback(c->conn);
+  return rc;
+}
+
+static int settle_rowlock(tabq_delivery *d, tabq_outcome o, action *a, tabq_error *err) {
+  tabq_subscription *s = d->sub;
+  pthread_mutex_lock(&d->mu);
+  if (!d->in_work) {
+    int rc = not_in_work(d, err);
+    pthread_mutex_unlock(&d->mu);
+    return rc;
+  }
+  tabq_pconn *c = d->conn;
+  *a = choose(d, o);
+  int rc = finish_transaction(s, c, run_action(d, *a, o, c, true, err), err);
+  d->conn = NULL;
+  leave_work(d);
+  pthread_mutex_unlock(&d->mu);
+  tabq_pool_release(&s->b->pool, c);
+  tabq_sub_unhold(s, 1);
+  return rc;
+}
+
+static int settle_advisory(tabq_delivery *d, tabq_outcome o, action *a, tabq_error *err) {
+  tabq_subscription *s = d->sub;
+  pthread_mutex_lock(&d->mu);
+  if (!d->in_work) {
+    int rc = not_in_work(d, err);
+    pthread_mutex_unlock(&d->mu);
+    return rc;
+  }
+  *a = choose(d, o);
+  int rc = TABQ_OK;
+  if (*a == ACT_RELEASE) {
+    /* Dropped unsettled: end the session, which ends its lock, without waiting on a statement. */
+    tabq_pool_discard(&s->b->pool, d->conn);
+    d->conn = NULL;
+  } else {
+    rc = run_action(d, *a, o, d->conn, false, err);
+    tabq_advisory_release(d);
+  }
+  leave_work(d);
+  pthread_mutex_unlock(&d->mu);
+  tabq_sub_unhold(s, 1);
+  return rc;
+}
+
+int tabq_settle(tabq_delivery *d, tabq_outcome o, tabq_error *err) {
+  tabq_subscription *s = d->sub;
+  action a = ACT_RELEASE;
+  int rc;
+  if (s->form == TABQ_FORM_LEASE)
+    rc = settle_lease(d, o, &a, err);
+  else if (s->form == TABQ_FORM_ROWLOCK)
+    rc = settle_rowlock(d, o, &a, err);
+  else
+    rc = settle_advisory(d, o, &a, err);
+  if (rc == TABQ_INVALID || rc == TABQ_CLOSED)
+    return rc; /* nothing was settled */
   count(s, a, rc);
-  /* A row retried or released is due at once: claim it now rather than a poll interval on. */
-  if (!rc && (a == ACT_RETRY || a == ACT_RELEASE))
+  /* A row retried or released is due at once: claim it now rather than a poll interval on. A
+   * row lock settlement that failed rolled back, which puts the row back too. */
+  if ((!rc && (a == ACT_RETRY || a == ACT_RELEASE)) || (rc && s->form == TABQ_FORM_ROWLOCK))
     tabq_sub_wake(s);
   return rc;
+}
+
+void tabq_settle_batch(tabq_delivery *const *ds, unsigned n, const tabq_outcome *outcomes) {
+  if (!n)
+    return;
+  tabq_subscription *s = ds[0]->sub;
+  tabq_pconn *c = ds[0]->conn;
+  action actions[n];
+  tabq_error err;
+  int rc = TABQ_OK;
+  unsigned failed_at = n;
+  for (unsigned i = 0; i < n; i++)
+    actions[i] = choose(ds[i], outcomes[i]);
+  for (unsigned i = 0; i < n && !rc; i++) {
+    pthread_mutex_lock(&ds[i]->mu);
+    rc = run_action(ds[i], actions[i], outcomes[i], c, true, &err);
+    pthread_mutex_unlock(&ds[i]->mu);
+    if (rc)
+      failed_at = i;
+  }
+  rc = finish_transaction(s, c, rc, &err);
+  if (rc)
+    tabq_logf(&s->b->log, TABQ_LOG_ERROR,
+              "table %s: a batch of %u rolled back (%s%s): %s; the other settlements fail with "
+              "BATCH_ROLLED_BACK",
+              s->t->name, n, tabq_code_name(err.code),
+              failed_at < n ? " in one row's settlement" : " at commit", err.message);
+  for (unsigned i = 0; i < n; i++) {
+    pthread_mutex_lock(&ds[i]->mu);
+    ds[i]->conn = NULL;
+    leave_work(ds[i]);
+    pthread_mutex_unlock(&ds[i]->mu);
+    count(s, actions[i], rc);
+  }
+  tabq_pool_release(&s->b->pool, c);
+  tabq_sub_unhold(s, 1);
+  tabq_sub_wake(s);
 }
 
 void tabq_settle_returned(tabq_delivery *d, tabq_outcome o) {

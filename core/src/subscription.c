@@ -44,9 +44,24 @@ static int check_mount(const tabq_table *t, const tabq_subscription_options *o, 
   return TABQ_OK;
 }
 
+/* The server's version, read once at open for the dialect's floors. */
+static int read_server_version(tabq_subscription *s, tabq_error *err) {
+  tabq_broker *b = s->b;
+  tabq_pconn *c;
+  int rc = tabq_pool_acquire(&b->pool, &c, err);
+  if (rc)
+    return rc;
+  rc = b->drv->server_version(c->conn, s->server_version_text, sizeof s->server_version_text,
+                              &s->server_version);
+  tabq_pool_release(&b->pool, c);
+  return rc ? tabq_err_from_plugin(err, rc, s->t->name, "server_version") : TABQ_OK;
+}
+
 static int check_form(tabq_subscription *s, tabq_error *err) {
   const tabq_plugin *p = s->b->plugin.plugin;
-  tabq_build build = {.table = s->t, .form = s->form, .dead_letter_table = s->dead_letter_table};
+  tabq_build build = {.table = s->t, .form = s->form, .dead_letter_table = s->dead_letter_table,
+                      .server_version = s->server_version,
+                      .server_version_text = s->server_version_text};
   int rc = p->dialect->check(&build);
   if (rc)
     return tabq_err_from_plugin(err, rc, s->t->name, "check");
@@ -61,11 +76,19 @@ static int check_form(tabq_subscription *s, tabq_error *err) {
     return tabq_err_set(err, TABQ_DIALECT, s->t->name, NULL,
                         "table %s takes the %s form, which the %s dialect does not serve",
                         s->t->name, missing, p->name);
-  if (s->form != TABQ_FORM_LEASE || p->lease->stamp)
+  if (s->form == TABQ_FORM_LEASE && p->lease->stamp)
     return tabq_err_set(err, TABQ_DIALECT, s->t->name, NULL,
                         "table %s: this tabq runs the lease form with one-statement claims only",
                         s->t->name);
   return TABQ_OK;
+}
+
+static int open_form(tabq_subscription *s, tabq_error *err) {
+  if (s->form == TABQ_FORM_LEASE)
+    return tabq_lease_open(s, err);
+  if (s->form == TABQ_FORM_ROWLOCK)
+    return tabq_rowlock_open(s, err);
+  return tabq_advisory_open(s, err);
 }
 
 static int build_begin(tabq_subscription *s, tabq_error *err) {
@@ -121,8 +144,6 @@ static int build_settlements(tabq_subscription *s, tabq_error *err) {
     else
       tabq_sql_free(&remove);
   }
-  if (!rc && s->dead_letter_table)
-    rc = build_begin(s, err);
   return rc;
 }
 
@@ -152,7 +173,6 @@ static char *copy_or_null(const char *s, bool *failed) {
 }
 
 static int allocate(tabq_subscription *s, tabq_error *err) {
-  s->nslots = s->workers * s->batch;
   s->slots = calloc(s->nslots, sizeof *s->slots);
   s->free_slots = calloc(s->nslots, sizeof *s->free_slots);
   s->ready = calloc(s->nslots, sizeof *s->ready);
@@ -184,6 +204,7 @@ static tabq_subscription *new_subscription(tabq_broker *b, const tabq_table *t,
   s->batch = o->batch_handler ? (o->batch ? o->batch : DEFAULT_BATCH) : 1;
   if (t->fifo)
     s->batch = 1;
+  s->nslots = s->workers * s->batch;
   s->lease_s = o->lease_s ? o->lease_s : b->lease_s;
   s->poll_ms = o->poll_interval_ms ? o->poll_interval_ms : b->poll_interval_ms;
   tabq_projection_init(&s->proj, t);
@@ -220,11 +241,15 @@ int tabq_subscribe(tabq_broker *b, const tabq_table *t, const tabq_subscription_
   s->dead_letter_group = copy_or_null(o->dead_letter_group, &failed);
   s->dead_letter_table = copy_or_null(o->dead_letter_table, &failed);
   rc = failed ? tabq_err_set(err, TABQ_NOMEM, t->name, NULL, "cannot copy the options")
-              : check_form(s, err);
+              : read_server_version(s, err);
+  if (!rc)
+    rc = check_form(s, err);
   if (!rc && s->lease_s < 1)
     rc = mount_broken(err, t, "a lease lasts one second or more");
   if (!rc)
-    rc = tabq_lease_open(s, err);
+    rc = build_begin(s, err);
+  if (!rc)
+    rc = open_form(s, err);
   if (!rc)
     rc = build_settlements(s, err);
   if (!rc)
@@ -256,4 +281,6 @@ void tabq_subscription_stats(const tabq_subscription *s, tabq_stats *out) {
   out->failed = atomic_load(&s->stats.failed);
   out->extensions = atomic_load(&s->stats.extensions);
   out->claims = atomic_load(&s->stats.claims);
+  out->shutdown_released = atomic_load(&s->stats.shutdown_released);
+  out->shutdown_closed = atomic_load(&s->stats.shutdown_closed);
 }

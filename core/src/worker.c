@@ -1,8 +1,10 @@
-/* A subscription's workers. There is no separate claimer: an idle worker takes the claimer's
- * role when no claim is running, claims for every idle worker, keeps one row (or its batch) and
- * hands the rest to the others. With one worker no row changes thread between claim and
+/* A subscription's workers. There is no separate claimer thread. Where claims must run one at
+ * a time (s->serial), an idle worker takes the claimer's role when no claim runs, claims for
+ * every idle worker, and hands the rest to the others; elsewhere each idle worker claims for
+ * itself, several claims in flight. With one worker no row changes thread between claim and
  * handler. Workers wait on a condition variable; a short claim waits the poll interval, ended
- * early by a wake-up. */
+ * early by a wake-up. Forms whose deliveries hold a connection never hold more than the pool's
+ * size less one, so handlers and publishes always find one. */
 #include <stdlib.h>
 #include <string.h>
 
@@ -28,17 +30,50 @@ static void push_ready(tabq_subscription *s, tabq_delivery *d) {
   s->ready_count++;
 }
 
-/* How many rows this claim may take: one per idle worker not already served by a ready row,
- * or one batch. */
+/* Connections a claim may still take: the pool less one, less what deliveries and claims hold. */
+static unsigned connection_room(const tabq_subscription *s) {
+  unsigned used = s->held + s->reserved + 1;
+  return s->b->pool.size > used ? s->b->pool.size - used : 0;
+}
+
+/* How many rows this claim may take: one batch; or, serial, one per idle worker not already
+ * served by a ready row; or one for this worker. */
 static unsigned claim_limit(const tabq_subscription *s) {
   unsigned want;
   if (s->o.batch_handler)
     want = s->batch;
-  else {
+  else if (s->serial) {
     unsigned idle = s->workers - s->busy;
     want = idle > s->ready_count ? idle - s->ready_count : 0;
+  } else
+    want = 1;
+  if (want > s->nfree)
+    want = s->nfree;
+  if (s->holds_conn) {
+    unsigned room = connection_room(s);
+    /* A row lock claim holds one connection for all its rows; an advisory one, one per row. */
+    if (s->form == TABQ_FORM_ADVISORY && want > room)
+      want = room;
+    else if (!room)
+      want = 0;
   }
-  return want < s->nfree ? want : s->nfree;
+  return want;
+}
+
+/* The connections a claim of `limit` rows may take at most. */
+static unsigned reservation(const tabq_subscription *s, unsigned limit) {
+  if (!s->holds_conn)
+    return 0;
+  return s->form == TABQ_FORM_ADVISORY ? limit : 1;
+}
+
+void tabq_sub_unhold(tabq_subscription *s, unsigned n) {
+  if (!n)
+    return;
+  pthread_mutex_lock(&s->mu);
+  s->held -= n;
+  pthread_cond_broadcast(&s->cv);
+  pthread_mutex_unlock(&s->mu);
 }
 
 static void handle_one(tabq_subscription *s, tabq_delivery *d) {
@@ -52,35 +87,47 @@ static void handle_batch(worker *w, unsigned n) {
   for (unsigned i = 0; i < n; i++)
     w->outcomes[i] = tabq_no_outcome();
   s->o.batch_handler(w->claimed, n, w->outcomes, s->o.user);
-  for (unsigned i = 0; i < n; i++) {
-    tabq_settle_returned(w->claimed[i], w->outcomes[i]);
+  if (s->form == TABQ_FORM_ROWLOCK)
+    tabq_settle_batch(w->claimed, n, w->outcomes);
+  else
+    for (unsigned i = 0; i < n; i++)
+      tabq_settle_returned(w->claimed[i], w->outcomes[i]);
+  for (unsigned i = 0; i < n; i++)
     tabq_delivery_done(w->claimed[i]);
-  }
 }
 
 /* Runs one claim as the claimer; called and returning with s->mu held. */
 static void claim_round(worker *w, unsigned limit) {
   tabq_subscription *s = w->s;
-  s->claiming = true;
-  s->woken = false;
+  unsigned reserved = reservation(s, limit);
+  uint64_t wakes = s->wakes;
+  s->claiming++;
+  s->reserved += reserved;
   for (unsigned i = 0; i < limit; i++)
     w->claimed[i] = s->free_slots[--s->nfree];
   pthread_mutex_unlock(&s->mu);
 
   unsigned got = 0;
   tabq_error err;
-  int rc = tabq_lease_claim(s, w->claimed, limit, &got, &err);
+  int rc = s->claim(s, w->claimed, limit, &got, &err);
   atomic_fetch_add(&s->stats.claims, 1);
   if (rc)
     tabq_logf(&s->b->log, TABQ_LOG_ERROR, "claim on table %s failed (%s): %s", s->t->name,
               tabq_code_name(err.code), err.message);
 
   pthread_mutex_lock(&s->mu);
-  s->claiming = false;
+  s->claiming--;
+  s->reserved -= reserved;
+  if (s->holds_conn && got)
+    s->held += s->form == TABQ_FORM_ADVISORY ? got : 1;
   for (unsigned i = got; i < limit; i++)
     s->free_slots[s->nfree++] = w->claimed[i];
-  /* A full claim may have left rows behind: claim again as soon as a worker is free. */
-  s->next_claim_ms = (rc || got < limit) ? tabq_mono_ms() + s->poll_ms : 0;
+  /* A full claim may have left rows behind: claim again as soon as a worker is free. A short
+   * one waits the poll interval, unless a wake-up came while it ran. */
+  if (!rc && got == limit)
+    s->next_claim_ms = 0;
+  else if (s->wakes == wakes)
+    s->next_claim_ms = tabq_mono_ms() + s->poll_ms;
   if (s->o.batch_handler) {
     if (got) {
       s->busy++;
@@ -114,12 +161,12 @@ static void *worker_main(void *arg) {
       s->free_slots[s->nfree++] = d;
       continue;
     }
-    unsigned limit = s->claiming ? 0 : claim_limit(s);
-    if (limit && (s->woken || tabq_mono_ms() >= s->next_claim_ms)) {
+    unsigned limit = s->serial && s->claiming ? 0 : claim_limit(s);
+    if (limit && tabq_mono_ms() >= s->next_claim_ms) {
       claim_round(w, limit);
       continue;
     }
-    if (s->claiming || !limit) {
+    if (!limit) {
       pthread_cond_wait(&s->cv, &s->mu);
     } else {
       struct timespec until = tabq_deadline_ms(s->next_claim_ms);
@@ -132,7 +179,8 @@ static void *worker_main(void *arg) {
 
 void tabq_sub_wake(tabq_subscription *s) {
   pthread_mutex_lock(&s->mu);
-  s->woken = true;
+  s->wakes++;
+  s->next_claim_ms = 0;
   pthread_cond_broadcast(&s->cv);
   pthread_mutex_unlock(&s->mu);
 }
@@ -165,7 +213,7 @@ int tabq_workers_start(tabq_subscription *s, tabq_error *err) {
     return tabq_err_set(err, TABQ_NOMEM, s->t->name, NULL, "cannot allocate the workers");
   }
   s->worker_ctx = ws;
-  int rc = tabq_lease_extender_start(s, err);
+  int rc = s->form == TABQ_FORM_LEASE ? tabq_lease_extender_start(s, err) : TABQ_OK;
   if (rc)
     return rc;
   for (unsigned i = 0; i < s->workers; i++) {
@@ -183,6 +231,9 @@ void tabq_workers_stop(tabq_subscription *s) {
   s->stop = true;
   pthread_cond_broadcast(&s->cv);
   pthread_mutex_unlock(&s->mu);
+  /* Advisory locks in work are released now (SPEC 3.3); their late settlements fail CLOSED. */
+  if (s->form == TABQ_FORM_ADVISORY && s->nthreads)
+    tabq_advisory_release_all(s);
   for (unsigned i = 0; i < s->nthreads; i++)
     pthread_join(s->threads[i], NULL);
   s->nthreads = 0;

@@ -144,6 +144,10 @@ typedef struct tabq_stats {
   uint64_t failed;         /* settlements whose statement failed */
   uint64_t extensions;     /* leases moved */
   uint64_t claims;         /* claim statements run */
+  /* Advisory form, at shutdown: locks of deliveries in work released with their connection
+   * back in the pool, and connections closed instead (the release was not confirmed). */
+  uint64_t shutdown_released;
+  uint64_t shutdown_closed;
 } tabq_stats;
 
 TABQ_API void tabq_subscription_stats(const tabq_subscription *s, tabq_stats *out);

@@ -95,6 +95,7 @@ typedef enum tabq_param {
   TABQ_P_HEADERS,       /* insert: the headers (TABQ_T_JSON) */
   TABQ_P_PAYLOAD,       /* insert: the payload (TABQ_T_BYTES) */
   TABQ_P_ATTEMPT,       /* insert: the first attempt */
+  TABQ_P_CHANNEL,       /* notify: the table's notification channel (text) */
   TABQ_P_DATA = 256,    /* insert: data column n is TABQ_P_DATA + n */
 } tabq_param;
 
@@ -116,6 +117,10 @@ typedef struct tabq_build {
   const tabq_table *table;
   tabq_form form;
   const char *dead_letter_table; /* dead letter into a table: its name, else NULL */
+  /* The server's version as the driver's server_version gave it (0 when not read yet), so
+   * `check` can refuse features the server is too old for (TABQ_SERVER_TOO_OLD). */
+  uint32_t server_version;
+  const char *server_version_text;
 } tabq_build;
 
 /* The projection. A claim, a take and a fetch return the columns of a row in this order, each
@@ -158,7 +163,8 @@ typedef struct tabq_driver_v1 {
   int (*server_version)(tabq_conn *c, char *text, size_t cap, uint32_t *number);
   /* False once the connection is known broken; the pool then replaces it. */
   bool (*alive)(tabq_conn *c);
-  /* Optional (NULL where the database has no notifications). */
+  /* Optional (NULL where the database has no notifications): starts listening on a channel
+   * named by the dialect's `channel` member (the driver quotes it). */
   int (*listen)(tabq_conn *c, const char *channel);
   /* Waits up to timeout_ms for a notification; *got tells whether one came. */
   int (*wait_notify)(tabq_conn *c, int timeout_ms, char *channel, size_t channel_cap,
@@ -189,8 +195,15 @@ typedef struct tabq_dialect_v1 {
   tabq_build_fn begin;
   /* Optional: a fetch by a list of ids (TABQ_P_IDS), returning the projection. */
   tabq_build_fn fetch;
-  /* Optional: the guard a FIFO claim's transaction runs first (locks its group). */
+  /* Optional: the guard a FIFO claim's transaction runs first (locks its group: GROUP). A row
+   * back means the group is the claim's; no row (or a false first cell) means another
+   * transaction holds it and the claim takes nothing. */
   tabq_build_fn fifo_guard;
+  /* Optional, with the driver's listen/wait_notify: the table's channel name as plain text in
+   * out->sql (not SQL); a name the database cannot take fails with TABQ_DECLARATION. */
+  tabq_build_fn channel;
+  /* Optional: announces a row written (CHANNEL, GROUP), run right after a publish's insert. */
+  tabq_build_fn notify;
 } tabq_dialect_v1;
 
 /* Claim flags. */

@@ -1,0 +1,226 @@
+/* The advisory lock form (SPEC 3.3): a lock on each row's key, held by the connection serving
+ * the delivery, with no transaction open. A claim reads candidates (due rows in claim order with
+ * their rendered keys), locks each key without waiting on its own connection, skips keys held
+ * elsewhere, then takes the row while it is still claimable. */
+#include <stdlib.h>
+#include <string.h>
+
+#include "clock.h"
+#include "engine.h"
+#include "error.h"
+
+struct candidate {
+  tabq_value id;
+  size_t id_at, key_at, key_len; /* offsets into the scratch buffer */
+};
+typedef struct candidate candidate;
+
+int tabq_advisory_open(tabq_subscription *s, tabq_error *err) {
+  tabq_broker *b = s->b;
+  const tabq_advisory_v1 *adv = b->plugin.plugin->advisory;
+  if (adv->flags & TABQ_ADVISORY_PROCESS_KEYS)
+    return tabq_err_set(err, TABQ_DIALECT, s->t->name, NULL,
+                        "table %s: this tabq does not yet keep advisory keys in the process, which "
+                        "the %s dialect needs",
+                        s->t->name, b->plugin.plugin->name);
+  tabq_build build = {.table = s->t, .form = s->form, .server_version = s->server_version,
+                      .server_version_text = s->server_version_text};
+  int rc = tabq_stmt_build(&b->stmts, b->host, adv->candidates, &build, "candidates",
+                           &s->st[SQ_CANDIDATES], err);
+  if (!rc)
+    rc = tabq_stmt_build(&b->stmts, b->host, adv->lock, &build, "lock", &s->st[SQ_LOCK], err);
+  if (!rc)
+    rc = tabq_stmt_build(&b->stmts, b->host, adv->unlock, &build, "unlock", &s->st[SQ_UNLOCK],
+                         err);
+  if (!rc)
+    rc = tabq_stmt_build(&b->stmts, b->host, adv->take, &build, "take", &s->st[SQ_TAKE], err);
+  /* Room for the rows in work here (still due) and one claim's worth past them. */
+  s->ncandidates = 2 * s->nslots;
+  if (!rc && !(s->candidates = calloc(s->ncandidates, sizeof *s->candidates)))
+    rc = tabq_err_set(err, TABQ_NOMEM, s->t->name, NULL, "cannot allocate the candidates");
+  s->claim = tabq_advisory_claim;
+  s->holds_conn = true;
+  /* One claimer at a time: the candidates' scratch space is the subscription's. */
+  s->serial = true;
+  return rc;
+}
+
+/* Runs a one-cell statement (lock or unlock) and reads its answer as a truth value. */
+static int ask(tabq_subscription *s, tabq_pconn *c, unsigned stmt, const tabq_value *key,
+               bool *yes, tabq_error *err) {
+  tabq_broker *b = s->b;
+  tabq_bind v = {.key = *key};
+  tabq_prepared *p = NULL;
+  *yes = false;
+  int rc = tabq_stmt_run(&b->stmts, b->drv, c, stmt, &v, &p, err);
+  if (rc)
+    return rc;
+  bool row = false;
+  tabq_value answer = tabq_null();
+  rc = b->drv->next(p, &row);
+  if (!rc && row)
+    rc = b->drv->cell(p, 0, &answer);
+  b->drv->reset(p);
+  if (rc)
+    return tabq_err_from_plugin(err, rc, s->t->name, b->stmts.defs[stmt].name);
+  *yes = row && answer.type == TABQ_T_INT && answer.u.i != 0;
+  return TABQ_OK;
+}
+
+
+/* Reads the candidates into the subscription's scratch space (copied: the next statement on the
+ * connection ends the driver's buffers). */
+static int read_candidates(tabq_subscription *s, tabq_pconn *c, unsigned want, unsigned *n,
+                           tabq_error *err) {
+  tabq_broker *b = s->b;
+  tabq_bind v = {.now = tabq_now_us(), .limit = want};
+  v.group = s->queue ? tabq_text(s->queue, strlen(s->queue)) : tabq_null();
+  tabq_prepared *p = NULL;
+  *n = 0;
+  int rc = tabq_stmt_run(&b->stmts, b->drv, c, s->st[SQ_CANDIDATES], &v, &p, err);
+  if (rc)
+    return rc;
+  candidate *cand = s->candidates;
+  s->scratch.len = 0;
+  bool row = false;
+  while (*n < s->ncandidates && !(rc = b->drv->next(p, &row)) && row) {
+    tabq_value id, key;
+    if ((rc = b->drv->cell(p, 0, &id)) || (rc = b->drv->cell(p, 1, &key)))
+      break;
+    size_t id_len = id.type == TABQ_T_TEXT ? id.u.buf.len : 0;
+    size_t key_len = key.type == TABQ_T_TEXT ? key.u.buf.len : 0;
+    if (tabq_buf_reserve(&s->scratch, s->scratch.len + id_len + key_len + 2)) {
+      rc = TABQ_NOMEM;
+      break;
+    }
+    candidate *k = &cand[(*n)++];
+    k->id = id;
+    k->id_at = s->scratch.len;
+    if (id_len)
+      memcpy(s->scratch.p + k->id_at, id.u.buf.ptr, id_len);
+    k->key_at = k->id_at + id_len + 1;
+    k->key_len = key_len;
+    if (key_len)
+      memcpy(s->scratch.p + k->key_at, key.u.buf.ptr, key_len);
+    s->scratch.len = k->key_at + key_len + 1;
+  }
+  b->drv->reset(p);
+  if (rc == TABQ_NOMEM)
+    return tabq_err_set(err, rc, s->t->name, "candidates", "cannot hold the candidates");
+  if (rc)
+    return tabq_err_from_plugin(err, rc, s->t->name, "candidates");
+  for (unsigned i = 0; i < *n; i++) /* the buffer may have moved while it grew */
+    if (cand[i].id.type == TABQ_T_TEXT)
+      cand[i].id.u.buf.ptr = s->scratch.p + cand[i].id_at;
+  return TABQ_OK;
+}
+
+/* Takes a locked candidate's row: true when it was still claimable. */
+static int take(tabq_subscription *s, tabq_pconn *c, const candidate *k, tabq_delivery *d,
+                bool *taken, tabq_error *err) {
+  tabq_broker *b = s->b;
+  tabq_bind v = {.id = k->id, .now = tabq_now_us()};
+  tabq_prepared *p = NULL;
+  *taken = false;
+  int rc = tabq_stmt_run(&b->stmts, b->drv, c, s->st[SQ_TAKE], &v, &p, err);
+  if (rc)
+    return rc;
+  bool row = false;
+  if (!(rc = b->drv->next(p, &row)) && row) {
+    pthread_mutex_lock(&d->mu);
+    rc = tabq_delivery_fill(d, b->drv, p, err);
+    if (!rc && !(rc = tabq_buf_reserve(&d->key, k->key_len + 1))) {
+      memcpy(d->key.p, s->scratch.p + k->key_at, k->key_len + 1);
+      d->key.len = k->key_len;
+      d->conn = c;
+      *taken = true;
+    }
+    pthread_mutex_unlock(&d->mu);
+  }
+  b->drv->reset(p);
+  if (rc && rc != TABQ_NOMEM)
+    return tabq_err_from_plugin(err, rc, s->t->name, "take");
+  return rc;
+}
+
+int tabq_advisory_claim(tabq_subscription *s, tabq_delivery **slots, unsigned limit,
+                        unsigned *got, tabq_error *err) {
+  tabq_broker *b = s->b;
+  *got = 0;
+  tabq_pconn *c;
+  int rc = tabq_pool_acquire(&b->pool, &c, err);
+  if (rc)
+    return rc;
+  /* Rows in work here are still due: read past them. */
+  unsigned n = 0;
+  rc = read_candidates(s, c, limit + s->nslots, &n, err);
+  for (unsigned i = 0; i < n && *got < limit && !rc; i++) {
+    const candidate *k = &s->candidates[i];
+    tabq_value key = tabq_text(s->scratch.p + k->key_at, k->key_len);
+    if (!c && (rc = tabq_pool_acquire(&b->pool, &c, err)))
+      break;
+    bool locked = false, taken = false;
+    if ((rc = ask(s, c, s->st[SQ_LOCK], &key, &locked, err)) || !locked)
+      continue; /* held elsewhere (or failed): pass it over */
+    if (!(rc = take(s, c, k, slots[*got], &taken, err)) && taken) {
+      (*got)++;
+      c = NULL; /* the delivery holds it now */
+      continue;
+    }
+    /* Settled meanwhile: release the key; a release not confirmed ends the session. */
+    bool released = false;
+    if (ask(s, c, s->st[SQ_UNLOCK], &key, &released, err) || !released) {
+      tabq_pool_discard(&b->pool, c);
+      c = NULL;
+    }
+  }
+  if (c)
+    tabq_pool_release(&b->pool, c);
+  atomic_fetch_add(&s->stats.claimed, *got);
+  return rc;
+}
+
+bool tabq_advisory_release(tabq_delivery *d) {
+  tabq_subscription *s = d->sub;
+  tabq_value key = tabq_text(d->key.p, d->key.len);
+  bool released = false;
+  tabq_error err;
+  int rc = ask(s, d->conn, s->st[SQ_UNLOCK], &key, &released, &err);
+  if (rc || !released) {
+    tabq_logf(&s->b->log, TABQ_LOG_WARN,
+              "table %s: the release of key '%s' was not confirmed%s%s; closing its connection",
+              s->t->name, d->key.p, rc ? ": " : "", rc ? err.message : "");
+    tabq_pool_discard(&s->b->pool, d->conn);
+  } else {
+    tabq_pool_release(&s->b->pool, d->conn);
+  }
+  d->conn = NULL;
+  return !rc && released;
+}
+
+void tabq_advisory_release_all(tabq_subscription *s) {
+  unsigned released = 0, closed = 0;
+  for (unsigned i = 0; i < s->nslots; i++) {
+    tabq_delivery *d = &s->slots[i];
+    pthread_mutex_lock(&d->mu); /* waits for a settlement in flight */
+    bool held = d->in_work && d->conn;
+    if (held) {
+      if (tabq_advisory_release(d))
+        released++;
+      else
+        closed++;
+      d->in_work = false;
+      d->closed = true;
+    }
+    pthread_mutex_unlock(&d->mu);
+    if (held)
+      tabq_sub_unhold(s, 1);
+  }
+  atomic_fetch_add(&s->stats.shutdown_released, released);
+  atomic_fetch_add(&s->stats.shutdown_closed, closed);
+  if (released || closed)
+    tabq_logf(&s->b->log, TABQ_LOG_INFO,
+              "table %s: shutdown released %u advisory locks with their connections back in the "
+              "pool and closed %u connections instead",
+              s->t->name, released, closed);
+}

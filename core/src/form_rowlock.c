@@ -1,0 +1,101 @@
+/* The row lock form (SPEC 3.1): the claim locks due rows FOR UPDATE SKIP LOCKED in a
+ * transaction that stays open while the handler runs; the settlement runs in it and commits. A
+ * crashed process's transaction rolls back on the server, so its rows return at once. */
+#include <string.h>
+
+#include "clock.h"
+#include "engine.h"
+#include "error.h"
+
+int tabq_rowlock_open(tabq_subscription *s, tabq_error *err) {
+  tabq_broker *b = s->b;
+  const tabq_plugin *p = b->plugin.plugin;
+  tabq_build build = {.table = s->t, .form = s->form, .server_version = s->server_version,
+                      .server_version_text = s->server_version_text};
+  int rc = tabq_stmt_build(&b->stmts, b->host, p->rowlock->claim, &build, "claim",
+                           &s->st[SQ_CLAIM], err);
+  if (!rc && s->t->fifo) {
+    if (!p->dialect->fifo_guard)
+      return tabq_err_set(err, TABQ_DIALECT, s->t->name, "fifo_guard",
+                          "table %s has FIFO groups, but the %s dialect builds no group guard",
+                          s->t->name, p->name);
+    rc = tabq_stmt_build(&b->stmts, b->host, p->dialect->fifo_guard, &build, "fifo_guard",
+                         &s->st[SQ_GUARD], err);
+  }
+  s->claim = tabq_rowlock_claim;
+  s->holds_conn = true;
+  s->serial = (p->rowlock->flags & TABQ_CLAIM_SERIAL) || s->t->fifo;
+  return rc;
+}
+
+/* Runs the FIFO guard: true when this transaction now holds the group. */
+int tabq_guard_group(tabq_subscription *s, tabq_pconn *c, bool *held, tabq_error *err) {
+  tabq_broker *b = s->b;
+  tabq_bind v = {.group = tabq_text(s->queue, strlen(s->queue))};
+  tabq_prepared *p = NULL;
+  int rc = tabq_stmt_run(&b->stmts, b->drv, c, s->st[SQ_GUARD], &v, &p, err);
+  if (rc)
+    return rc;
+  bool row = false;
+  tabq_value first = tabq_null();
+  rc = b->drv->next(p, &row);
+  if (!rc && row)
+    rc = b->drv->cell(p, 0, &first);
+  b->drv->reset(p);
+  if (rc)
+    return tabq_err_from_plugin(err, rc, s->t->name, "fifo_guard");
+  *held = row && !(first.type == TABQ_T_INT && first.u.i == 0);
+  return TABQ_OK;
+}
+
+int tabq_rowlock_claim(tabq_subscription *s, tabq_delivery **slots, unsigned limit,
+                       unsigned *got, tabq_error *err) {
+  tabq_broker *b = s->b;
+  *got = 0;
+  tabq_pconn *c;
+  int rc = tabq_pool_acquire(&b->pool, &c, err);
+  if (rc)
+    return rc;
+  if ((rc = b->drv->begin(c->conn, s->begin_sql))) {
+    tabq_err_from_plugin(err, rc, s->t->name, "begin");
+    tabq_pool_release(&b->pool, c);
+    return rc;
+  }
+  bool mine = true;
+  if (s->st[SQ_GUARD] != TABQ_NO_STMT)
+    rc = tabq_guard_group(s, c, &mine, err);
+  if (!rc && mine) {
+    tabq_bind v = {.now = tabq_now_us(), .limit = limit};
+    v.group = s->queue ? tabq_text(s->queue, strlen(s->queue)) : tabq_null();
+    tabq_prepared *p = NULL;
+    rc = tabq_stmt_run(&b->stmts, b->drv, c, s->st[SQ_CLAIM], &v, &p, err);
+    if (!rc) {
+      bool row = false;
+      while (*got < limit && !(rc = b->drv->next(p, &row)) && row) {
+        tabq_delivery *d = slots[*got];
+        pthread_mutex_lock(&d->mu);
+        rc = tabq_delivery_fill(d, b->drv, p, err);
+        d->conn = c;
+        pthread_mutex_unlock(&d->mu);
+        if (rc)
+          break;
+        (*got)++;
+      }
+      if (rc && rc != TABQ_NOMEM)
+        tabq_err_from_plugin(err, rc, s->t->name, "claim");
+      b->drv->reset(p);
+    }
+  }
+  if (rc || !*got) {
+    /* Nothing to hold: end the transaction (a failed claim's rows return at once). */
+    for (unsigned i = 0; i < *got; i++) {
+      slots[i]->in_work = false;
+      slots[i]->conn = NULL;
+    }
+    *got = 0;
+    b->drv->rollback(c->conn);
+    tabq_pool_release(&b->pool, c);
+  }
+  atomic_fetch_add(&s->stats.claimed, *got);
+  return rc;
+}

@@ -1,0 +1,59 @@
+# Sourced by ./dev: a throwaway PostgreSQL cluster for the tests, in a temporary folder, on
+# loopback, run as a non-root user (PostgreSQL refuses root; CI runs as root).
+#   pg_test_start   initdb + start + create the database; exports TABQ_TEST_POSTGRES_URL
+#   pg_test_stop    stop the server and remove its folder
+
+pg_bin() {
+  local d
+  d=$(ls -d /usr/lib/postgresql/*/bin 2>/dev/null | sort -V | tail -n 1)
+  [ -n "$d" ] || { echo "dev: no PostgreSQL server binaries under /usr/lib/postgresql" >&2; return 1; }
+  echo "$d"
+}
+
+# as_db_user CMD...: runs CMD as the unprivileged user that owns the cluster.
+as_db_user() {
+  if [ "$(id -u)" -eq 0 ]; then
+    runuser -u "$PG_TEST_USER" -- "$@"
+  else
+    "$@"
+  fi
+}
+
+free_port() {
+  local p=$1
+  while (exec 3<>"/dev/tcp/127.0.0.1/$p") 2>/dev/null; do p=$((p + 1)); done
+  echo "$p"
+}
+
+pg_test_start() {
+  local bin
+  bin=$(pg_bin) || return 1
+  if [ "$(id -u)" -eq 0 ]; then
+    PG_TEST_USER=tabq-test
+    id "$PG_TEST_USER" >/dev/null 2>&1 || useradd --system --no-create-home --shell /usr/sbin/nologin "$PG_TEST_USER"
+  else
+    PG_TEST_USER=$(id -un)
+  fi
+  PG_TEST_DIR=$(mktemp -d /tmp/tabq-pg.XXXXXX)
+  chmod 755 "$PG_TEST_DIR"
+  [ "$(id -u)" -eq 0 ] && chown "$PG_TEST_USER" "$PG_TEST_DIR"
+  PG_TEST_PORT=$(free_port 55432)
+  as_db_user "$bin/initdb" -D "$PG_TEST_DIR/data" -A trust -U tabq --no-sync -E UTF8 >"$PG_TEST_DIR/initdb.log" 2>&1 ||
+    { cat "$PG_TEST_DIR/initdb.log" >&2; return 1; }
+  # fsync off: a test cluster needs no durability, and it keeps the suites fast.
+  as_db_user "$bin/pg_ctl" -D "$PG_TEST_DIR/data" -l "$PG_TEST_DIR/server.log" -w -t 60 \
+    -o "-c listen_addresses=127.0.0.1 -p $PG_TEST_PORT -k $PG_TEST_DIR -c fsync=off -c max_connections=300 -c synchronous_commit=off" \
+    start >/dev/null || { cat "$PG_TEST_DIR/server.log" >&2; return 1; }
+  as_db_user "$bin/createdb" -h 127.0.0.1 -p "$PG_TEST_PORT" -U tabq tabq_test
+  export TABQ_TEST_POSTGRES_URL="postgres://tabq@127.0.0.1:$PG_TEST_PORT/tabq_test"
+  echo "dev: PostgreSQL $("$bin/postgres" --version | awk '{print $3}') on 127.0.0.1:$PG_TEST_PORT (TABQ_TEST_POSTGRES_URL)"
+}
+
+pg_test_stop() {
+  [ -n "${PG_TEST_DIR:-}" ] || return 0
+  local bin
+  bin=$(pg_bin) || return 0
+  as_db_user "$bin/pg_ctl" -D "$PG_TEST_DIR/data" -m fast -w stop >/dev/null 2>&1 || true
+  rm -rf "$PG_TEST_DIR"
+  PG_TEST_DIR=
+}
