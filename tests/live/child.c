@@ -70,7 +70,7 @@ int main(int argc, char **argv) {
   else
     o.handler = run_handler;
   tabq_subscription *s;
-  if (tabq_subscribe(b, &jobs_table, &o, &s, &err)) {
+  if (tabq_subscribe(b, jobs_table(), &o, &s, &err)) {
     fprintf(stderr, "child: %s\n", err.message);
     return 4;
   }

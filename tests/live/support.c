@@ -1,6 +1,7 @@
 #include "support.h"
 
 #include <CUnit/CUnit.h>
+#include <libpq-fe.h>
 #include <poll.h>
 #include <signal.h>
 #include <sqlite3.h>
@@ -11,63 +12,165 @@
 #include <time.h>
 #include <unistd.h>
 
-const tabq_table jobs_table = {
-    .name = "jobs",
-    .id = {"id", .generated = true},
-    .group = {"queue"},
-    .priority = {"priority"},
-    .retry_after = {"retry_after"},
-    .attempt = {"attempt", .generated = true},
-    .locked_until = {"locked_until"},
-    .headers = {"headers"},
-    .payload = {"payload"},
-};
+static tabq_table jobs_of(tabq_form form, bool marked) {
+  tabq_table t = {
+      .name = "jobs",
+      .id = {.name = "id", .generated = true},
+      .group = {.name = "queue"},
+      .priority = {.name = "priority"},
+      .retry_after = {.name = "retry_after"},
+      .attempt = {.name = "attempt", .generated = true},
+      .headers = {.name = "headers"},
+      .payload = {.name = "payload"},
+  };
+  if (marked)
+    t.processed_at.name = "processed_at";
+  if (form == TABQ_FORM_LEASE)
+    t.locked_until.name = "locked_until";
+  else if (form == TABQ_FORM_ADVISORY)
+    t.advisory_lock = "job-{id}";
+  return t;
+}
 
-const tabq_table marked_table = {
-    .name = "jobs",
-    .id = {"id", .generated = true},
-    .group = {"queue"},
-    .priority = {"priority"},
-    .retry_after = {"retry_after"},
-    .attempt = {"attempt", .generated = true},
-    .processed_at = {"processed_at"},
-    .locked_until = {"locked_until"},
-    .headers = {"headers"},
-    .payload = {"payload"},
-};
+test_kind test_db_kind(void) {
+  const char *db = getenv("TABQ_TEST_DB");
+  return db && !strcmp(db, "postgres") ? TEST_POSTGRES : TEST_SQLITE;
+}
 
-#define JOBS_COLUMNS                                                                               \
+tabq_form test_form(void) {
+  const char *f = getenv("TABQ_TEST_FORM");
+  if (f && !strcmp(f, "rowlock"))
+    return TABQ_FORM_ROWLOCK;
+  if (f && !strcmp(f, "advisory"))
+    return TABQ_FORM_ADVISORY;
+  return TABQ_FORM_LEASE;
+}
+
+const char *test_form_name(void) {
+  tabq_form f = test_form();
+  return f == TABQ_FORM_ROWLOCK ? "row lock" : f == TABQ_FORM_ADVISORY ? "advisory" : "lease";
+}
+
+const tabq_table *jobs_table(void) {
+  static tabq_table t;
+  static bool made;
+  if (!made) {
+    t = jobs_of(test_form(), false);
+    made = true;
+  }
+  return &t;
+}
+
+const tabq_table *marked_table(void) {
+  static tabq_table t;
+  static bool made;
+  if (!made) {
+    t = jobs_of(test_form(), true);
+    made = true;
+  }
+  return &t;
+}
+
+#define SQLITE_COLUMNS                                                                             \
   "(id INTEGER PRIMARY KEY, queue TEXT NOT NULL, priority INTEGER NOT NULL DEFAULT 0, "          \
   "retry_after TEXT, attempt INTEGER NOT NULL DEFAULT 1, processed_at TEXT, locked_until TEXT, " \
   "headers TEXT, payload BLOB NOT NULL)"
 
-const char *const jobs_schema =
-    "CREATE TABLE jobs " JOBS_COLUMNS ";"
+static const char *const sqlite_schema =
+    "CREATE TABLE jobs " SQLITE_COLUMNS ";"
     "CREATE INDEX jobs_claim ON jobs (queue, priority, retry_after, id);"
-    "CREATE TABLE jobs_dead " JOBS_COLUMNS ";";
+    "CREATE TABLE jobs_dead " SQLITE_COLUMNS ";";
 
-static void must_exec(const char *path, const char *sql) {
+#define PG_COLUMNS                                                                                 \
+  "queue TEXT NOT NULL, priority INTEGER NOT NULL DEFAULT 0, retry_after TIMESTAMPTZ, "          \
+  "attempt INTEGER NOT NULL DEFAULT 1, processed_at TIMESTAMPTZ, locked_until TIMESTAMPTZ, "     \
+  "headers JSONB, payload BYTEA NOT NULL)"
+
+static const char *const pg_schema =
+    "CREATE TABLE jobs (id BIGSERIAL PRIMARY KEY, " PG_COLUMNS ";"
+    "CREATE INDEX jobs_claim ON jobs (queue, priority, retry_after, id);"
+    "CREATE TABLE jobs_dead (id BIGINT PRIMARY KEY, " PG_COLUMNS ";";
+
+static void sqlite_exec(const char *path, const char *sql) {
   sqlite3 *db = NULL;
   CU_ASSERT_FATAL(sqlite3_open(path, &db) == SQLITE_OK);
+  sqlite3_busy_timeout(db, 5000);
   char *msg = NULL;
   if (sqlite3_exec(db, sql, NULL, NULL, &msg) != SQLITE_OK) {
-    fprintf(stderr, "sqlite: %s\n", msg);
+    fprintf(stderr, "sqlite: %s in %s\n", msg, sql);
     sqlite3_free(msg);
-    CU_FAIL_FATAL("schema");
+    CU_FAIL_FATAL("sqlite_exec");
   }
   sqlite3_close(db);
 }
 
+static PGresult *pg_run(const testdb *db, const char *sql) {
+  PGresult *r = PQexec(db->pg, sql);
+  ExecStatusType st = PQresultStatus(r);
+  if (st != PGRES_COMMAND_OK && st != PGRES_TUPLES_OK) {
+    fprintf(stderr, "postgres: %s in %s\n", PQerrorMessage(db->pg), sql);
+    PQclear(r);
+    CU_FAIL_FATAL("postgres");
+  }
+  return r;
+}
+
+void testdb_exec(const testdb *db, const char *sql) {
+  if (db->kind == TEST_SQLITE)
+    sqlite_exec(db->path, sql);
+  else
+    PQclear(pg_run(db, sql));
+}
+
+static void pg_create(testdb *db) {
+  static int serial;
+  const char *base = getenv("TABQ_TEST_POSTGRES_URL");
+  if (!base) {
+    fprintf(stderr, "TABQ_TEST_POSTGRES_URL is not set: ./dev test starts PostgreSQL and sets it\n");
+    CU_FAIL_FATAL("TABQ_TEST_POSTGRES_URL");
+  }
+  snprintf(db->schema, sizeof db->schema, "t%d_%d", (int)getpid(), ++serial);
+  /* Unqualified names resolve to the test's own schema, for tabq and for the checks alike. */
+  snprintf(db->url, sizeof db->url, "%s%coptions=-csearch_path%%3D%s", base,
+           strchr(base, '?') ? '&' : '?', db->schema);
+  PGconn *admin = PQconnectdb(base);
+  CU_ASSERT_FATAL(PQstatus(admin) == CONNECTION_OK);
+  char sql[96];
+  snprintf(sql, sizeof sql, "CREATE SCHEMA %s", db->schema);
+  PGresult *r = PQexec(admin, sql);
+  CU_ASSERT_FATAL(PQresultStatus(r) == PGRES_COMMAND_OK);
+  PQclear(r);
+  PQfinish(admin);
+  db->pg = PQconnectdb(db->url);
+  CU_ASSERT_FATAL(PQstatus(db->pg) == CONNECTION_OK);
+  PQclear(pg_run(db, "SET client_min_messages = warning"));
+  PQclear(pg_run(db, pg_schema));
+}
+
 void testdb_create(testdb *db) {
+  memset(db, 0, sizeof *db);
+  db->kind = test_db_kind();
+  if (db->kind == TEST_POSTGRES) {
+    pg_create(db);
+    return;
+  }
   snprintf(db->path, sizeof db->path, "/tmp/tabq-live-XXXXXX");
   int fd = mkstemp(db->path);
   CU_ASSERT_FATAL(fd >= 0);
   close(fd);
   snprintf(db->url, sizeof db->url, "sqlite:%s?synchronous=normal", db->path);
-  must_exec(db->path, jobs_schema);
+  sqlite_exec(db->path, sqlite_schema);
 }
 
 void testdb_remove(testdb *db) {
+  if (db->kind == TEST_POSTGRES) {
+    char sql[96];
+    snprintf(sql, sizeof sql, "DROP SCHEMA %s CASCADE", db->schema);
+    PQclear(PQexec(db->pg, sql));
+    PQfinish(db->pg);
+    db->pg = NULL;
+    return;
+  }
   char side[96];
   unlink(db->path);
   snprintf(side, sizeof side, "%s-wal", db->path);
@@ -88,6 +191,12 @@ static sqlite3_stmt *query(const testdb *db, sqlite3 **conn, const char *sql) {
 }
 
 long long testdb_int(const testdb *db, const char *sql) {
+  if (db->kind == TEST_POSTGRES) {
+    PGresult *r = pg_run(db, sql);
+    long long v = PQntuples(r) && !PQgetisnull(r, 0, 0) ? atoll(PQgetvalue(r, 0, 0)) : -1;
+    PQclear(r);
+    return v;
+  }
   sqlite3 *conn;
   sqlite3_stmt *st = query(db, &conn, sql);
   long long v = sqlite3_step(st) == SQLITE_ROW ? sqlite3_column_int64(st, 0) : -1;
@@ -97,12 +206,47 @@ long long testdb_int(const testdb *db, const char *sql) {
 }
 
 void testdb_text(const testdb *db, const char *sql, char *buf, size_t cap) {
+  if (db->kind == TEST_POSTGRES) {
+    PGresult *r = pg_run(db, sql);
+    snprintf(buf, cap, "%s", PQntuples(r) ? PQgetvalue(r, 0, 0) : "");
+    PQclear(r);
+    return;
+  }
   sqlite3 *conn;
   sqlite3_stmt *st = query(db, &conn, sql);
   const unsigned char *t = sqlite3_step(st) == SQLITE_ROW ? sqlite3_column_text(st, 0) : NULL;
   snprintf(buf, cap, "%s", t ? (const char *)t : "");
   sqlite3_finalize(st);
   sqlite3_close(conn);
+}
+
+void testdb_fill(const testdb *db, const char *queue, int n) {
+  char sql[512];
+  if (db->kind == TEST_POSTGRES)
+    snprintf(sql, sizeof sql,
+             "INSERT INTO jobs (queue, payload) SELECT '%s', convert_to('job-' || i, 'UTF8') "
+             "FROM generate_series(1, %d) AS i",
+             queue, n);
+  else
+    snprintf(sql, sizeof sql,
+             "WITH RECURSIVE n(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM n WHERE i < %d) "
+             "INSERT INTO jobs (queue, payload) SELECT '%s', 'job-' || i FROM n",
+             n, queue);
+  testdb_exec(db, sql);
+}
+
+long long testdb_due_after(const testdb *db, int ms) {
+  char sql[256];
+  if (db->kind == TEST_POSTGRES)
+    snprintf(sql, sizeof sql,
+             "SELECT count(*) FROM jobs WHERE retry_after > now() + interval '%d milliseconds'",
+             ms);
+  else
+    snprintf(sql, sizeof sql,
+             "SELECT count(*) FROM jobs WHERE retry_after > "
+             "strftime('%%Y-%%m-%%d %%H:%%M:%%f', 'now', '+%d.%03d seconds')",
+             ms / 1000, ms % 1000);
+  return testdb_int(db, sql);
 }
 
 tabq_broker *connect_broker(const testdb *db, unsigned poll_ms) {
@@ -122,7 +266,7 @@ void publish_n(tabq_broker *b, const char *queue, int n) {
     int len = snprintf(payload, sizeof payload, "job-%d", i);
     tabq_message m = {.group = queue, .payload = payload, .payload_len = (size_t)len};
     tabq_error err;
-    int rc = tabq_publish(b, &jobs_table, &m, &err);
+    int rc = tabq_publish(b, jobs_table(), &m, &err);
     if (rc)
       fprintf(stderr, "publish: %s\n", err.message);
     CU_ASSERT_EQUAL_FATAL(rc, TABQ_OK);

@@ -1,5 +1,9 @@
-/* What the live SQLite suites share: a fresh database file per test, direct SQL on it (checks
- * read the file with sqlite3, not through tabq), a recording handler, and child processes. */
+/* What the live suites share: a fresh database per test (a SQLite file, or a PostgreSQL schema
+ * of its own), direct SQL on it (checks read the database with sqlite3 or libpq, never through
+ * tabq), a recording handler, and child processes.
+ *
+ * One suite runs on several databases and forms: TABQ_TEST_DB (sqlite, postgres) and
+ * TABQ_TEST_FORM (lease, rowlock, advisory) choose them, set by ctest per registration. */
 #ifndef TABQ_TEST_SUPPORT_H
 #define TABQ_TEST_SUPPORT_H
 
@@ -9,26 +13,41 @@
 #include <sys/types.h>
 #include <tabq/tabq.h>
 
-/* The queue table of most tests: lease form, every role. */
-extern const tabq_table jobs_table;
+typedef enum test_kind { TEST_SQLITE, TEST_POSTGRES } test_kind;
+
+/* The database and form this run tests (from the environment; SQLite and lease by default). */
+test_kind test_db_kind(void);
+tabq_form test_form(void);
+const char *test_form_name(void);
+
+/* The queue table of most tests, in the run's form, every role. */
+const tabq_table *jobs_table(void);
 /* The same columns, with processed_at marking instead of deletes. */
-extern const tabq_table marked_table;
-/* The schema of jobs (and jobs_dead, its dead letter table) as SQL. */
-extern const char *const jobs_schema;
+const tabq_table *marked_table(void);
 
 typedef struct testdb {
-  char path[64];
-  char url[96];
+  test_kind kind;
+  char path[64];  /* SQLite: the file */
+  char schema[32]; /* PostgreSQL: the test's own schema */
+  char url[512];
+  void *pg; /* PostgreSQL: the checking connection */
 } testdb;
 
-/* A new empty database file with the jobs schema. */
+/* A new empty database with the jobs schema (jobs, and jobs_dead its dead letter table). */
 void testdb_create(testdb *db);
+/* Runs SQL on the database directly. */
+void testdb_exec(const testdb *db, const char *sql);
 void testdb_remove(testdb *db);
 /* Runs SQL on the file directly; returns the first column of the first row as an integer
  * (or -1 with no row). */
 long long testdb_int(const testdb *db, const char *sql);
 /* The first column of the first row as text into buf ("" with no row or NULL). */
 void testdb_text(const testdb *db, const char *sql, char *buf, size_t cap);
+
+/* Writes n rows to `queue` directly (not through tabq), payloads "job-<i>". */
+void testdb_fill(const testdb *db, const char *queue, int n);
+/* Counts rows of jobs whose retry_after lies more than `ms` after the database's now. */
+long long testdb_due_after(const testdb *db, int ms);
 
 tabq_broker *connect_broker(const testdb *db, unsigned poll_ms);
 /* Publishes n rows to `queue` with payload "job-<i>". */

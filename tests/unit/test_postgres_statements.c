@@ -1,0 +1,926 @@
+/* tabq — unit tests of the PostgreSQL dialect's statement builders: the exact SQL text and
+ * parameter ids of every statement in each form, and every refusal (no server). */
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <CUnit/Basic.h>
+#include <tabq/sql.h>
+
+#include "cunit_main.h"
+#include "postgres_plugin.h"
+
+/* ---- A tiny host --------------------------------------------------------------------------- */
+
+static char g_msg[1024];
+
+static int test_fail(int code, const char *sqlstate, long native, const char *fmt, ...) {
+  (void)sqlstate;
+  (void)native;
+  va_list ap;
+  va_start(ap, fmt);
+  vsnprintf(g_msg, sizeof g_msg, fmt, ap);
+  va_end(ap);
+  return code;
+}
+
+static void test_log(int level, const char *fmt, ...) {
+  (void)level;
+  (void)fmt;
+}
+
+static const tabq_host test_host = {
+    .size = sizeof(tabq_host),
+    .abi = TABQ_ABI_VERSION,
+    .alloc = malloc,
+    .realloc = realloc,
+    .free = free,
+    .fail = test_fail,
+    .log = test_log,
+};
+
+static void *no_realloc(void *p, size_t n) {
+  (void)p;
+  (void)n;
+  return NULL;
+}
+
+/* A host whose allocator always fails, for the out-of-memory path. */
+static const tabq_host starved_host = {
+    .size = sizeof(tabq_host),
+    .abi = TABQ_ABI_VERSION,
+    .alloc = malloc,
+    .realloc = no_realloc,
+    .free = free,
+    .fail = test_fail,
+    .log = test_log,
+};
+
+static const tabq_dialect_v1 *const dia = &tabq_pg_dialect;
+static const tabq_rowlock_v1 *const rowlock = &tabq_pg_rowlock;
+static const tabq_lease_v1 *const lease = &tabq_pg_lease;
+static const tabq_advisory_v1 *const adv = &tabq_pg_advisory;
+
+#define MSG_HAS(text)                                                                              \
+  do {                                                                                             \
+    CU_ASSERT_PTR_NOT_NULL(strstr(g_msg, (text)));                                                 \
+    if (!strstr(g_msg, (text)))                                                                    \
+      fprintf(stderr, "\nmessage \"%s\" lacks \"%s\"\n", g_msg, (text));                          \
+  } while (0)
+
+/* ---- Tables -------------------------------------------------------------------------------- */
+
+static const tabq_col job_data[] = {{.name = "title"}, {.name = "size", .generated = true}};
+
+/* Every role but locked_until, and one generated data column: the row lock form. */
+static const tabq_table jobs = {
+    .name = "jobs",
+    .id = {"id", .generated = true},
+    .group = {"queue"},
+    .priority = {"priority"},
+    .partition_key = {"pkey"},
+    .retry_after = {"retry_after"},
+    .attempt = {"attempt"},
+    .processed_at = {"processed_at"},
+    .headers = {"headers"},
+    .payload = {"payload"},
+    .data = job_data,
+    .ndata = 2,
+};
+
+/* The seed's thumbnail table, schema qualified: a lease and nothing else. */
+static const tabq_table thumbs = {
+    .name = "app.thumbs",
+    .id = {"id", .generated = true},
+    .attempt = {"attempt", .generated = true},
+    .locked_until = {"locked_until"},
+    .payload = {"payload"},
+};
+
+/* No attempt, no group, no time: a row lock claim that only selects. */
+static const tabq_table plain = {.name = "plain_jobs", .id = {"id"}, .payload = {"payload"}};
+static const tabq_table bare = {.name = "bare", .id = {"id"}, .locked_until = {"lu"}};
+static const tabq_table all_generated = {
+    .name = "ev", .id = {"id", .generated = true}, .locked_until = {"lu"}};
+static const tabq_table weird = {.name = "app.we\"ird",
+                                 .id = {"i\"d"},
+                                 .attempt = {"attempt"},
+                                 .payload = {"payload"}};
+
+static const tabq_col adv_data[] = {{.name = "account"}};
+static const tabq_table advj = {
+    .name = "adv_jobs",
+    .id = {"id"},
+    .group = {"queue"},
+    .priority = {"priority"},
+    .retry_after = {"retry_after"},
+    .attempt = {"attempt"},
+    .processed_at = {"processed_at"},
+    .data = adv_data,
+    .ndata = 1,
+    .advisory_lock = "acct-{account}",
+};
+static const tabq_table adv_min = {
+    .name = "k", .id = {"id"}, .payload = {"payload"}, .advisory_lock = "k-{id}"};
+
+/* jobs with a lease: every role. */
+static tabq_table leased_jobs(void) {
+  tabq_table t = jobs;
+  t.locked_until = (tabq_col){.name = "locked_until"};
+  return t;
+}
+
+static tabq_build on(const tabq_table *t) {
+  tabq_build b = {.table = t, .form = tabq_table_form(t)};
+  return b;
+}
+
+/* ---- Helpers ------------------------------------------------------------------------------- */
+
+/* Checks a statement's text and its parameter ids (a 0-terminated list). */
+static void expect_stmt_v(const tabq_stmt *st, const char *sql, va_list ap) {
+  CU_ASSERT_PTR_NOT_NULL_FATAL(st->sql);
+  CU_ASSERT_STRING_EQUAL(st->sql, sql);
+  if (strcmp(st->sql, sql) != 0)
+    fprintf(stderr, "\n got: %s\nwant: %s\n", st->sql, sql);
+  unsigned n = 0;
+  for (int id = va_arg(ap, int); id != 0; id = va_arg(ap, int), n++) {
+    CU_ASSERT_FATAL(n < st->nparams);
+    CU_ASSERT_EQUAL(st->params[n], id);
+  }
+  CU_ASSERT_EQUAL(st->nparams, n);
+}
+
+static void expect_stmt(const tabq_stmt *st, const char *sql, ...) {
+  va_list ap;
+  va_start(ap, sql);
+  expect_stmt_v(st, sql, ap);
+  va_end(ap);
+}
+
+/* Builds with `fn` and checks the text and the parameter ids. */
+static void expect_built(tabq_build_fn fn, const tabq_build *b, const char *sql, ...) {
+  tabq_stmt st;
+  tabq_sql_init(&st, &test_host);
+  int rc = fn(b, &st);
+  CU_ASSERT_EQUAL(rc, TABQ_OK);
+  if (rc != TABQ_OK)
+    fprintf(stderr, "\nbuild failed: %s\n", g_msg);
+  else {
+    va_list ap;
+    va_start(ap, sql);
+    expect_stmt_v(&st, sql, ap);
+    va_end(ap);
+  }
+  tabq_sql_free(&st);
+}
+
+/* Builds with `fn`, expects `code`, and leaves the message in g_msg. */
+static void expect_refused(tabq_build_fn fn, const tabq_build *b, int code) {
+  tabq_stmt st;
+  tabq_sql_init(&st, &test_host);
+  g_msg[0] = '\0';
+  CU_ASSERT_EQUAL(fn(b, &st), code);
+  tabq_sql_free(&st);
+}
+
+/* ---- The vtables --------------------------------------------------------------------------- */
+
+static void test_vtables(void) {
+  CU_ASSERT_EQUAL(dia->size, sizeof(tabq_dialect_v1));
+  CU_ASSERT_EQUAL(dia->version, 1);
+  CU_ASSERT_PTR_NOT_NULL(dia->check);
+  CU_ASSERT_PTR_NOT_NULL(dia->quote);
+  CU_ASSERT_PTR_NOT_NULL(dia->insert);
+  CU_ASSERT_PTR_NOT_NULL(dia->dead_letter_table);
+  CU_ASSERT_PTR_NOT_NULL(dia->begin);
+  CU_ASSERT_PTR_NOT_NULL(dia->fetch);
+  CU_ASSERT_PTR_NOT_NULL(dia->fifo_guard);
+  CU_ASSERT_PTR_NOT_NULL(dia->channel);
+  CU_ASSERT_PTR_NOT_NULL(dia->notify);
+  CU_ASSERT_EQUAL(rowlock->size, sizeof(tabq_rowlock_v1));
+  CU_ASSERT_EQUAL(rowlock->version, 1);
+  CU_ASSERT_EQUAL(rowlock->flags, 0);
+  CU_ASSERT_EQUAL(lease->size, sizeof(tabq_lease_v1));
+  CU_ASSERT_EQUAL(lease->version, 1);
+  CU_ASSERT_EQUAL(lease->flags, 0);
+  CU_ASSERT_PTR_NULL(lease->stamp);
+  CU_ASSERT_PTR_NOT_NULL(lease->extend);
+  CU_ASSERT_PTR_NOT_NULL(lease->release);
+  CU_ASSERT_EQUAL(adv->size, sizeof(tabq_advisory_v1));
+  CU_ASSERT_EQUAL(adv->version, 1);
+  CU_ASSERT_EQUAL(adv->flags, 0);
+  CU_ASSERT_PTR_NOT_NULL(adv->lock);
+  CU_ASSERT_PTR_NOT_NULL(adv->unlock);
+}
+
+/* ---- Shared statements --------------------------------------------------------------------- */
+
+static void test_quote(void) {
+  static const char *const cases[][2] = {
+      {"jobs", "\"jobs\""},
+      {"app.jobs", "\"app\".\"jobs\""},
+      {"we\"ird.jo\"bs", "\"we\"\"ird\".\"jo\"\"bs\""},
+  };
+  for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+    tabq_stmt st;
+    tabq_sql_init(&st, &test_host);
+    CU_ASSERT_EQUAL(dia->quote(&st, cases[i][0]), TABQ_OK);
+    expect_stmt(&st, cases[i][1], 0);
+    tabq_sql_free(&st);
+  }
+}
+
+static void test_insert(void) {
+  tabq_build b = on(&jobs);
+  expect_built(dia->insert, &b,
+               "INSERT INTO \"jobs\" (\"queue\", \"priority\", \"pkey\", \"retry_after\", "
+               "\"attempt\", \"headers\", \"payload\", \"title\") VALUES ($1, $2, $3, $4, $5, $6, "
+               "$7, $8)",
+               TABQ_P_GROUP, TABQ_P_PRIORITY, TABQ_P_PARTITION_KEY, TABQ_P_RETRY_AT, TABQ_P_ATTEMPT,
+               TABQ_P_HEADERS, TABQ_P_PAYLOAD, TABQ_P_DATA + 0, 0);
+  b = on(&thumbs);
+  expect_built(dia->insert, &b, "INSERT INTO \"app\".\"thumbs\" (\"payload\") VALUES ($1)",
+               TABQ_P_PAYLOAD, 0);
+  b = on(&plain);
+  expect_built(dia->insert, &b, "INSERT INTO \"plain_jobs\" (\"id\", \"payload\") VALUES ($1, $2)",
+               TABQ_P_ID, TABQ_P_PAYLOAD, 0);
+  b = on(&weird);
+  expect_built(dia->insert, &b,
+               "INSERT INTO \"app\".\"we\"\"ird\" (\"i\"\"d\", \"attempt\", \"payload\") VALUES "
+               "($1, $2, $3)",
+               TABQ_P_ID, TABQ_P_ATTEMPT, TABQ_P_PAYLOAD, 0);
+  b = on(&all_generated);
+  expect_built(dia->insert, &b, "INSERT INTO \"ev\" DEFAULT VALUES", 0);
+}
+
+/* More placeholders than a statement holds, and an allocator that fails: the builder names the
+ * statement and the table. */
+static void test_build_failures(void) {
+  static tabq_col many[TABQ_STMT_MAX_PARAMS + 1];
+  static char names[TABQ_STMT_MAX_PARAMS + 1][8];
+  for (size_t i = 0; i < sizeof many / sizeof many[0]; i++) {
+    snprintf(names[i], sizeof names[i], "c%zu", i);
+    many[i].name = names[i];
+  }
+  tabq_table wide = {.name = "wide", .id = {"id"}, .data = many, .ndata = TABQ_STMT_MAX_PARAMS};
+  tabq_build b = on(&wide);
+  tabq_stmt st;
+  tabq_sql_init(&st, &test_host);
+  CU_ASSERT_EQUAL(dia->insert(&b, &st), TABQ_INVALID);
+  MSG_HAS("insert statement for table wide");
+  MSG_HAS("more parameters");
+  tabq_sql_free(&st);
+  wide.ndata = TABQ_STMT_MAX_PARAMS - 1; /* with the id: exactly full */
+  tabq_sql_init(&st, &test_host);
+  CU_ASSERT_EQUAL(dia->insert(&b, &st), TABQ_OK);
+  CU_ASSERT_EQUAL(st.nparams, TABQ_STMT_MAX_PARAMS);
+  tabq_sql_free(&st);
+
+  b = on(&jobs);
+  tabq_sql_init(&st, &starved_host);
+  CU_ASSERT_EQUAL(rowlock->claim(&b, &st), TABQ_NOMEM);
+  MSG_HAS("claim statement for table jobs: out of memory");
+  tabq_sql_free(&st);
+}
+
+static void test_fetch(void) {
+  tabq_build b = on(&jobs);
+  expect_built(dia->fetch, &b,
+               "SELECT \"id\", \"attempt\", \"queue\", \"pkey\", \"headers\", \"payload\", "
+               "\"title\", \"size\" FROM \"jobs\" WHERE \"id\" = ANY($1) ORDER BY \"priority\", "
+               "\"retry_after\", \"id\"",
+               TABQ_P_IDS, 0);
+  b = on(&plain);
+  expect_built(dia->fetch, &b,
+               "SELECT \"id\", \"payload\" FROM \"plain_jobs\" WHERE \"id\" = ANY($1) ORDER BY "
+               "\"id\"",
+               TABQ_P_IDS, 0);
+  b = on(&thumbs);
+  expect_built(dia->fetch, &b,
+               "SELECT \"id\", \"attempt\", \"payload\" FROM \"app\".\"thumbs\" WHERE \"id\" = "
+               "ANY($1) ORDER BY \"id\"",
+               TABQ_P_IDS, 0);
+}
+
+static void test_begin(void) {
+  static const char *const want[] = {
+      [TABQ_ISOLATION_DEFAULT] = "BEGIN",
+      [TABQ_ISOLATION_READ_COMMITTED] = "BEGIN ISOLATION LEVEL READ COMMITTED",
+      [TABQ_ISOLATION_REPEATABLE_READ] = "BEGIN ISOLATION LEVEL REPEATABLE READ",
+      [TABQ_ISOLATION_SERIALIZABLE] = "BEGIN ISOLATION LEVEL SERIALIZABLE",
+  };
+  for (int level = 0; level <= TABQ_ISOLATION_SERIALIZABLE; level++) {
+    tabq_table t = jobs;
+    t.isolation = (tabq_isolation)level;
+    tabq_build b = on(&t);
+    if (level == TABQ_ISOLATION_READ_UNCOMMITTED) {
+      expect_refused(dia->begin, &b, TABQ_DIALECT);
+      MSG_HAS("jobs");
+    } else {
+      expect_built(dia->begin, &b, want[level], 0);
+    }
+  }
+}
+
+static void test_fifo_guard(void) {
+  tabq_table t = jobs;
+  t.fifo = true;
+  tabq_build b = on(&t);
+  expect_built(dia->fifo_guard, &b,
+               "SELECT pg_try_advisory_xact_lock(hashtextextended('tabq-fifo:jobs:' || $1, 0))",
+               TABQ_P_GROUP, 0);
+  t.name = "app.jobs";
+  expect_built(dia->fifo_guard, &b,
+               "SELECT pg_try_advisory_xact_lock(hashtextextended('tabq-fifo:app.jobs:' || $1, "
+               "0))",
+               TABQ_P_GROUP, 0);
+  /* The name as a string literal: a quote doubled, a backslash in an E'' literal. */
+  t.name = "o'brien.we\"ird";
+  expect_built(dia->fifo_guard, &b,
+               "SELECT pg_try_advisory_xact_lock(hashtextextended('tabq-fifo:o''brien.we\"ird:' "
+               "|| $1, 0))",
+               TABQ_P_GROUP, 0);
+  t.name = "back\\slash";
+  expect_built(dia->fifo_guard, &b,
+               "SELECT pg_try_advisory_xact_lock(hashtextextended(E'tabq-fifo:back\\\\slash:' "
+               "|| $1, 0))",
+               TABQ_P_GROUP, 0);
+  b = on(&plain);
+  expect_refused(dia->fifo_guard, &b, TABQ_DECLARATION);
+  MSG_HAS("plain_jobs");
+  MSG_HAS("group");
+}
+
+static void test_channel_notify(void) {
+  tabq_build b = on(&jobs);
+  expect_built(dia->channel, &b, "jobs", 0);
+  b = on(&thumbs);
+  expect_built(dia->channel, &b, "app.thumbs", 0);
+
+  char name[80];
+  memset(name, 'a', sizeof name);
+  memcpy(name, "app.", 4);
+  name[63] = '\0';
+  tabq_table t = jobs;
+  t.name = name;
+  b = on(&t);
+  expect_built(dia->channel, &b, name, 0);
+  name[63] = 'a';
+  name[64] = '\0';
+  expect_refused(dia->channel, &b, TABQ_DECLARATION);
+  MSG_HAS(name);
+  MSG_HAS("64 bytes");
+  MSG_HAS("63 bytes");
+
+  b = on(&jobs);
+  expect_built(dia->notify, &b, "SELECT pg_notify($1, $2)", TABQ_P_CHANNEL, TABQ_P_GROUP, 0);
+}
+
+/* ---- Row lock claims ----------------------------------------------------------------------- */
+
+static void test_rowlock_claim(void) {
+  tabq_build b = on(&jobs);
+  CU_ASSERT_EQUAL(b.form, TABQ_FORM_ROWLOCK);
+  expect_built(rowlock->claim, &b,
+               "UPDATE \"jobs\" SET \"attempt\" = \"attempt\" + 1 WHERE \"id\" IN (SELECT \"id\" "
+               "FROM \"jobs\" WHERE (\"retry_after\" IS NULL OR \"retry_after\" <= $1) AND "
+               "\"processed_at\" IS NULL AND \"queue\" = $2 ORDER BY \"priority\", "
+               "\"retry_after\", \"id\" LIMIT $3 FOR UPDATE SKIP LOCKED) RETURNING \"id\", "
+               "\"attempt\", \"queue\", \"pkey\", \"headers\", \"payload\", \"title\", \"size\"",
+               TABQ_P_NOW, TABQ_P_GROUP, TABQ_P_LIMIT, 0);
+
+  /* The database's clock: no NOW parameter. */
+  tabq_table t = jobs;
+  t.clock = TABQ_CLOCK_DATABASE;
+  b = on(&t);
+  expect_built(rowlock->claim, &b,
+               "UPDATE \"jobs\" SET \"attempt\" = \"attempt\" + 1 WHERE \"id\" IN (SELECT \"id\" "
+               "FROM \"jobs\" WHERE (\"retry_after\" IS NULL OR \"retry_after\" <= "
+               "statement_timestamp()) AND \"processed_at\" IS NULL AND \"queue\" = $1 ORDER BY "
+               "\"priority\", \"retry_after\", \"id\" LIMIT $2 FOR UPDATE SKIP LOCKED) RETURNING "
+               "\"id\", \"attempt\", \"queue\", \"pkey\", \"headers\", \"payload\", \"title\", "
+               "\"size\"",
+               TABQ_P_GROUP, TABQ_P_LIMIT, 0);
+
+  /* No attempt column: the claim selects and locks, nothing is counted. */
+  t = jobs;
+  t.attempt = (tabq_col){0};
+  t.priority = (tabq_col){0};
+  b = on(&t);
+  expect_built(rowlock->claim, &b,
+               "SELECT \"id\", \"queue\", \"pkey\", \"headers\", \"payload\", \"title\", \"size\" "
+               "FROM \"jobs\" WHERE (\"retry_after\" IS NULL OR \"retry_after\" <= $1) AND "
+               "\"processed_at\" IS NULL AND \"queue\" = $2 ORDER BY \"retry_after\", \"id\" "
+               "LIMIT $3 FOR UPDATE SKIP LOCKED",
+               TABQ_P_NOW, TABQ_P_GROUP, TABQ_P_LIMIT, 0);
+  /* Nothing to check: every row is due. */
+  b = on(&plain);
+  expect_built(rowlock->claim, &b,
+               "SELECT \"id\", \"payload\" FROM \"plain_jobs\" ORDER BY \"id\" LIMIT $1 FOR "
+               "UPDATE SKIP LOCKED",
+               TABQ_P_LIMIT, 0);
+  b = on(&weird);
+  expect_built(rowlock->claim, &b,
+               "UPDATE \"app\".\"we\"\"ird\" SET \"attempt\" = \"attempt\" + 1 WHERE \"i\"\"d\" "
+               "IN (SELECT \"i\"\"d\" FROM \"app\".\"we\"\"ird\" ORDER BY \"i\"\"d\" LIMIT $1 FOR "
+               "UPDATE SKIP LOCKED) RETURNING \"i\"\"d\", \"attempt\", \"payload\"",
+               TABQ_P_LIMIT, 0);
+}
+
+static void test_rowlock_claim_fifo(void) {
+  tabq_table t = jobs;
+  t.fifo = true;
+  tabq_build b = on(&t);
+  expect_built(rowlock->claim, &b,
+               "UPDATE \"jobs\" SET \"attempt\" = \"attempt\" + 1 WHERE \"id\" = (SELECT \"id\" "
+               "FROM \"jobs\" WHERE \"queue\" = $1 AND \"processed_at\" IS NULL ORDER BY "
+               "\"priority\", \"retry_after\", \"id\" LIMIT 1) AND (\"retry_after\" IS NULL OR "
+               "\"retry_after\" <= $2) AND \"processed_at\" IS NULL AND \"queue\" = $1 RETURNING "
+               "\"id\", \"attempt\", \"queue\", \"pkey\", \"headers\", \"payload\", \"title\", "
+               "\"size\"",
+               TABQ_P_GROUP, TABQ_P_NOW, 0);
+
+  /* Without attempt the head is selected and locked, never skipped. */
+  t.attempt = (tabq_col){0};
+  t.processed_at = (tabq_col){0};
+  t.clock = TABQ_CLOCK_DATABASE;
+  expect_built(rowlock->claim, &b,
+               "SELECT \"id\", \"queue\", \"pkey\", \"headers\", \"payload\", \"title\", \"size\" "
+               "FROM \"jobs\" WHERE \"id\" = (SELECT \"id\" FROM \"jobs\" WHERE \"queue\" = $1 "
+               "ORDER BY \"priority\", \"retry_after\", \"id\" LIMIT 1) AND (\"retry_after\" IS "
+               "NULL OR \"retry_after\" <= statement_timestamp()) AND \"queue\" = $1 FOR UPDATE",
+               TABQ_P_GROUP, 0);
+
+  /* fifo without a group (R-DESC-1 refuses it) claims as a plain table. */
+  tabq_table p = plain;
+  p.fifo = true;
+  b = on(&p);
+  expect_built(rowlock->claim, &b,
+               "SELECT \"id\", \"payload\" FROM \"plain_jobs\" ORDER BY \"id\" LIMIT $1 FOR "
+               "UPDATE SKIP LOCKED",
+               TABQ_P_LIMIT, 0);
+}
+
+/* ---- Lease ---------------------------------------------------------------------------------- */
+
+static void test_lease_claim(void) {
+  tabq_table t = leased_jobs();
+  tabq_build b = on(&t);
+  CU_ASSERT_EQUAL(b.form, TABQ_FORM_LEASE);
+  expect_built(lease->claim, &b,
+               "UPDATE \"jobs\" SET \"locked_until\" = $1, \"attempt\" = \"attempt\" + 1 WHERE "
+               "\"id\" IN (SELECT \"id\" FROM \"jobs\" WHERE (\"locked_until\" IS NULL OR "
+               "\"locked_until\" <= $2) AND (\"retry_after\" IS NULL OR \"retry_after\" <= $2) "
+               "AND \"processed_at\" IS NULL AND \"queue\" = $3 ORDER BY \"priority\", "
+               "\"retry_after\", \"id\" LIMIT $4 FOR UPDATE SKIP LOCKED) RETURNING \"id\", "
+               "\"attempt\", \"queue\", \"pkey\", \"headers\", \"payload\", \"title\", \"size\"",
+               TABQ_P_LEASE_UNTIL, TABQ_P_NOW, TABQ_P_GROUP, TABQ_P_LIMIT, 0);
+  b = on(&thumbs);
+  expect_built(lease->claim, &b,
+               "UPDATE \"app\".\"thumbs\" SET \"locked_until\" = $1, \"attempt\" = \"attempt\" + "
+               "1 WHERE \"id\" IN (SELECT \"id\" FROM \"app\".\"thumbs\" WHERE (\"locked_until\" "
+               "IS NULL OR \"locked_until\" <= $2) ORDER BY \"id\" LIMIT $3 FOR UPDATE SKIP "
+               "LOCKED) RETURNING \"id\", \"attempt\", \"payload\"",
+               TABQ_P_LEASE_UNTIL, TABQ_P_NOW, TABQ_P_LIMIT, 0);
+  /* No attempt column: nothing counted, nothing returned for it. */
+  b = on(&bare);
+  expect_built(lease->claim, &b,
+               "UPDATE \"bare\" SET \"lu\" = $1 WHERE \"id\" IN (SELECT \"id\" FROM \"bare\" "
+               "WHERE (\"lu\" IS NULL OR \"lu\" <= $2) ORDER BY \"id\" LIMIT $3 FOR UPDATE SKIP "
+               "LOCKED) RETURNING \"id\"",
+               TABQ_P_LEASE_UNTIL, TABQ_P_NOW, TABQ_P_LIMIT, 0);
+}
+
+static void test_lease_claim_fifo(void) {
+  tabq_table t = leased_jobs();
+  t.fifo = true;
+  tabq_build b = on(&t);
+  expect_built(lease->claim, &b,
+               "UPDATE \"jobs\" SET \"locked_until\" = $1, \"attempt\" = \"attempt\" + 1 WHERE "
+               "\"id\" = (SELECT \"id\" FROM \"jobs\" WHERE \"queue\" = $2 AND \"processed_at\" "
+               "IS NULL ORDER BY \"priority\", \"retry_after\", \"id\" LIMIT 1) AND "
+               "(\"locked_until\" IS NULL OR \"locked_until\" <= $3) AND (\"retry_after\" IS "
+               "NULL OR \"retry_after\" <= $3) AND \"processed_at\" IS NULL AND \"queue\" = $2 "
+               "RETURNING \"id\", \"attempt\", \"queue\", \"pkey\", \"headers\", \"payload\", "
+               "\"title\", \"size\"",
+               TABQ_P_LEASE_UNTIL, TABQ_P_GROUP, TABQ_P_NOW, 0);
+  /* Only the lease and the group: the head while its lease has ended. */
+  tabq_table g = {.name = "app.q",
+                  .id = {"id"},
+                  .group = {"grp"},
+                  .locked_until = {"lu"},
+                  .fifo = true};
+  b = on(&g);
+  expect_built(lease->claim, &b,
+               "UPDATE \"app\".\"q\" SET \"lu\" = $1 WHERE \"id\" = (SELECT \"id\" FROM "
+               "\"app\".\"q\" WHERE \"grp\" = $2 ORDER BY \"id\" LIMIT 1) AND (\"lu\" IS NULL OR "
+               "\"lu\" <= $3) AND \"grp\" = $2 RETURNING \"id\", \"grp\"",
+               TABQ_P_LEASE_UNTIL, TABQ_P_GROUP, TABQ_P_NOW, 0);
+}
+
+static void test_extend_release(void) {
+  tabq_table t = leased_jobs();
+  tabq_build b = on(&t);
+  expect_built(lease->extend, &b,
+               "UPDATE \"jobs\" SET \"locked_until\" = $1 WHERE \"id\" = $2 AND \"locked_until\" "
+               "= $3",
+               TABQ_P_LEASE_UNTIL, TABQ_P_ID, TABQ_P_TOKEN, 0);
+  expect_built(lease->release, &b,
+               "UPDATE \"jobs\" SET \"locked_until\" = NULL WHERE \"id\" = $1 AND "
+               "\"locked_until\" = $2",
+               TABQ_P_ID, TABQ_P_TOKEN, 0);
+  b = on(&thumbs);
+  expect_built(lease->extend, &b,
+               "UPDATE \"app\".\"thumbs\" SET \"locked_until\" = $1 WHERE \"id\" = $2 AND "
+               "\"locked_until\" = $3",
+               TABQ_P_LEASE_UNTIL, TABQ_P_ID, TABQ_P_TOKEN, 0);
+
+  /* A table without locked_until has no lease to claim, move or end. */
+  b = on(&jobs);
+  expect_refused(lease->claim, &b, TABQ_DIALECT);
+  MSG_HAS("table jobs");
+  MSG_HAS("locked_until");
+  expect_refused(lease->extend, &b, TABQ_DIALECT);
+  MSG_HAS("table jobs");
+  expect_refused(lease->release, &b, TABQ_DIALECT);
+  MSG_HAS("table jobs");
+}
+
+/* ---- Advisory ------------------------------------------------------------------------------ */
+
+static void test_advisory(void) {
+  tabq_build b = on(&advj);
+  CU_ASSERT_EQUAL(b.form, TABQ_FORM_ADVISORY);
+  expect_built(adv->candidates, &b,
+               "SELECT \"id\", 'acct-' || coalesce(\"account\"::text, '') FROM \"adv_jobs\" "
+               "WHERE (\"retry_after\" IS NULL OR \"retry_after\" <= $1) AND \"processed_at\" IS "
+               "NULL AND \"queue\" = $2 ORDER BY \"priority\", \"retry_after\", \"id\" LIMIT $3",
+               TABQ_P_NOW, TABQ_P_GROUP, TABQ_P_LIMIT, 0);
+  expect_built(adv->lock, &b, "SELECT pg_try_advisory_lock(hashtextextended($1, 0))", TABQ_P_KEY,
+               0);
+  expect_built(adv->unlock, &b, "SELECT pg_advisory_unlock(hashtextextended($1, 0))", TABQ_P_KEY,
+               0);
+  expect_built(adv->take, &b,
+               "UPDATE \"adv_jobs\" SET \"attempt\" = \"attempt\" + 1 WHERE \"id\" = $1 AND "
+               "(\"retry_after\" IS NULL OR \"retry_after\" <= $2) AND \"processed_at\" IS NULL "
+               "AND \"queue\" = $3 RETURNING \"id\", \"attempt\", \"queue\", \"account\"",
+               TABQ_P_ID, TABQ_P_NOW, TABQ_P_GROUP, 0);
+
+  tabq_table t = advj;
+  t.clock = TABQ_CLOCK_DATABASE;
+  b = on(&t);
+  expect_built(adv->candidates, &b,
+               "SELECT \"id\", 'acct-' || coalesce(\"account\"::text, '') FROM \"adv_jobs\" "
+               "WHERE (\"retry_after\" IS NULL OR \"retry_after\" <= statement_timestamp()) AND "
+               "\"processed_at\" IS NULL AND \"queue\" = $1 ORDER BY \"priority\", "
+               "\"retry_after\", \"id\" LIMIT $2",
+               TABQ_P_GROUP, TABQ_P_LIMIT, 0);
+  expect_built(adv->take, &b,
+               "UPDATE \"adv_jobs\" SET \"attempt\" = \"attempt\" + 1 WHERE \"id\" = $1 AND "
+               "(\"retry_after\" IS NULL OR \"retry_after\" <= statement_timestamp()) AND "
+               "\"processed_at\" IS NULL AND \"queue\" = $2 RETURNING \"id\", \"attempt\", "
+               "\"queue\", \"account\"",
+               TABQ_P_ID, TABQ_P_GROUP, 0);
+
+  /* No attempt, no conditions: the take reads the row by its id. */
+  b = on(&adv_min);
+  expect_built(adv->candidates, &b,
+               "SELECT \"id\", 'k-' || coalesce(\"id\"::text, '') FROM \"k\" ORDER BY \"id\" "
+               "LIMIT $1",
+               TABQ_P_LIMIT, 0);
+  expect_built(adv->take, &b, "SELECT \"id\", \"payload\" FROM \"k\" WHERE \"id\" = $1",
+               TABQ_P_ID, 0);
+}
+
+/* The key expression of a template, as candidates renders it. */
+static void expect_key(const char *tmpl, const char *expr) {
+  tabq_table t = adv_min;
+  t.advisory_lock = tmpl;
+  tabq_build b = on(&t);
+  char sql[512];
+  snprintf(sql, sizeof sql, "SELECT \"id\", %s FROM \"k\" ORDER BY \"id\" LIMIT $1", expr);
+  expect_built(adv->candidates, &b, sql, TABQ_P_LIMIT, 0);
+}
+
+static void expect_bad_key(const char *tmpl) {
+  tabq_table t = adv_min;
+  t.advisory_lock = tmpl;
+  tabq_build b = on(&t);
+  expect_refused(adv->candidates, &b, TABQ_DECLARATION);
+  MSG_HAS("table k");
+}
+
+static void test_advisory_keys(void) {
+  expect_key("{id}", "coalesce(\"id\"::text, '')");
+  /* Several placeholders with literal text between them, a quote in the literal. */
+  expect_key("it's {account}/{id}:{queue}",
+             "'it''s ' || coalesce(\"account\"::text, '') || '/' || coalesce(\"id\"::text, '') "
+             "|| ':' || coalesce(\"queue\"::text, '')");
+  expect_key("{a}{b}", "coalesce(\"a\"::text, '') || coalesce(\"b\"::text, '')");
+  expect_key("{id}-end'", "coalesce(\"id\"::text, '') || '-end'''");
+  /* A backslash: an E'' literal, the same under either standard_conforming_strings. */
+  expect_key("c:\\{id}", "E'c:\\\\' || coalesce(\"id\"::text, '')");
+  expect_key("{we\"ird}", "coalesce(\"we\"\"ird\"::text, '')");
+  expect_bad_key("k-{id");
+  MSG_HAS("'k-{id'");
+  expect_bad_key("k-{}");
+  expect_bad_key("");
+}
+
+/* ---- Settlements --------------------------------------------------------------------------- */
+
+static void test_settlements_rowlock(void) {
+  tabq_build b = on(&jobs);
+  expect_built(dia->ack, &b, "UPDATE \"jobs\" SET \"processed_at\" = $1 WHERE \"id\" = $2",
+               TABQ_P_NOW, TABQ_P_ID, 0);
+  expect_built(dia->discard, &b, "UPDATE \"jobs\" SET \"processed_at\" = $1 WHERE \"id\" = $2",
+               TABQ_P_NOW, TABQ_P_ID, 0);
+  expect_built(dia->retry_after, &b, "UPDATE \"jobs\" SET \"retry_after\" = $1 WHERE \"id\" = $2",
+               TABQ_P_RETRY_AT, TABQ_P_ID, 0);
+  expect_built(dia->dead_letter_group, &b, "UPDATE \"jobs\" SET \"queue\" = $1 WHERE \"id\" = $2",
+               TABQ_P_DEST, TABQ_P_ID, 0);
+  /* The claim's commit returns the row: no statement to run. */
+  expect_refused(dia->retry, &b, TABQ_DIALECT);
+  MSG_HAS("table jobs");
+  MSG_HAS("commit");
+
+  tabq_table t = jobs;
+  t.clock = TABQ_CLOCK_DATABASE;
+  b = on(&t);
+  expect_built(dia->ack, &b,
+               "UPDATE \"jobs\" SET \"processed_at\" = statement_timestamp() WHERE \"id\" = $1",
+               TABQ_P_ID, 0);
+
+  b = on(&plain);
+  expect_built(dia->ack, &b, "DELETE FROM \"plain_jobs\" WHERE \"id\" = $1", TABQ_P_ID, 0);
+  expect_built(dia->discard, &b, "DELETE FROM \"plain_jobs\" WHERE \"id\" = $1", TABQ_P_ID, 0);
+  expect_refused(dia->retry_after, &b, TABQ_DIALECT);
+  MSG_HAS("plain_jobs");
+  expect_refused(dia->dead_letter_group, &b, TABQ_DECLARATION);
+  MSG_HAS("plain_jobs");
+  MSG_HAS("group column");
+
+  b = on(&weird);
+  expect_built(dia->ack, &b, "DELETE FROM \"app\".\"we\"\"ird\" WHERE \"i\"\"d\" = $1", TABQ_P_ID,
+               0);
+}
+
+static void test_settlements_lease(void) {
+  tabq_table t = leased_jobs();
+  tabq_build b = on(&t);
+  expect_built(dia->ack, &b,
+               "UPDATE \"jobs\" SET \"processed_at\" = $1, \"locked_until\" = NULL WHERE \"id\" "
+               "= $2 AND \"locked_until\" = $3",
+               TABQ_P_NOW, TABQ_P_ID, TABQ_P_TOKEN, 0);
+  expect_built(dia->discard, &b,
+               "UPDATE \"jobs\" SET \"processed_at\" = $1, \"locked_until\" = NULL WHERE \"id\" "
+               "= $2 AND \"locked_until\" = $3",
+               TABQ_P_NOW, TABQ_P_ID, TABQ_P_TOKEN, 0);
+  expect_built(dia->retry, &b,
+               "UPDATE \"jobs\" SET \"locked_until\" = NULL WHERE \"id\" = $1 AND "
+               "\"locked_until\" = $2",
+               TABQ_P_ID, TABQ_P_TOKEN, 0);
+  expect_built(dia->retry_after, &b,
+               "UPDATE \"jobs\" SET \"locked_until\" = NULL, \"retry_after\" = $1 WHERE \"id\" = "
+               "$2 AND \"locked_until\" = $3",
+               TABQ_P_RETRY_AT, TABQ_P_ID, TABQ_P_TOKEN, 0);
+  expect_built(dia->dead_letter_group, &b,
+               "UPDATE \"jobs\" SET \"queue\" = $1, \"locked_until\" = NULL WHERE \"id\" = $2 "
+               "AND \"locked_until\" = $3",
+               TABQ_P_DEST, TABQ_P_ID, TABQ_P_TOKEN, 0);
+
+  b = on(&thumbs);
+  expect_built(dia->ack, &b,
+               "DELETE FROM \"app\".\"thumbs\" WHERE \"id\" = $1 AND \"locked_until\" = $2",
+               TABQ_P_ID, TABQ_P_TOKEN, 0);
+  /* Without retry_after a delayed retry is a plain retry. */
+  expect_built(dia->retry_after, &b,
+               "UPDATE \"app\".\"thumbs\" SET \"locked_until\" = NULL WHERE \"id\" = $1 AND "
+               "\"locked_until\" = $2",
+               TABQ_P_ID, TABQ_P_TOKEN, 0);
+  expect_refused(dia->dead_letter_group, &b, TABQ_DECLARATION);
+  MSG_HAS("app.thumbs");
+}
+
+static void test_settlements_advisory(void) {
+  tabq_build b = on(&advj);
+  expect_built(dia->ack, &b, "UPDATE \"adv_jobs\" SET \"processed_at\" = $1 WHERE \"id\" = $2",
+               TABQ_P_NOW, TABQ_P_ID, 0);
+  expect_built(dia->retry_after, &b,
+               "UPDATE \"adv_jobs\" SET \"retry_after\" = $1 WHERE \"id\" = $2", TABQ_P_RETRY_AT,
+               TABQ_P_ID, 0);
+  expect_built(dia->dead_letter_group, &b,
+               "UPDATE \"adv_jobs\" SET \"queue\" = $1 WHERE \"id\" = $2", TABQ_P_DEST, TABQ_P_ID,
+               0);
+  expect_refused(dia->retry, &b, TABQ_DIALECT);
+  MSG_HAS("table adv_jobs");
+  MSG_HAS("releasing the key");
+  b = on(&adv_min);
+  expect_built(dia->discard, &b, "DELETE FROM \"k\" WHERE \"id\" = $1", TABQ_P_ID, 0);
+}
+
+static void expect_dead_letter(const tabq_build *b, const char *copy_sql, const char *remove_sql,
+                               int token) {
+  tabq_stmt copy, remove;
+  tabq_sql_init(&copy, &test_host);
+  tabq_sql_init(&remove, &test_host);
+  CU_ASSERT_EQUAL_FATAL(dia->dead_letter_table(b, &copy, &remove), TABQ_OK);
+  expect_stmt(&copy, copy_sql, TABQ_P_ID, token, 0);
+  expect_stmt(&remove, remove_sql, TABQ_P_ID, token, 0);
+  tabq_sql_free(&copy);
+  tabq_sql_free(&remove);
+}
+
+static void test_dead_letter_table(void) {
+  tabq_build b = on(&jobs);
+  b.dead_letter_table = "jobs_dead";
+  expect_dead_letter(&b,
+                     "INSERT INTO \"jobs_dead\" (\"id\", \"queue\", \"priority\", \"pkey\", "
+                     "\"retry_after\", \"attempt\", \"processed_at\", \"headers\", \"payload\", "
+                     "\"title\", \"size\") SELECT \"id\", \"queue\", \"priority\", \"pkey\", "
+                     "\"retry_after\", \"attempt\", \"processed_at\", \"headers\", \"payload\", "
+                     "\"title\", \"size\" FROM \"jobs\" WHERE \"id\" = $1",
+                     "DELETE FROM \"jobs\" WHERE \"id\" = $1", 0);
+
+  /* The lease is not copied, and both statements hold the token. */
+  tabq_table t = leased_jobs();
+  b = on(&t);
+  b.dead_letter_table = "app.jobs_dead";
+  expect_dead_letter(&b,
+                     "INSERT INTO \"app\".\"jobs_dead\" (\"id\", \"queue\", \"priority\", "
+                     "\"pkey\", \"retry_after\", \"attempt\", \"processed_at\", \"headers\", "
+                     "\"payload\", \"title\", \"size\") SELECT \"id\", \"queue\", \"priority\", "
+                     "\"pkey\", \"retry_after\", \"attempt\", \"processed_at\", \"headers\", "
+                     "\"payload\", \"title\", \"size\" FROM \"jobs\" WHERE \"id\" = $1 AND "
+                     "\"locked_until\" = $2",
+                     "DELETE FROM \"jobs\" WHERE \"id\" = $1 AND \"locked_until\" = $2",
+                     TABQ_P_TOKEN);
+
+  b = on(&advj);
+  b.dead_letter_table = "adv_dead";
+  expect_dead_letter(&b,
+                     "INSERT INTO \"adv_dead\" (\"id\", \"queue\", \"priority\", \"retry_after\", "
+                     "\"attempt\", \"processed_at\", \"account\") SELECT \"id\", \"queue\", "
+                     "\"priority\", \"retry_after\", \"attempt\", \"processed_at\", \"account\" "
+                     "FROM \"adv_jobs\" WHERE \"id\" = $1",
+                     "DELETE FROM \"adv_jobs\" WHERE \"id\" = $1", 0);
+
+  b = on(&jobs);
+  tabq_stmt copy, remove;
+  tabq_sql_init(&copy, &test_host);
+  tabq_sql_init(&remove, &test_host);
+  CU_ASSERT_EQUAL(dia->dead_letter_table(&b, &copy, &remove), TABQ_INVALID);
+  MSG_HAS("jobs");
+  tabq_sql_free(&copy);
+  tabq_sql_free(&remove);
+}
+
+/* ---- check --------------------------------------------------------------------------------- */
+
+/* check on `t` in its own form at `version` ("text", or NULL for none). */
+static int check_at(const tabq_table *t, uint32_t version, const char *text) {
+  tabq_build b = on(t);
+  b.server_version = version;
+  b.server_version_text = text;
+  g_msg[0] = '\0';
+  return dia->check(&b);
+}
+
+static void test_check_versions(void) {
+  static const uint32_t versions[] = {0, 90400, 90500, 100000, 110000, 150000};
+  static const char *const texts[] = {NULL, "9.4.26", "9.5.25", "10.23", "11.22", "15.4"};
+  tabq_table rl_fifo = jobs, lease_fifo = leased_jobs(), leased = leased_jobs();
+  rl_fifo.fifo = lease_fifo.fifo = true;
+  const struct {
+    const tabq_table *t;
+    uint32_t floor;
+    const char *floor_text, *feature;
+  } cases[] = {
+      {&jobs, 90500, "9.5", "SKIP LOCKED"},         {&leased, 90500, "9.5", "SKIP LOCKED"},
+      {&thumbs, 90500, "9.5", "SKIP LOCKED"},       {&advj, 110000, "11", "hashtextextended"},
+      {&rl_fifo, 110000, "11", "hashtextextended"}, {&lease_fifo, 110000, "11", "hashtextextended"},
+  };
+  for (size_t c = 0; c < sizeof cases / sizeof cases[0]; c++)
+    for (size_t v = 0; v < sizeof versions / sizeof versions[0]; v++) {
+      int rc = check_at(cases[c].t, versions[v], texts[v]);
+      /* 0: the version is not read yet, so nothing is refused for it. */
+      if (versions[v] == 0 || versions[v] >= cases[c].floor) {
+        CU_ASSERT_EQUAL(rc, TABQ_OK);
+        continue;
+      }
+      CU_ASSERT_EQUAL(rc, TABQ_SERVER_TOO_OLD);
+      MSG_HAS(cases[c].t->name);
+      MSG_HAS(texts[v]);
+      MSG_HAS(cases[c].feature);
+      char floor[32];
+      snprintf(floor, sizeof floor, "PostgreSQL %s or later", cases[c].floor_text);
+      MSG_HAS(floor);
+    }
+
+  /* Without the text, the number as PostgreSQL writes it. */
+  CU_ASSERT_EQUAL(check_at(&jobs, 90400, NULL), TABQ_SERVER_TOO_OLD);
+  MSG_HAS("server is PostgreSQL 9.4.0");
+  CU_ASSERT_EQUAL(check_at(&advj, 100000, NULL), TABQ_SERVER_TOO_OLD);
+  MSG_HAS("server is PostgreSQL 10.0");
+  CU_ASSERT_EQUAL(check_at(&advj, 90621, ""), TABQ_SERVER_TOO_OLD);
+  MSG_HAS("server is PostgreSQL 9.6.21");
+  MSG_HAS("advisory lock form");
+  CU_ASSERT_EQUAL(check_at(&rl_fifo, 100000, "10.5"), TABQ_SERVER_TOO_OLD);
+  MSG_HAS("FIFO");
+  CU_ASSERT_EQUAL(check_at(&leased, 90400, "9.4.26"), TABQ_SERVER_TOO_OLD);
+  MSG_HAS("lease form");
+  CU_ASSERT_EQUAL(check_at(&jobs, 90400, "9.4.26"), TABQ_SERVER_TOO_OLD);
+  MSG_HAS("row lock form");
+}
+
+static void test_check_levels(void) {
+  for (int level = 0; level <= TABQ_ISOLATION_SERIALIZABLE; level++) {
+    tabq_table t = jobs;
+    t.isolation = (tabq_isolation)level;
+    int rc = check_at(&t, 150000, "15.4");
+    if (level != TABQ_ISOLATION_READ_UNCOMMITTED) {
+      CU_ASSERT_EQUAL(rc, TABQ_OK);
+      continue;
+    }
+    CU_ASSERT_EQUAL(rc, TABQ_DIALECT);
+    MSG_HAS("table jobs declares read uncommitted");
+    MSG_HAS("PostgreSQL opens read committed, repeatable read and serializable");
+    MSG_HAS("MySQL/MariaDB open read uncommitted, read committed, repeatable read and "
+            "serializable");
+    MSG_HAS("SQLite opens the modes deferred, immediate and exclusive");
+  }
+  /* Refused before the version is known, too. */
+  tabq_table t = thumbs;
+  t.isolation = TABQ_ISOLATION_READ_UNCOMMITTED;
+  CU_ASSERT_EQUAL(check_at(&t, 0, NULL), TABQ_DIALECT);
+  MSG_HAS("app.thumbs");
+
+  for (int mode = TABQ_SQLITE_DEFERRED; mode <= TABQ_SQLITE_EXCLUSIVE; mode++) {
+    t = jobs;
+    t.mode = (tabq_sqlite_mode)mode;
+    CU_ASSERT_EQUAL(check_at(&t, 0, NULL), TABQ_DIALECT);
+    MSG_HAS("table jobs declares a SQLite mode");
+    MSG_HAS("PostgreSQL opens read committed, repeatable read and serializable");
+  }
+
+  t = jobs;
+  t.isolation = (tabq_isolation)(TABQ_ISOLATION_SERIALIZABLE + 1);
+  CU_ASSERT_EQUAL(check_at(&t, 0, NULL), TABQ_DIALECT);
+  MSG_HAS("jobs");
+  tabq_build b = on(&jobs);
+  b.form = (tabq_form)3;
+  CU_ASSERT_EQUAL(dia->check(&b), TABQ_DIALECT);
+  MSG_HAS("unknown form");
+
+  /* Every form on a current server, and the database clock. */
+  t = jobs;
+  t.clock = TABQ_CLOCK_DATABASE;
+  CU_ASSERT_EQUAL(check_at(&t, 150000, "15.4"), TABQ_OK);
+  CU_ASSERT_EQUAL(check_at(&adv_min, 150000, "15.4"), TABQ_OK);
+  CU_ASSERT_EQUAL(check_at(&bare, 150000, "15.4"), TABQ_OK);
+}
+
+/* ---- Registration ------------------------------------------------------------------------ */
+
+static CU_TestInfo shared_tests[] = {
+    {"vtables", test_vtables},
+    {"quote", test_quote},
+    {"insert", test_insert},
+    {"build failures", test_build_failures},
+    {"fetch", test_fetch},
+    {"begin", test_begin},
+    {"fifo guard", test_fifo_guard},
+    {"channel and notify", test_channel_notify},
+    CU_TEST_INFO_NULL,
+};
+
+static CU_TestInfo form_tests[] = {
+    {"row lock claim", test_rowlock_claim},
+    {"row lock claim, fifo", test_rowlock_claim_fifo},
+    {"lease claim", test_lease_claim},
+    {"lease claim, fifo", test_lease_claim_fifo},
+    {"extend and release", test_extend_release},
+    {"advisory statements", test_advisory},
+    {"advisory keys", test_advisory_keys},
+    CU_TEST_INFO_NULL,
+};
+
+static CU_TestInfo settlement_tests[] = {
+    {"row lock settlements", test_settlements_rowlock},
+    {"lease settlements", test_settlements_lease},
+    {"advisory settlements", test_settlements_advisory},
+    {"dead letter into a table", test_dead_letter_table},
+    {"check: server versions", test_check_versions},
+    {"check: levels and modes", test_check_levels},
+    CU_TEST_INFO_NULL,
+};
+
+int register_tests(void) {
+  tabq_pg_set_host(&test_host);
+  ADD_SUITE("postgres statements", NULL, NULL, shared_tests);
+  ADD_SUITE("postgres claims", NULL, NULL, form_tests);
+  ADD_SUITE("postgres settlements and check", NULL, NULL, settlement_tests);
+  return 0;
+}
