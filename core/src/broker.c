@@ -63,8 +63,32 @@ int tabq_connect(const char *url, const tabq_broker_options *o, tabq_broker **ou
     return rc;
   }
   tabq_pool_release(&b->pool, c);
+  if (o && o->listen_notify) {
+    if ((rc = tabq_listener_start(b, err))) {
+      tabq_close(b);
+      return rc;
+    }
+    b->listen_notify = true;
+  }
   *out = b;
   return TABQ_OK;
+}
+
+int tabq_channel_of(tabq_broker *b, const tabq_table *t, char *out, size_t cap, tabq_error *err) {
+  tabq_build build = {.table = t, .form = tabq_table_form(t)};
+  tabq_stmt st;
+  tabq_sql_init(&st, b->host);
+  int rc = b->plugin.plugin->dialect->channel(&build, &st);
+  if (!rc)
+    rc = st.status;
+  if (rc)
+    tabq_err_from_plugin(err, rc, t->name, "listen");
+  else if (!st.sql || st.len >= cap)
+    rc = tabq_err_set(err, TABQ_DIALECT, t->name, "listen", "the dialect's channel is unusable");
+  else
+    memcpy(out, st.sql, st.len + 1);
+  tabq_sql_free(&st);
+  return rc;
 }
 
 int tabq_exec(tabq_broker *b, const char *sql, tabq_error *err) {
@@ -95,6 +119,7 @@ void tabq_shutdown(tabq_broker *b) {
   }
   for (tabq_subscription *s = subs; s; s = s->next)
     tabq_workers_stop(s);
+  tabq_listener_stop(b);
 }
 
 void tabq_sub_free(tabq_subscription *s) {

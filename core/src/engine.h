@@ -9,6 +9,7 @@
 #include <tabq/dialect.h>
 #include <tabq/tabq.h>
 
+#include "listen.h"
 #include "loader.h"
 #include "log.h"
 #include "pool.h"
@@ -20,6 +21,8 @@
 typedef struct tabq_publisher {
   const tabq_table *table;
   unsigned insert;
+  unsigned notify; /* with listen_notify, else TABQ_NO_STMT */
+  char channel[TABQ_CHANNEL_CAP];
   struct tabq_publisher *next;
 } tabq_publisher;
 
@@ -38,6 +41,8 @@ struct tabq_broker {
   tabq_publisher *publishers;
   atomic_bool shut;
   atomic_bool stop_requested;
+  bool listen_notify;
+  tabq_listener listener;
 };
 
 /* A growable byte buffer reused from one delivery to the next: the core's only copy of a row. */
@@ -90,6 +95,7 @@ struct tabq_subscription {
   char *queue;
   char *dead_letter_group;
   char *dead_letter_table;
+  char channel[TABQ_CHANNEL_CAP]; /* with listen_notify: the table's channel, else "" */
   tabq_form form;
   tabq_projection proj;
   unsigned st[SQ_COUNT];
@@ -193,6 +199,9 @@ void tabq_settle_returned(tabq_delivery *d, tabq_outcome outcome);
 int tabq_headers_render(const tabq_header *h, size_t n, tabq_buf *out, tabq_error *err,
                         const char *table);
 const char *tabq_headers_get(tabq_delivery *d, const char *name);
+
+/* The table's notification channel from the dialect (TABQ_DECLARATION when too long). */
+int tabq_channel_of(tabq_broker *b, const tabq_table *t, char *out, size_t cap, tabq_error *err);
 
 /* buffers */
 int tabq_buf_reserve(tabq_buf *b, size_t n);

@@ -24,12 +24,18 @@ static int publisher_of(tabq_broker *b, const tabq_table *t, tabq_publisher **ou
   tabq_build build = {.table = t, .form = tabq_table_form(t)};
   rc = tabq_stmt_build(&b->stmts, b->host, b->plugin.plugin->dialect->insert, &build, "insert",
                        &p->insert, err);
+  p->notify = TABQ_NO_STMT;
+  if (!rc && b->listen_notify && !(rc = tabq_channel_of(b, t, p->channel, sizeof p->channel, err)))
+    rc = tabq_stmt_build(&b->stmts, b->host, b->plugin.plugin->dialect->notify, &build, "notify",
+                         &p->notify, err);
   tabq_pconn *c = NULL;
   if (!rc)
     rc = tabq_pool_acquire(&b->pool, &c, err);
   if (!rc) {
     tabq_prepared *prepared;
     rc = tabq_stmt_prepare(&b->stmts, b->drv, c, p->insert, &prepared, err);
+    if (!rc && p->notify != TABQ_NO_STMT)
+      rc = tabq_stmt_prepare(&b->stmts, b->drv, c, p->notify, &prepared, err);
     tabq_pool_release(&b->pool, c);
   }
   if (rc) {
@@ -76,6 +82,20 @@ static void wake_readers(tabq_broker *b, const tabq_table *t, const char *group)
 
 static tabq_value text_or_null(const char *s) { return s ? tabq_text(s, strlen(s)) : tabq_null(); }
 
+/* NOTIFY the row just written, on the connection that wrote it; a failure only warns. */
+static void announce(tabq_broker *b, const tabq_table *t, tabq_publisher *p, tabq_pconn *c,
+                     const char *group) {
+  tabq_bind v = {.channel = tabq_text(p->channel, strlen(p->channel)),
+                 .group = tabq_text(group ? group : "", group ? strlen(group) : 0)};
+  tabq_error err;
+  tabq_prepared *st = NULL;
+  if (tabq_stmt_run(&b->stmts, b->drv, c, p->notify, &v, &st, &err))
+    tabq_logf(&b->log, TABQ_LOG_WARN, "table %s: the row is written, but its notify failed: %s",
+              t->name, err.message);
+  else
+    b->drv->reset(st);
+}
+
 int tabq_publish(tabq_broker *b, const tabq_table *t, const tabq_message *m, tabq_error *err) {
   tabq_err_clear(err);
   if (!b || !t || !m)
@@ -104,6 +124,8 @@ int tabq_publish(tabq_broker *b, const tabq_table *t, const tabq_message *m, tab
   if (!(rc = tabq_pool_acquire(&b->pool, &c, err))) {
     uint64_t changed;
     rc = tabq_stmt_change(&b->stmts, b->drv, c, p->insert, &v, &changed, err);
+    if (!rc && p->notify != TABQ_NO_STMT)
+      announce(b, t, p, c, m->group);
     tabq_pool_release(&b->pool, c);
   }
   tabq_buf_free(&headers);

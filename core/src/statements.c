@@ -94,6 +94,7 @@ static tabq_value value_of(const tabq_bind *v, uint16_t param) {
   case TABQ_P_HEADERS: return v->headers;
   case TABQ_P_PAYLOAD: return v->payload;
   case TABQ_P_ATTEMPT: return tabq_int(v->attempt);
+  case TABQ_P_CHANNEL: return v->channel;
   default:
     if (param >= TABQ_P_DATA && (size_t)(param - TABQ_P_DATA) < v->ndata)
       return v->data[param - TABQ_P_DATA];

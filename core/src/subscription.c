@@ -254,6 +254,8 @@ int tabq_subscribe(tabq_broker *b, const tabq_table *t, const tabq_subscription_
     rc = build_settlements(s, err);
   if (!rc)
     rc = prepare_all(s, err);
+  if (!rc && b->listen_notify && !(rc = tabq_channel_of(b, t, s->channel, sizeof s->channel, err)))
+    rc = tabq_listener_add(b, s->channel, t->name, err);
   if (!rc)
     rc = allocate(s, err);
   if (!rc)

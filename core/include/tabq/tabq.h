@@ -59,6 +59,9 @@ typedef struct tabq_broker_options {
   tabq_log_fn log;             /* default: warnings and errors to stderr */
   void *log_user;
   int log_level; /* the most detailed level logged (tabq_log_level), default TABQ_LOG_WARN */
+  /* PostgreSQL: one pooled connection LISTENs for the broker's life; every publish NOTIFYs, and
+   * a notification wakes the subscriptions of its table (and group). Refused elsewhere. */
+  bool listen_notify;
 } tabq_broker_options;
 
 /* Connects a broker: the URL's scheme picks the dialect among the installed plugins

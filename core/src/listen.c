@@ -1,0 +1,179 @@
+#include "listen.h"
+
+#include <errno.h>
+#include <string.h>
+#include <time.h>
+
+#include "clock.h"
+#include "engine.h"
+#include "error.h"
+
+#define WAIT_MS 200 /* how long one wait for a notification lasts: bounds a new channel's delay */
+#define ADD_TIMEOUT_MS 10000
+
+/* Wakes the subscriptions a notification names: its channel, and its group unless the payload
+ * is empty (an empty payload wakes every subscription of the table). */
+static void wake_named(tabq_broker *b, const char *channel, const char *group) {
+  pthread_mutex_lock(&b->mu);
+  for (tabq_subscription *s = b->subs; s; s = s->next) {
+    if (strcmp(s->channel, channel))
+      continue;
+    if (group[0] && s->t->group.name && s->queue && strcmp(s->queue, group))
+      continue;
+    tabq_sub_wake(s);
+  }
+  pthread_mutex_unlock(&b->mu);
+}
+
+static void wake_all(tabq_broker *b) {
+  pthread_mutex_lock(&b->mu);
+  for (tabq_subscription *s = b->subs; s; s = s->next)
+    if (s->channel[0])
+      tabq_sub_wake(s);
+  pthread_mutex_unlock(&b->mu);
+}
+
+static void sleep_ms(int64_t ms) {
+  struct timespec ts = {.tv_sec = ms / 1000, .tv_nsec = (ms % 1000) * 1000000};
+  while (nanosleep(&ts, &ts) && errno == EINTR) {
+  }
+}
+
+/* Connects and listens on every channel; called and returning with l->mu held. */
+static bool connect_listening(tabq_broker *b, tabq_listener *l) {
+  if (!l->conn) {
+    pthread_mutex_unlock(&l->mu);
+    tabq_pconn *c = NULL;
+    tabq_error err;
+    int rc = tabq_pool_acquire(&b->pool, &c, &err);
+    pthread_mutex_lock(&l->mu);
+    if (rc)
+      return false;
+    l->conn = c;
+    l->nlistened = 0;
+    l->generation++;
+  }
+  while (l->nlistened < l->nchannels) {
+    char channel[TABQ_CHANNEL_CAP];
+    memcpy(channel, l->channels[l->nlistened], sizeof channel);
+    pthread_mutex_unlock(&l->mu);
+    int rc = b->drv->listen(l->conn->conn, channel);
+    pthread_mutex_lock(&l->mu);
+    if (rc)
+      return false;
+    l->nlistened++;
+    pthread_cond_broadcast(&l->cv);
+  }
+  return true;
+}
+
+static void drop_connection(tabq_broker *b, tabq_listener *l) {
+  tabq_pool_discard(&b->pool, l->conn);
+  l->conn = NULL;
+}
+
+static void *listener_main(void *arg) {
+  tabq_broker *b = arg;
+  tabq_listener *l = &b->listener;
+  int64_t backoff_ms = 100;
+  unsigned woken_for = 1; /* the first connection needs no wake-up: nothing was missed */
+  pthread_mutex_lock(&l->mu);
+  while (!l->stop) {
+    if (!connect_listening(b, l)) {
+      if (l->conn)
+        drop_connection(b, l);
+      pthread_mutex_unlock(&l->mu);
+      tabq_logf(&b->log, TABQ_LOG_WARN, "the listening connection is lost; reconnecting in %lld ms",
+                (long long)backoff_ms);
+      sleep_ms(backoff_ms);
+      backoff_ms = backoff_ms < 5000 ? backoff_ms * 2 : 5000;
+      pthread_mutex_lock(&l->mu);
+      continue;
+    }
+    backoff_ms = 100;
+    bool reconnected = l->generation != woken_for;
+    woken_for = l->generation;
+    tabq_pconn *c = l->conn;
+    pthread_mutex_unlock(&l->mu);
+    if (reconnected) /* notifications may have come while no one listened */
+      wake_all(b);
+    char channel[TABQ_CHANNEL_CAP], payload[256];
+    bool got = false;
+    int rc = b->drv->wait_notify(c->conn, WAIT_MS, channel, sizeof channel, payload,
+                                 sizeof payload, &got);
+    if (!rc && got)
+      wake_named(b, channel, payload);
+    pthread_mutex_lock(&l->mu);
+    if (rc)
+      drop_connection(b, l);
+  }
+  if (l->conn)
+    tabq_pool_release(&b->pool, l->conn);
+  l->conn = NULL;
+  pthread_cond_broadcast(&l->cv);
+  pthread_mutex_unlock(&l->mu);
+  return NULL;
+}
+
+int tabq_listener_start(tabq_broker *b, tabq_error *err) {
+  const tabq_plugin *p = b->plugin.plugin;
+  if (!b->drv->listen || !b->drv->wait_notify || !p->dialect->channel || !p->dialect->notify)
+    return tabq_err_set(err, TABQ_DIALECT, NULL, NULL,
+                        "listen_notify: the %s dialect has no notifications (LISTEN/NOTIFY is "
+                        "PostgreSQL's); leave the option off and rely on the poll interval",
+                        p->name);
+  tabq_listener *l = &b->listener;
+  pthread_mutex_init(&l->mu, NULL);
+  pthread_condattr_t attr;
+  pthread_condattr_init(&attr);
+  pthread_condattr_setclock(&attr, CLOCK_MONOTONIC);
+  pthread_cond_init(&l->cv, &attr);
+  pthread_condattr_destroy(&attr);
+  if (pthread_create(&l->thread, NULL, listener_main, b))
+    return tabq_err_set(err, TABQ_IO, NULL, NULL, "cannot start the listener thread");
+  l->started = true;
+  return TABQ_OK;
+}
+
+int tabq_listener_add(tabq_broker *b, const char *channel, const char *table, tabq_error *err) {
+  tabq_listener *l = &b->listener;
+  pthread_mutex_lock(&l->mu);
+  unsigned i = 0;
+  while (i < l->nchannels && strcmp(l->channels[i], channel))
+    i++;
+  if (i == l->nchannels) {
+    if (l->nchannels == TABQ_MAX_CHANNELS || strlen(channel) >= TABQ_CHANNEL_CAP) {
+      pthread_mutex_unlock(&l->mu);
+      return tabq_err_set(err, TABQ_INVALID, table, "listen",
+                          "a broker listens on at most %d channels", TABQ_MAX_CHANNELS);
+    }
+    snprintf(l->channels[l->nchannels++], TABQ_CHANNEL_CAP, "%s", channel);
+  }
+  /* Before the first claim: a row written from now on announces itself to this subscription. */
+  int64_t deadline = tabq_mono_ms() + ADD_TIMEOUT_MS;
+  int rc = TABQ_OK;
+  while (l->nlistened <= i && !l->stop && !rc) {
+    struct timespec until = tabq_deadline_ms(deadline);
+    if (pthread_cond_timedwait(&l->cv, &l->mu, &until) == ETIMEDOUT && l->nlistened <= i)
+      rc = tabq_err_set(err, TABQ_BACKEND, table, "listen",
+                        "table %s: the listener could not LISTEN on channel '%s' within %d ms",
+                        table, channel, ADD_TIMEOUT_MS);
+  }
+  if (!rc && l->stop)
+    rc = tabq_err_set(err, TABQ_CLOSED, table, "listen", "the broker is shut down");
+  pthread_mutex_unlock(&l->mu);
+  return rc;
+}
+
+void tabq_listener_stop(tabq_broker *b) {
+  tabq_listener *l = &b->listener;
+  if (!l->started)
+    return;
+  pthread_mutex_lock(&l->mu);
+  l->stop = true;
+  pthread_mutex_unlock(&l->mu);
+  pthread_join(l->thread, NULL);
+  l->started = false;
+  pthread_mutex_destroy(&l->mu);
+  pthread_cond_destroy(&l->cv);
+}
