@@ -220,7 +220,24 @@ static int fail_open(tabq_conn *c, int rc, const char *path) {
                       sqlite3_errmsg(c->db));
 }
 
+/* The journal mode of the file: WAL is persistent, so once set it needs no write lock again. */
+static bool already_wal(tabq_conn *c) {
+  sqlite3_stmt *st = NULL;
+  bool wal = false;
+  if (sqlite3_prepare_v2(c->db, "PRAGMA journal_mode", -1, &st, NULL) == SQLITE_OK &&
+      sqlite3_step(st) == SQLITE_ROW) {
+    const char *mode = (const char *)sqlite3_column_text(st, 0);
+    wal = mode && strcasecmp(mode, "wal") == 0;
+  }
+  sqlite3_finalize(st);
+  return wal;
+}
+
+/* Switching to WAL takes the database's write lock, so it is done only when needed: another
+ * process writing all along would otherwise keep a new connection waiting. */
 static int set_journal_wal(tabq_conn *c, const char *path) {
+  if (already_wal(c))
+    return TABQ_OK;
   sqlite3_stmt *st = NULL;
   int rc = sqlite3_prepare_v2(c->db, "PRAGMA journal_mode=WAL", -1, &st, NULL);
   if (rc == SQLITE_OK)

@@ -1,4 +1,4 @@
-/* tabq — error codes shared by the core and every dialect plugin.
+/* tabq — error codes and log levels shared by the core and every dialect plugin.
  *
  * One X-macro list gives the enum and the text of tabq_strerror(), so the two never drift.
  * Values are part of the plugin ABI: new codes are only ever appended. */
@@ -30,5 +30,13 @@ typedef enum tabq_code {
 #undef TABQ_CODE_ENUM_
       TABQ_CODE_COUNT_
 } tabq_code;
+
+/* Log levels, for the broker's log callback and the host's log service. */
+typedef enum tabq_log_level {
+  TABQ_LOG_ERROR = 0,
+  TABQ_LOG_WARN,
+  TABQ_LOG_INFO,
+  TABQ_LOG_DEBUG,
+} tabq_log_level;
 
 #endif

@@ -56,13 +56,6 @@
 
 /* ---- Host services: what the core lends every plugin ------------------------------------- */
 
-typedef enum tabq_log_level {
-  TABQ_LOG_ERROR = 0,
-  TABQ_LOG_WARN,
-  TABQ_LOG_INFO,
-  TABQ_LOG_DEBUG,
-} tabq_log_level;
-
 typedef struct tabq_host {
   uint32_t size; /* sizeof(tabq_host) as the core was built */
   uint32_t abi;  /* TABQ_ABI_VERSION of the core */

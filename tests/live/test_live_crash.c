@@ -1,0 +1,243 @@
+/* Crashes and concurrency in every form, checked in the database: a child SIGKILLed inside its
+ * handler, two processes of four workers draining one queue, and (PostgreSQL) wake-ups by
+ * NOTIFY from another process and after a lost listener, and repeatable read under
+ * concurrent claims. */
+#include <signal.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <poll.h>
+#include <tabq/tabq.h>
+#include <unistd.h>
+
+#include "cunit_main.h"
+#include "support.h"
+
+static testdb db;
+static tabq_error err;
+
+static void killed_child_row_returns(void) {
+  testdb_create(&db);
+  tabq_broker *b = connect_broker(&db, 50);
+  publish_n(b, "q", 1);
+  child c;
+  child_start(&c, "crash", &db);
+  char line[64];
+  CU_ASSERT_FATAL(child_line(&c, line, sizeof line, 10000));
+  CU_ASSERT(!strncmp(line, "claimed", 7));
+  kill(c.pid, SIGKILL);
+  int status = child_wait(&c);
+  CU_ASSERT(WIFSIGNALED(status) && WTERMSIG(status) == SIGKILL);
+  if (db.kind == TEST_POSTGRES && test_form() != TABQ_FORM_LEASE)
+    /* the server ends the dead client's session: no lock of it remains */
+    CU_ASSERT(wait_count(&db,
+                         "SELECT count(*) FROM pg_locks l JOIN pg_stat_activity a USING (pid) "
+                         "WHERE a.datname = current_database() AND l.locktype = 'advisory'",
+                         0, 10000));
+  recorder r;
+  recorder_init(&r);
+  tabq_subscription_options o = {.queue = "q", .handler = recorder_handler, .user = &r};
+  CU_ASSERT_EQUAL_FATAL(tabq_subscribe(b, jobs_table(), &o, NULL, &err), TABQ_OK);
+  CU_ASSERT(recorder_wait(&r, 1, 10000));
+  /* Row lock: the crash rolled the claim back, attempt and all. Lease and advisory: the claim
+   * had committed the attempt, so the crash spent one. */
+  CU_ASSERT_EQUAL(r.attempts[0], test_form() == TABQ_FORM_ROWLOCK ? 1 : 2);
+  CU_ASSERT(wait_count(&db, "SELECT count(*) FROM jobs", 0, 10000));
+  tabq_close(b);
+  recorder_free(&r);
+  testdb_remove(&db);
+}
+
+#define DRAIN 20000
+
+static void two_processes_drain_exactly_once(void) {
+  testdb_create(&db);
+  testdb_fill(&db, "q", DRAIN);
+  static unsigned char seen[DRAIN + 1];
+  memset(seen, 0, sizeof seen);
+  child c[2];
+  child_start(&c[0], "drain", &db);
+  child_start(&c[1], "drain", &db);
+  unsigned total = 0, twice = 0, strange = 0;
+  char buf[2][32];
+  size_t len[2] = {0, 0};
+  int idle_ms = 0;
+  while (total < DRAIN && idle_ms < 60000) {
+    struct pollfd p[2] = {{.fd = c[0].out, .events = POLLIN}, {.fd = c[1].out, .events = POLLIN}};
+    if (poll(p, 2, 100) <= 0) {
+      idle_ms += 100;
+      continue;
+    }
+    idle_ms = 0;
+    for (int k = 0; k < 2; k++) {
+      if (!(p[k].revents & POLLIN))
+        continue;
+      char chunk[4096];
+      ssize_t n = read(c[k].out, chunk, sizeof chunk);
+      for (ssize_t i = 0; i < n; i++) {
+        if (chunk[i] != '\n') {
+          if (len[k] + 1 < sizeof buf[k])
+            buf[k][len[k]++] = chunk[i];
+          continue;
+        }
+        buf[k][len[k]] = '\0';
+        len[k] = 0;
+        long id = atol(buf[k]);
+        if (id < 1 || id > DRAIN) {
+          strange++;
+          continue;
+        }
+        twice += seen[id]++ > 0;
+        total++;
+      }
+    }
+  }
+  child_say(&c[0], "stop");
+  child_say(&c[1], "stop");
+  int s0 = child_wait(&c[0]), s1 = child_wait(&c[1]);
+  CU_ASSERT(WIFEXITED(s0) && WEXITSTATUS(s0) == 0);
+  CU_ASSERT(WIFEXITED(s1) && WEXITSTATUS(s1) == 0);
+  CU_ASSERT_EQUAL(total, DRAIN);
+  CU_ASSERT_EQUAL(twice, 0);
+  CU_ASSERT_EQUAL(strange, 0);
+  CU_ASSERT_EQUAL(testdb_int(&db, "SELECT count(*) FROM jobs"), 0);
+  testdb_remove(&db);
+}
+
+static tabq_broker *listening_broker(void) {
+  tabq_broker_options o = {.poll_interval_ms = 60000, .pool_size = 6, .listen_notify = true};
+  tabq_broker *b = NULL;
+  int rc = tabq_connect(db.url, &o, &b, &err);
+  if (rc)
+    fprintf(stderr, "connect: %s\n", err.message);
+  CU_ASSERT_FATAL(rc == TABQ_OK);
+  return b;
+}
+
+static void wait_claims(tabq_subscription *s, uint64_t at_least) {
+  tabq_stats st = {0};
+  for (int i = 0; i < 1000 && st.claims < at_least; i++) {
+    tabq_subscription_stats(s, &st);
+    sleep_ms(10);
+  }
+  CU_ASSERT(st.claims >= at_least);
+}
+
+static void notify_from_another_process_wakes(void) {
+  testdb_create(&db);
+  tabq_broker *b = listening_broker();
+  recorder r;
+  recorder_init(&r);
+  tabq_subscription_options o = {.queue = "q", .handler = recorder_handler, .user = &r};
+  tabq_subscription *s;
+  CU_ASSERT_EQUAL_FATAL(tabq_subscribe(b, jobs_table(), &o, &s, &err), TABQ_OK);
+  wait_claims(s, 1); /* the first claim found nothing: the next poll is a minute away */
+  child c;
+  child_start(&c, "publish", &db);
+  int status = child_wait(&c);
+  CU_ASSERT(WIFEXITED(status) && WEXITSTATUS(status) == 0);
+  /* Only the notification can bring the row within this bound. */
+  CU_ASSERT(recorder_wait(&r, 1, 10000));
+  CU_ASSERT_STRING_EQUAL(r.payloads[0], "from-child");
+  tabq_close(b);
+  recorder_free(&r);
+  testdb_remove(&db);
+}
+
+static void lost_listener_reconnects_and_wakes(void) {
+  testdb_create(&db);
+  tabq_broker *b = listening_broker();
+  recorder r;
+  recorder_init(&r);
+  tabq_subscription_options o = {.queue = "q", .handler = recorder_handler, .user = &r};
+  tabq_subscription *s;
+  CU_ASSERT_EQUAL_FATAL(tabq_subscribe(b, jobs_table(), &o, &s, &err), TABQ_OK);
+  wait_claims(s, 1);
+  tabq_stats before;
+  tabq_subscription_stats(s, &before);
+  /* A row written without a notification, then the listener's session killed: the reconnect
+   * wakes the subscription, which finds the row. */
+  testdb_exec(&db, "INSERT INTO jobs (queue, payload) VALUES ('q', 'silent')");
+  CU_ASSERT(testdb_int(&db, "SELECT count(pg_terminate_backend(pid)) FROM pg_stat_activity "
+                            "WHERE datname = current_database() AND query LIKE 'LISTEN%'") >= 1);
+  CU_ASSERT(recorder_wait(&r, 1, 15000));
+  tabq_close(b);
+  recorder_free(&r);
+  testdb_remove(&db);
+}
+
+static atomic_int serialization_errors;
+
+static void count_serialization(int level, const char *message, void *user) {
+  (void)user;
+  if (strstr(message, "serialize"))
+    atomic_fetch_add(&serialization_errors, 1);
+  else if (level <= TABQ_LOG_ERROR)
+    fprintf(stderr, "tabq: %s\n", message);
+}
+
+#define RR_ROWS 2000
+static atomic_int rr_seen[RR_ROWS + 1];
+
+static tabq_outcome rr_handler(tabq_delivery *d, void *user) {
+  (void)user;
+  int64_t id = tabq_delivery_id(d);
+  if (id >= 1 && id <= RR_ROWS)
+    atomic_fetch_add(&rr_seen[id], 1);
+  return tabq_ack();
+}
+
+static void repeatable_read_fails_claims_not_rows(void) {
+  testdb_create(&db);
+  testdb_fill(&db, "q", RR_ROWS);
+  tabq_table t = *jobs_table();
+  t.isolation = TABQ_ISOLATION_REPEATABLE_READ;
+  tabq_broker_options bo = {.poll_interval_ms = 20, .pool_size = 8, .log = count_serialization};
+  tabq_broker *b;
+  CU_ASSERT_EQUAL_FATAL(tabq_connect(db.url, &bo, &b, &err), TABQ_OK);
+  memset(rr_seen, 0, sizeof rr_seen);
+  atomic_store(&serialization_errors, 0);
+  tabq_subscription_options o = {.queue = "q", .handler = rr_handler, .workers = 4};
+  CU_ASSERT_EQUAL_FATAL(tabq_subscribe(b, &t, &o, NULL, &err), TABQ_OK);
+  CU_ASSERT(wait_count(&db, "SELECT count(*) FROM jobs", 0, 120000));
+  tabq_close(b);
+  int twice = 0, never = 0;
+  for (int i = 1; i <= RR_ROWS; i++) {
+    twice += rr_seen[i] > 1;
+    never += rr_seen[i] == 0;
+  }
+  CU_ASSERT_EQUAL(twice, 0);
+  CU_ASSERT_EQUAL(never, 0);
+  printf("(%d serialization failures surfaced as errors) ", atomic_load(&serialization_errors));
+  testdb_remove(&db);
+}
+
+int register_tests(void) {
+  static CU_TestInfo tests[] = {
+      {"a SIGKILLed child's row returns", killed_child_row_returns},
+      {"two processes of four workers drain 20,000 rows exactly once",
+       two_processes_drain_exactly_once},
+      CU_TEST_INFO_NULL,
+  };
+  static CU_TestInfo postgres_tests[] = {
+      {"NOTIFY from another process wakes a 60 s poller", notify_from_another_process_wakes},
+      {"a lost listener reconnects and wakes", lost_listener_reconnects_and_wakes},
+      CU_TEST_INFO_NULL,
+  };
+  static CU_TestInfo rowlock_tests[] = {
+      {"repeatable read: serialization failures are errors, no row lost",
+       repeatable_read_fails_claims_not_rows},
+      CU_TEST_INFO_NULL,
+  };
+  static char suite[64];
+  snprintf(suite, sizeof suite, "crashes and concurrency on %s, %s form",
+           test_db_kind() == TEST_POSTGRES ? "postgres" : "sqlite", test_form_name());
+  ADD_SUITE(suite, NULL, NULL, tests);
+  if (test_db_kind() == TEST_POSTGRES)
+    ADD_SUITE("wake-ups on postgres", NULL, NULL, postgres_tests);
+  if (test_db_kind() == TEST_POSTGRES && test_form() == TABQ_FORM_ROWLOCK)
+    ADD_SUITE("isolation on postgres", NULL, NULL, rowlock_tests);
+  return 0;
+}

@@ -1,0 +1,748 @@
+/* tabq — tests of the PostgreSQL driver against a live server (TABQ_TEST_POSTGRES_URL), through
+ * its vtable only: URL forms, every type both ways, affected counts, schema errors, row locks,
+ * advisory locks, serialization failures, LISTEN/NOTIFY and a connection killed by the server.
+ *
+ * Every run works in a schema of its own (drv_<pid>), dropped at the end, and suffixes its
+ * advisory key and channel with the pid, so runs side by side do not meet. */
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <libpq-fe.h>
+#include <tabq/dialect.h>
+
+#include "cunit_main.h"
+#include "postgres_plugin.h"
+
+/* ---- A tiny host --------------------------------------------------------------------------- */
+
+static char g_msg[1024];
+static char g_state[8];
+static int g_code;
+
+static int test_fail(int code, const char *sqlstate, long native, const char *fmt, ...) {
+  (void)native;
+  va_list ap;
+  va_start(ap, fmt);
+  vsnprintf(g_msg, sizeof g_msg, fmt, ap);
+  va_end(ap);
+  snprintf(g_state, sizeof g_state, "%s", sqlstate ? sqlstate : "");
+  g_code = code;
+  return code;
+}
+
+static void test_log(int level, const char *fmt, ...) {
+  if (level > TABQ_LOG_WARN)
+    return;
+  va_list ap;
+  va_start(ap, fmt);
+  vfprintf(stderr, fmt, ap);
+  va_end(ap);
+  fputc('\n', stderr);
+}
+
+/* Allocations made through the host, so a test can see that a loop makes none. */
+static unsigned long g_allocs;
+
+static void *test_alloc(size_t n) {
+  g_allocs++;
+  return malloc(n);
+}
+
+static void *test_realloc(void *p, size_t n) {
+  g_allocs++;
+  return realloc(p, n);
+}
+
+static const tabq_host test_host = {
+    .size = sizeof(tabq_host),
+    .abi = TABQ_ABI_VERSION,
+    .alloc = test_alloc,
+    .realloc = test_realloc,
+    .free = free,
+    .fail = test_fail,
+    .log = test_log,
+};
+
+static const tabq_driver_v1 *const drv = &tabq_pg_driver;
+
+#define MSG_HAS(text) CU_ASSERT_PTR_NOT_NULL(strstr(g_msg, (text)))
+#define MSG_LACKS(text) CU_ASSERT_PTR_NULL(strstr(g_msg, (text)))
+#define STATE_IS(s) CU_ASSERT_STRING_EQUAL(g_state, (s))
+
+/* ---- Connections and helpers --------------------------------------------------------------- */
+
+static const char *g_url;
+static char g_schema[32], g_key[32], g_channel[48];
+static tabq_conn *g_c1, *g_c2;
+
+#define NEED_DB() CU_ASSERT_PTR_NOT_NULL_FATAL(g_c2)
+
+static tabq_conn *connect_url(const char *url) {
+  tabq_conn *c = NULL;
+  int rc = drv->connect(url, &c);
+  if (rc != TABQ_OK)
+    fprintf(stderr, "connect: %s\n", g_msg);
+  CU_ASSERT_EQUAL_FATAL(rc, TABQ_OK);
+  CU_ASSERT_PTR_NOT_NULL_FATAL(c);
+  return c;
+}
+
+static void exec_ok(tabq_conn *c, const char *sql) {
+  int rc = drv->exec(c, sql);
+  if (rc != TABQ_OK)
+    fprintf(stderr, "exec %s: %s\n", sql, g_msg);
+  CU_ASSERT_EQUAL_FATAL(rc, TABQ_OK);
+}
+
+/* A connection working in the run's schema. */
+static tabq_conn *connect_test(void) {
+  tabq_conn *c = connect_url(g_url);
+  char sql[96];
+  snprintf(sql, sizeof sql, "SET search_path = %s", g_schema);
+  exec_ok(c, sql);
+  return c;
+}
+
+static tabq_prepared *prep(tabq_conn *c, const char *sql, unsigned nparams) {
+  tabq_prepared *p = NULL;
+  int rc = drv->prepare(c, sql, nparams, "test", &p);
+  if (rc != TABQ_OK)
+    fprintf(stderr, "prepare %s: %s\n", sql, g_msg);
+  CU_ASSERT_EQUAL_FATAL(rc, TABQ_OK);
+  return p;
+}
+
+static void run_ok(tabq_prepared *p, const tabq_value *v, unsigned n) {
+  int rc = drv->execute(p, v, n);
+  if (rc != TABQ_OK)
+    fprintf(stderr, "execute: %s\n", g_msg);
+  CU_ASSERT_EQUAL_FATAL(rc, TABQ_OK);
+}
+
+static bool next_row(tabq_prepared *p) {
+  bool row = false;
+  CU_ASSERT_EQUAL_FATAL(drv->next(p, &row), TABQ_OK);
+  return row;
+}
+
+static tabq_value cell(tabq_prepared *p, unsigned col) {
+  tabq_value v = tabq_null();
+  int rc = drv->cell(p, col, &v);
+  if (rc != TABQ_OK)
+    fprintf(stderr, "cell %u: %s\n", col, g_msg);
+  CU_ASSERT_EQUAL_FATAL(rc, TABQ_OK);
+  return v;
+}
+
+static void expect_int(tabq_prepared *p, unsigned col, int64_t want) {
+  tabq_value v = cell(p, col);
+  CU_ASSERT_EQUAL(v.type, TABQ_T_INT);
+  CU_ASSERT_EQUAL(v.u.i, want);
+}
+
+static void expect_buf(tabq_prepared *p, unsigned col, tabq_type type, const char *want, size_t n) {
+  tabq_value v = cell(p, col);
+  CU_ASSERT_EQUAL(v.type, type);
+  CU_ASSERT_EQUAL_FATAL(v.u.buf.len, n);
+  CU_ASSERT_PTR_NOT_NULL_FATAL(v.u.buf.ptr);
+  CU_ASSERT(memcmp(v.u.buf.ptr, want, n) == 0);
+}
+
+static void expect_text(tabq_prepared *p, unsigned col, const char *want) {
+  expect_buf(p, col, TABQ_T_TEXT, want, strlen(want));
+}
+
+/* Runs a one-row query with the given parameters and returns its first cell as an integer. */
+static int64_t query_int(tabq_conn *c, const char *sql, const tabq_value *v, unsigned n) {
+  tabq_prepared *p = prep(c, sql, n);
+  run_ok(p, v, n);
+  int64_t out = INT64_MIN;
+  if (next_row(p)) {
+    tabq_value got = cell(p, 0);
+    CU_ASSERT_EQUAL(got.type, TABQ_T_INT);
+    out = got.u.i;
+  }
+  drv->finalize(p);
+  return out;
+}
+
+static void query_text(tabq_conn *c, const char *sql, char *buf, size_t cap) {
+  tabq_prepared *p = prep(c, sql, 0);
+  run_ok(p, NULL, 0);
+  buf[0] = '\0';
+  if (next_row(p)) {
+    tabq_value v = cell(p, 0);
+    CU_ASSERT_EQUAL(v.type, TABQ_T_TEXT);
+    snprintf(buf, cap, "%.*s", (int)v.u.buf.len, (const char *)v.u.buf.ptr);
+  }
+  drv->finalize(p);
+}
+
+static tabq_value text(const char *s) {
+  return tabq_text(s, strlen(s));
+}
+
+static tabq_value json(const char *s) {
+  tabq_value v = text(s);
+  v.type = TABQ_T_JSON;
+  return v;
+}
+
+static tabq_value list(const int64_t *items, size_t n) {
+  return (tabq_value){.type = TABQ_T_INT_LIST, .u.list = {items, n}};
+}
+
+static int64_t now_ms(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+/* ---- Setup --------------------------------------------------------------------------------- */
+
+/* The first test of the suite rather than its init: a failing init would skip the suite
+ * without failing the run. Every later test needs the server. */
+static void test_open(void) {
+  g_url = getenv("TABQ_TEST_POSTGRES_URL");
+  if (!g_url || !*g_url)
+    CU_FAIL_FATAL("TABQ_TEST_POSTGRES_URL is not set (postgres://user@host:port/db)");
+  unsetenv("PGAPPNAME"); /* the application_name test reads the driver's own fallback */
+  snprintf(g_schema, sizeof g_schema, "drv_%ld", (long)getpid());
+  snprintf(g_key, sizeof g_key, "drv-key-%ld", (long)getpid());
+  snprintf(g_channel, sizeof g_channel, "drv \"chan\" %ld", (long)getpid());
+  tabq_conn *c = connect_url(g_url);
+  char sql[1024];
+  snprintf(sql, sizeof sql,
+           "SET client_min_messages = warning; DROP SCHEMA IF EXISTS %s CASCADE; "
+           "CREATE SCHEMA %s; SET search_path = %s;"
+           "CREATE TABLE types (id int8 GENERATED ALWAYS AS IDENTITY PRIMARY KEY, small int2, "
+           "i4 int4, t text, vc varchar(20), b bytea, ts timestamptz, tsn timestamp, j jsonb, "
+           "js json, flag bool);"
+           "CREATE TABLE q (id int4 PRIMARY KEY, queue text NOT NULL);"
+           "CREATE TABLE ser (id int4 PRIMARY KEY, n int4 NOT NULL);",
+           g_schema, g_schema, g_schema);
+  exec_ok(c, sql);
+  drv->close(c);
+  g_c1 = connect_test();
+  g_c2 = connect_test();
+}
+
+static void test_close(void) {
+  NEED_DB();
+  char sql[128];
+  snprintf(sql, sizeof sql, "SET client_min_messages = warning; DROP SCHEMA %s CASCADE", g_schema);
+  exec_ok(g_c1, sql);
+}
+
+static int suite_clean(void) {
+  drv->close(g_c1);
+  drv->close(g_c2);
+  g_c1 = g_c2 = NULL;
+  return 0;
+}
+
+/* ---- URLs and the server ------------------------------------------------------------------ */
+
+/* The test URL with its scheme swapped between postgres:// and postgresql://. */
+static void other_scheme(char *buf, size_t cap) {
+  if (strncmp(g_url, "postgres://", 11) == 0)
+    snprintf(buf, cap, "postgresql://%s", g_url + 11);
+  else if (strncmp(g_url, "postgresql://", 13) == 0)
+    snprintf(buf, cap, "postgres://%s", g_url + 13);
+  else
+    snprintf(buf, cap, "%s", g_url);
+}
+
+/* The test URL as postgres:KEY=VALUE ..., through libpq's own parser. */
+static void keyword_form(char *buf, size_t cap) {
+  char *err = NULL;
+  const char *conninfo = strncmp(g_url, "postgres:", 9) == 0 && g_url[9] != '/' ? g_url + 9 : g_url;
+  PQconninfoOption *opts = PQconninfoParse(conninfo, &err);
+  CU_ASSERT_PTR_NOT_NULL_FATAL(opts);
+  size_t len = (size_t)snprintf(buf, cap, "postgres:");
+  for (PQconninfoOption *o = opts; o->keyword; o++)
+    if (o->val && *o->val && len < cap)
+      len += (size_t)snprintf(buf + len, cap - len, " %s='%s'", o->keyword, o->val);
+  PQconninfoFree(opts);
+}
+
+static void expect_app_name(const char *url, const char *want) {
+  tabq_conn *c = connect_url(url);
+  char name[64];
+  query_text(c, "SELECT current_setting('application_name')", name, sizeof name);
+  CU_ASSERT_STRING_EQUAL(name, want);
+  drv->close(c);
+}
+
+static void test_urls(void) {
+  NEED_DB();
+  char url[1024];
+  expect_app_name(g_url, "tabq");
+  other_scheme(url, sizeof url);
+  expect_app_name(url, "tabq");
+  keyword_form(url, sizeof url);
+  expect_app_name(url, "tabq");
+  snprintf(url, sizeof url, "%s%sapplication_name=drv_custom", g_url,
+           strchr(g_url, '?') ? "&" : "?");
+  expect_app_name(url, "drv_custom");
+
+  /* Nothing listens on port 1: BACKEND, naming the address but never the password. */
+  tabq_conn *c = NULL;
+  CU_ASSERT_EQUAL(
+      drv->connect("postgres://tabq:s3cretpw@127.0.0.1:1/tabq_test?password=s3cretpw", &c),
+      TABQ_BACKEND);
+  CU_ASSERT_PTR_NULL(c);
+  MSG_HAS("127.0.0.1");
+  MSG_HAS("postgres://tabq:***@127.0.0.1:1/tabq_test?password=***");
+  MSG_LACKS("s3cretpw");
+  MSG_LACKS("\n");
+  CU_ASSERT_EQUAL(drv->connect("postgresql:host=127.0.0.1 port=1 user=tabq password='s3cret pw' "
+                               "dbname=tabq_test",
+                               &c),
+                  TABQ_BACKEND);
+  MSG_HAS("password=***");
+  MSG_LACKS("s3cret");
+  CU_ASSERT_EQUAL(drv->connect("mysql://tabq@127.0.0.1/x", &c), TABQ_INVALID);
+}
+
+static void test_server_version(void) {
+  NEED_DB();
+  char text[64], want[64];
+  uint32_t number = 0;
+  CU_ASSERT_EQUAL(drv->server_version(g_c1, text, sizeof text, &number), TABQ_OK);
+  query_text(g_c1, "SELECT current_setting('server_version')", want, sizeof want);
+  CU_ASSERT_STRING_EQUAL(text, want);
+  CU_ASSERT_EQUAL((int64_t)number,
+                  query_int(g_c1, "SELECT current_setting('server_version_num')::int4", NULL, 0));
+  CU_ASSERT(number >= 110000);
+  CU_ASSERT(drv->alive(g_c1));
+}
+
+/* ---- Types --------------------------------------------------------------------------------- */
+
+static const int64_t t0 = INT64_C(1700000000123456);     /* 2023-11-14 22:13:20.123456 UTC */
+static const int64_t t_old = INT64_C(-1234567890123457); /* 1930-11-18, before both epochs */
+static const char blob[] = {'a', 0, 'b', 0, (char)0xff};
+
+static void test_types_round_trip(void) {
+  NEED_DB();
+  tabq_prepared *ins = prep(g_c1,
+                            "INSERT INTO types (small, i4, t, vc, b, ts, tsn, j, js, flag) "
+                            "VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10) RETURNING id",
+                            10);
+  const tabq_value row1[] = {
+      tabq_int(-7),       tabq_int(INT32_MAX),           text("h\xc3\xa9llo"),
+      tabq_text(NULL, 0), tabq_bytes(blob, sizeof blob), tabq_time(t0),
+      tabq_time(t_old),   json("{\"a\": [1, 2]}"),       json(" {\"b\":1} "),
+      tabq_int(1)};
+  run_ok(ins, row1, 10);
+  CU_ASSERT_EQUAL(drv->affected(ins), 1);
+  CU_ASSERT_FATAL(next_row(ins));
+  int64_t id1 = cell(ins, 0).u.i;
+  CU_ASSERT_FALSE(next_row(ins));
+  drv->reset(ins);
+  tabq_value nulls[10];
+  for (int i = 0; i < 10; i++)
+    nulls[i] = tabq_null();
+  run_ok(ins, nulls, 10);
+  CU_ASSERT_FATAL(next_row(ins));
+  int64_t id2 = cell(ins, 0).u.i;
+  drv->finalize(ins);
+
+  tabq_prepared *sel = prep(g_c1,
+                            "SELECT small, i4, t, vc, b, ts, tsn, j, js, flag, id FROM types "
+                            "WHERE id = $1",
+                            1);
+  tabq_value id = tabq_int(id1);
+  run_ok(sel, &id, 1);
+  CU_ASSERT_FATAL(next_row(sel));
+  expect_int(sel, 0, -7);
+  expect_int(sel, 1, INT32_MAX);
+  expect_text(sel, 2, "h\xc3\xa9llo");
+  expect_text(sel, 3, "");
+  expect_buf(sel, 4, TABQ_T_BYTES, blob, sizeof blob);
+  tabq_value v = cell(sel, 5);
+  CU_ASSERT_EQUAL(v.type, TABQ_T_TIME);
+  CU_ASSERT_EQUAL(v.u.time_us, t0);
+  v = cell(sel, 6);
+  CU_ASSERT_EQUAL(v.type, TABQ_T_TIME);
+  CU_ASSERT_EQUAL(v.u.time_us, t_old);
+  expect_buf(sel, 7, TABQ_T_JSON, "{\"a\": [1, 2]}", 13); /* jsonb as the server renders it */
+  expect_buf(sel, 8, TABQ_T_JSON, " {\"b\":1} ", 9);      /* json keeps its text */
+  expect_int(sel, 9, 1);
+  expect_int(sel, 10, id1);
+  CU_ASSERT_EQUAL(drv->cell(sel, 11, &v), TABQ_INVALID);
+  CU_ASSERT_FALSE(next_row(sel));
+  CU_ASSERT_EQUAL(drv->cell(sel, 0, &v), TABQ_INVALID); /* past the last row */
+
+  id = tabq_int(id2);
+  run_ok(sel, &id, 1);
+  CU_ASSERT_FATAL(next_row(sel));
+  for (unsigned col = 0; col < 10; col++)
+    CU_ASSERT_EQUAL(cell(sel, col).type, TABQ_T_NULL);
+  drv->finalize(sel);
+
+  /* The server reads the times as the same instants. */
+  tabq_value when = tabq_time(t0);
+  CU_ASSERT_EQUAL(
+      query_int(g_c1, "SELECT $1 = '2023-11-14 22:13:20.123456+00'::timestamptz", &when, 1), 1);
+  when = tabq_time(t_old);
+  CU_ASSERT_EQUAL(query_int(g_c1, "SELECT $1 = '1930-11-18 00:28:29.876543'::timestamp", &when, 1),
+                  1);
+
+  /* = ANY over a list of ids, int8[] and int4[]. */
+  const int64_t ids[] = {id2, 999999, id1};
+  tabq_value l = list(ids, 3);
+  CU_ASSERT_EQUAL(query_int(g_c1, "SELECT count(*) FROM types WHERE id = ANY($1)", &l, 1), 2);
+  l = list(NULL, 0);
+  CU_ASSERT_EQUAL(query_int(g_c1, "SELECT count(*) FROM types WHERE id = ANY($1)", &l, 1), 0);
+  const int64_t small[] = {1, -2, 3};
+  l = list(small, 3);
+  CU_ASSERT_EQUAL(query_int(g_c1, "SELECT $1::int4[] = ARRAY[1, -2, 3]", &l, 1), 1);
+  const int64_t big[] = {1, INT64_C(1) << 40};
+  l = list(big, 2);
+  CU_ASSERT_EQUAL(query_int(g_c1, "SELECT ($1::int8[])[2]", &l, 1), INT64_C(1) << 40);
+}
+
+static void test_types_more(void) {
+  NEED_DB();
+  /* Floats read as text, exactly; every float cell of a row stays valid. */
+  tabq_prepared *p = prep(g_c1,
+                          "SELECT 0.1::float8, 1.5::float4, 'NaN'::float8, '-Infinity'::float8, "
+                          "'pg_class'::regclass::oid, 'x'::name, 'ab'::char(3)",
+                          0);
+  run_ok(p, NULL, 0);
+  CU_ASSERT_FATAL(next_row(p));
+  tabq_value a = cell(p, 0), b = cell(p, 1);
+  expect_text(p, 2, "NaN");
+  expect_text(p, 3, "-Infinity");
+  CU_ASSERT(a.u.buf.len == 19 && memcmp(a.u.buf.ptr, "0.10000000000000001", 19) == 0);
+  CU_ASSERT(b.u.buf.len == 3 && memcmp(b.u.buf.ptr, "1.5", 3) == 0);
+  expect_int(p, 4, 1259);
+  expect_text(p, 5, "x");
+  expect_text(p, 6, "ab ");
+  drv->finalize(p);
+
+  /* A type the driver does not read names the column and the OID. */
+  p = prep(g_c1, "SELECT 1, 1.5::numeric", 0);
+  run_ok(p, NULL, 0);
+  CU_ASSERT_FATAL(next_row(p));
+  tabq_value v;
+  CU_ASSERT_EQUAL(drv->cell(p, 1, &v), TABQ_INVALID);
+  MSG_HAS("column 1");
+  MSG_HAS("1700");
+  drv->finalize(p);
+
+  /* Values that do not fit their placeholder's type. */
+  p = prep(g_c1, "SELECT $1::int4, $2::int2", 2);
+  tabq_value bad[] = {text("7"), tabq_int(1)};
+  CU_ASSERT_EQUAL(drv->execute(p, bad, 2), TABQ_INVALID);
+  MSG_HAS("$1");
+  MSG_HAS("int4");
+  bad[0] = tabq_int(INT64_C(1) << 31);
+  CU_ASSERT_EQUAL(drv->execute(p, bad, 2), TABQ_INVALID);
+  MSG_HAS("out of its range");
+  bad[0] = tabq_int(5);
+  bad[1] = tabq_int(40000);
+  CU_ASSERT_EQUAL(drv->execute(p, bad, 2), TABQ_INVALID);
+  MSG_HAS("$2");
+  MSG_HAS("int2");
+  CU_ASSERT_EQUAL(drv->execute(p, bad, 1), TABQ_INVALID);
+  bad[1] = tabq_int(-3);
+  run_ok(p, bad, 2);
+  CU_ASSERT_FATAL(next_row(p));
+  expect_int(p, 0, 5);
+  expect_int(p, 1, -3);
+  drv->finalize(p);
+  p = prep(g_c1, "SELECT $1::numeric", 1);
+  bad[0] = tabq_int(1);
+  CU_ASSERT_EQUAL(drv->execute(p, bad, 1), TABQ_INVALID);
+  MSG_HAS("cannot bind");
+  drv->finalize(p);
+
+  /* bool from 0/1; text into bytea; empty bytes are no NULL; jsonb buffers grow and shrink. */
+  tabq_value one = tabq_int(1);
+  CU_ASSERT_EQUAL(query_int(g_c1, "SELECT NOT $1::bool", &one, 1), 0);
+  tabq_value empty = tabq_bytes(NULL, 0);
+  CU_ASSERT_EQUAL(query_int(g_c1, "SELECT length($1::bytea)", &empty, 1), 0);
+  p = prep(g_c1, "SELECT $1::bytea, $2::jsonb", 2);
+  char long_json[300];
+  snprintf(long_json, sizeof long_json, "\"%0250d\"", 7);
+  tabq_value vals[] = {text("ab"), json(long_json)};
+  run_ok(p, vals, 2);
+  CU_ASSERT_FATAL(next_row(p));
+  expect_buf(p, 0, TABQ_T_BYTES, "ab", 2);
+  expect_buf(p, 1, TABQ_T_JSON, long_json, strlen(long_json));
+  vals[1] = json("[]");
+  run_ok(p, vals, 2);
+  CU_ASSERT_FATAL(next_row(p));
+  expect_buf(p, 1, TABQ_T_JSON, "[]", 2);
+  drv->finalize(p);
+}
+
+/* Once its buffers have grown to the largest value, executing a statement allocates nothing
+ * through the host (libpq's results are libpq's). */
+static void test_steady_state(void) {
+  NEED_DB();
+  tabq_prepared *p = prep(g_c1,
+                          "SELECT cardinality($1::int8[]), $2::jsonb, $3::timestamptz, $4::text, "
+                          "$5::bytea, $6::int4, 1.5::float8",
+                          6);
+  const int64_t ids[] = {1, 2, 3, 4, 5, 6, 7, 8};
+  tabq_value v[] = {list(ids, 8), json("{\"k\": \"v\"}"), tabq_time(t0),
+                    text("t"),    tabq_bytes("b", 1),     tabq_int(3)};
+  run_ok(p, v, 6);
+  unsigned long before = g_allocs;
+  for (int i = 0; i < 200; i++) {
+    v[0] = list(ids, (size_t)(i % 9));
+    v[1] = json(i % 2 ? "{}" : "{\"k\": \"v\"}");
+    run_ok(p, v, 6);
+    CU_ASSERT_FATAL(next_row(p));
+    expect_int(p, 0, i % 9);
+    expect_text(p, 6, "1.5");
+    drv->reset(p);
+  }
+  CU_ASSERT_EQUAL(g_allocs, before);
+  drv->finalize(p);
+}
+
+static void test_affected(void) {
+  NEED_DB();
+  tabq_prepared *p = prep(g_c1, "INSERT INTO q VALUES (1, 'a'), (2, 'a'), (3, 'b'), (4, 'a')", 0);
+  run_ok(p, NULL, 0);
+  CU_ASSERT_EQUAL(drv->affected(p), 4);
+  CU_ASSERT_FALSE(next_row(p));
+  drv->reset(p);
+  CU_ASSERT_EQUAL(drv->affected(p), 4); /* still known after reset */
+  drv->finalize(p);
+  p = prep(g_c1, "UPDATE q SET queue = queue WHERE queue = $1", 1);
+  tabq_value a = text("a");
+  run_ok(p, &a, 1);
+  CU_ASSERT_EQUAL(drv->affected(p), 3);
+  a = text("none");
+  run_ok(p, &a, 1);
+  CU_ASSERT_EQUAL(drv->affected(p), 0);
+  drv->finalize(p);
+  p = prep(g_c1, "SELECT id FROM q ORDER BY id", 0);
+  run_ok(p, NULL, 0);
+  CU_ASSERT_EQUAL(drv->affected(p), 4); /* a SELECT's tag counts its rows */
+  drv->finalize(p);
+}
+
+static void test_schema_errors(void) {
+  NEED_DB();
+  tabq_prepared *p = NULL;
+  CU_ASSERT_EQUAL(drv->prepare(g_c1, "SELECT id FROM drv_absent", 0, "claim", &p), TABQ_SCHEMA);
+  CU_ASSERT_PTR_NULL(p);
+  STATE_IS("42P01");
+  MSG_HAS("claim statement: relation \"drv_absent\" does not exist");
+  CU_ASSERT_EQUAL(drv->prepare(g_c1, "UPDATE q SET nope = 1 WHERE id = $1", 1, "ack", &p),
+                  TABQ_SCHEMA);
+  STATE_IS("42703");
+  MSG_HAS("ack statement: ");
+  MSG_HAS("nope");
+  CU_ASSERT_EQUAL(drv->prepare(g_c1, "SELECT 1 FROM drv_no_schema.q", 0, "fetch", &p), TABQ_SCHEMA);
+  STATE_IS("42P01"); /* a table in a missing schema is a missing table */
+  CU_ASSERT_EQUAL(drv->prepare(g_c1, "SELECT drv_no_schema.f($1)", 1, "fetch", &p), TABQ_SCHEMA);
+  STATE_IS("3F000");
+  CU_ASSERT_EQUAL(drv->prepare(g_c1, "SELECT drv_no_such_function($1)", 1, "lock", &p),
+                  TABQ_SCHEMA);
+  STATE_IS("42883");
+  CU_ASSERT_EQUAL(drv->prepare(g_c1, "SELEKT 1", 0, "claim", &p), TABQ_BACKEND);
+  STATE_IS("42601");
+  MSG_HAS("claim statement: ");
+  CU_ASSERT_EQUAL(drv->prepare(g_c1, "SELECT $1::int4, $2::text", 1, "claim", &p), TABQ_INVALID);
+  MSG_HAS("2 placeholders, not 1");
+  CU_ASSERT_PTR_NULL(p);
+  CU_ASSERT_EQUAL(query_int(g_c1, "SELECT count(*) FROM pg_prepared_statements", NULL, 0), 1);
+  CU_ASSERT(drv->alive(g_c1));
+}
+
+/* ---- Locks and transactions ---------------------------------------------------------------- */
+
+static void test_skip_locked(void) {
+  NEED_DB();
+  const char *sql = "SELECT id FROM q WHERE queue = $1 ORDER BY id LIMIT 1 FOR UPDATE SKIP LOCKED";
+  tabq_prepared *p1 = prep(g_c1, sql, 1), *p2 = prep(g_c2, sql, 1);
+  tabq_value a = text("a");
+  CU_ASSERT_EQUAL_FATAL(drv->begin(g_c1, "BEGIN"), TABQ_OK);
+  run_ok(p1, &a, 1);
+  CU_ASSERT_FATAL(next_row(p1));
+  expect_int(p1, 0, 1);
+  drv->reset(p1);
+  CU_ASSERT_EQUAL_FATAL(drv->begin(g_c2, NULL), TABQ_OK);
+  run_ok(p2, &a, 1);
+  CU_ASSERT_FATAL(next_row(p2));
+  expect_int(p2, 0, 2); /* the first row is locked by the first connection */
+  drv->reset(p2);
+  CU_ASSERT_EQUAL(drv->commit(g_c1), TABQ_OK);
+  CU_ASSERT_EQUAL(drv->commit(g_c2), TABQ_OK);
+  drv->finalize(p1);
+  drv->finalize(p2);
+}
+
+static void test_advisory(void) {
+  NEED_DB();
+  const char *lock = "SELECT pg_try_advisory_lock(hashtextextended($1, 0))";
+  const char *unlock = "SELECT pg_advisory_unlock(hashtextextended($1, 0))";
+  tabq_value key = text(g_key);
+  CU_ASSERT_EQUAL(query_int(g_c1, lock, &key, 1), 1);
+  CU_ASSERT_EQUAL(query_int(g_c2, lock, &key, 1), 0);
+  CU_ASSERT_EQUAL(query_int(g_c1, unlock, &key, 1), 1);
+  CU_ASSERT_EQUAL(query_int(g_c2, lock, &key, 1), 1);
+  CU_ASSERT_EQUAL(query_int(g_c2, unlock, &key, 1), 1);
+}
+
+static void test_serialization_failure(void) {
+  NEED_DB();
+  exec_ok(g_c1, "INSERT INTO ser VALUES (1, 0)");
+  const char *rr = "BEGIN ISOLATION LEVEL REPEATABLE READ";
+  const char *upd = "UPDATE ser SET n = n + 1 WHERE id = $1";
+  tabq_prepared *u1 = prep(g_c1, upd, 1), *u2 = prep(g_c2, upd, 1);
+  tabq_value id = tabq_int(1);
+  CU_ASSERT_EQUAL_FATAL(drv->begin(g_c1, rr), TABQ_OK);
+  CU_ASSERT_EQUAL_FATAL(drv->begin(g_c2, rr), TABQ_OK);
+  CU_ASSERT_EQUAL(query_int(g_c1, "SELECT n FROM ser WHERE id = 1", NULL, 0), 0);
+  CU_ASSERT_EQUAL(query_int(g_c2, "SELECT n FROM ser WHERE id = 1", NULL, 0), 0);
+  run_ok(u1, &id, 1);
+  CU_ASSERT_EQUAL(drv->affected(u1), 1);
+  CU_ASSERT_EQUAL(drv->commit(g_c1), TABQ_OK);
+  CU_ASSERT_EQUAL(drv->execute(u2, &id, 1), TABQ_BACKEND);
+  STATE_IS("40001");
+  MSG_HAS("test statement: could not serialize access");
+  /* COMMIT of the failed transaction only rolls it back: that is no success. */
+  CU_ASSERT_EQUAL(drv->commit(g_c2), TABQ_BACKEND);
+  STATE_IS("25P02");
+  CU_ASSERT_EQUAL(drv->rollback(g_c2), TABQ_OK); /* none open: nothing to do */
+  CU_ASSERT_EQUAL(query_int(g_c2, "SELECT n FROM ser WHERE id = 1", NULL, 0), 1);
+
+  /* A failure inside a transaction, then ROLLBACK, leaves the connection usable. */
+  CU_ASSERT_EQUAL_FATAL(drv->begin(g_c2, NULL), TABQ_OK);
+  CU_ASSERT_EQUAL(drv->begin(g_c2, NULL), TABQ_INVALID);
+  CU_ASSERT_EQUAL(drv->exec(g_c2, "INSERT INTO ser VALUES (1, 5)"), TABQ_BACKEND);
+  STATE_IS("23505");
+  CU_ASSERT_EQUAL(drv->rollback(g_c2), TABQ_OK);
+  CU_ASSERT(drv->alive(g_c2));
+  drv->finalize(u1);
+  drv->finalize(u2);
+}
+
+/* ---- LISTEN/NOTIFY ------------------------------------------------------------------------- */
+
+static void notify(const char *channel, const char *payload) {
+  tabq_value v[] = {text(channel), text(payload)};
+  tabq_prepared *p = prep(g_c2, "SELECT pg_notify($1, $2)", 2);
+  run_ok(p, v, 2);
+  drv->finalize(p);
+}
+
+static void test_notify(void) {
+  NEED_DB();
+  CU_ASSERT_EQUAL_FATAL(drv->listen(g_c1, g_channel), TABQ_OK);
+  char channel[64], payload[64];
+  bool got = false;
+  notify(g_channel, "grp");
+  CU_ASSERT_EQUAL(
+      drv->wait_notify(g_c1, 5000, channel, sizeof channel, payload, sizeof payload, &got),
+      TABQ_OK);
+  CU_ASSERT_FATAL(got);
+  CU_ASSERT_STRING_EQUAL(channel, g_channel);
+  CU_ASSERT_STRING_EQUAL(payload, "grp");
+
+  /* Nothing more: a wait times out. */
+  int64_t start = now_ms();
+  CU_ASSERT_EQUAL(
+      drv->wait_notify(g_c1, 150, channel, sizeof channel, payload, sizeof payload, &got), TABQ_OK);
+  CU_ASSERT_FALSE(got);
+  int64_t took = now_ms() - start;
+  CU_ASSERT(took >= 140 && took < 2000);
+
+  /* A notification read along with another statement's result waits in the queue; a short
+   * buffer cuts the text at a character boundary. */
+  notify(g_channel, "abcd\xc3\xa9"
+                    "f");
+  usleep(200 * 1000);
+  CU_ASSERT_EQUAL(query_int(g_c1, "SELECT 1", NULL, 0), 1);
+  CU_ASSERT_EQUAL(drv->wait_notify(g_c1, 0, channel, 4, payload, 6, &got), TABQ_OK);
+  CU_ASSERT_FATAL(got);
+  CU_ASSERT_STRING_EQUAL(channel, "drv");
+  CU_ASSERT_STRING_EQUAL(payload, "abcd");
+  notify(g_channel, "");
+  CU_ASSERT_EQUAL(
+      drv->wait_notify(g_c1, 5000, channel, sizeof channel, payload, sizeof payload, &got),
+      TABQ_OK);
+  CU_ASSERT(got);
+  CU_ASSERT_STRING_EQUAL(payload, "");
+  exec_ok(g_c1, "UNLISTEN *");
+}
+
+/* ---- A connection the server ends ---------------------------------------------------------- */
+
+static void terminate(tabq_conn *victim) {
+  tabq_value pid = tabq_int(query_int(victim, "SELECT pg_backend_pid()", NULL, 0));
+  CU_ASSERT_EQUAL(query_int(g_c2, "SELECT pg_terminate_backend($1)", &pid, 1), 1);
+}
+
+static void test_terminated(void) {
+  NEED_DB();
+  /* An idle connection: alive() notices without a statement. */
+  tabq_conn *c = connect_test();
+  CU_ASSERT(drv->alive(c));
+  terminate(c);
+  bool alive = true;
+  for (int i = 0; i < 250 && alive; i++) {
+    alive = drv->alive(c);
+    if (alive)
+      usleep(20 * 1000);
+  }
+  CU_ASSERT_FALSE(alive);
+  CU_ASSERT_EQUAL(drv->exec(c, "SELECT 1"), TABQ_BACKEND);
+  CU_ASSERT_FALSE(drv->alive(c));
+  drv->close(c);
+
+  /* A listening connection: wait_notify fails instead of waiting out its timeout. */
+  c = connect_test();
+  CU_ASSERT_EQUAL_FATAL(drv->listen(c, g_channel), TABQ_OK);
+  tabq_prepared *p = prep(c, "SELECT 1", 0);
+  terminate(c);
+  char channel[64], payload[64];
+  bool got = true;
+  int64_t start = now_ms();
+  CU_ASSERT_EQUAL(drv->wait_notify(c, 5000, channel, sizeof channel, payload, sizeof payload, &got),
+                  TABQ_BACKEND);
+  CU_ASSERT_FALSE(got);
+  CU_ASSERT(now_ms() - start < 4000);
+  CU_ASSERT_FALSE(drv->alive(c));
+  CU_ASSERT_EQUAL(drv->execute(p, NULL, 0), TABQ_BACKEND);
+  drv->close(c); /* frees p too */
+}
+
+/* ---- Registration -------------------------------------------------------------------------- */
+
+static CU_TestInfo tests[] = {
+    {"open the server", test_open},
+    {"URL forms", test_urls},
+    {"server version", test_server_version},
+    {"types round trip", test_types_round_trip},
+    {"more types and misfits", test_types_more},
+    {"steady state allocates nothing", test_steady_state},
+    {"affected counts", test_affected},
+    {"schema errors", test_schema_errors},
+    {"FOR UPDATE SKIP LOCKED", test_skip_locked},
+    {"advisory locks", test_advisory},
+    {"serialization failure", test_serialization_failure},
+    {"LISTEN/NOTIFY", test_notify},
+    {"terminated connection", test_terminated},
+    {"drop the schema", test_close},
+    CU_TEST_INFO_NULL,
+};
+
+int register_tests(void) {
+  tabq_pg_set_host(&test_host);
+  ADD_SUITE("postgres driver on a live server", NULL, suite_clean, tests);
+  return 0;
+}
