@@ -119,7 +119,9 @@ static int read_candidates(tabq_subscription *s, tabq_pconn *c, unsigned want, u
 static int take(tabq_subscription *s, tabq_pconn *c, const candidate *k, tabq_delivery *d,
                 bool *taken, tabq_error *err) {
   tabq_broker *b = s->b;
+  /* The group too: a row moved to a dead letter group meanwhile is no longer this queue's. */
   tabq_bind v = {.id = k->id, .now = tabq_now_us()};
+  v.group = s->queue ? tabq_text(s->queue, strlen(s->queue)) : tabq_null();
   tabq_prepared *p = NULL;
   *taken = false;
   int rc = tabq_stmt_run(&b->stmts, b->drv, c, s->st[SQ_TAKE], &v, &p, err);
@@ -161,7 +163,7 @@ int tabq_advisory_claim(tabq_subscription *s, tabq_delivery **slots, unsigned li
       break;
     bool locked = false, taken = false;
     if ((rc = ask(s, c, s->st[SQ_LOCK], &key, &locked, err)) || !locked)
-      continue; /* held elsewhere (or failed): pass it over */
+      continue; /* held elsewhere (or failed): pass it over */ /* held elsewhere (or failed): pass it over */
     if (!(rc = take(s, c, k, slots[*got], &taken, err)) && taken) {
       (*got)++;
       c = NULL; /* the delivery holds it now */

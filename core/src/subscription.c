@@ -116,7 +116,8 @@ static int build_settlements(tabq_subscription *s, tabq_error *err) {
   int rc = tabq_stmt_build(&b->stmts, b->host, dl->ack, &build, "ack", &s->st[SQ_ACK], err);
   if (!rc)
     rc = tabq_stmt_build(&b->stmts, b->host, dl->discard, &build, "discard", &s->st[SQ_DISCARD], err);
-  if (!rc)
+  /* Outside the lease form a retry runs no statement: a commit or a key's release does it. */
+  if (!rc && s->form == TABQ_FORM_LEASE)
     rc = tabq_stmt_build(&b->stmts, b->host, dl->retry, &build, "retry", &s->st[SQ_RETRY], err);
   if (!rc && s->t->retry_after.name)
     rc = tabq_stmt_build(&b->stmts, b->host, dl->retry_after, &build, "retry_after",

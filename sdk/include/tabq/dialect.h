@@ -235,7 +235,7 @@ typedef struct tabq_advisory_v1 {
   tabq_build_fn candidates; /* NOW GROUP LIMIT -> id, key (text), in claim order */
   tabq_build_fn lock;       /* KEY -> one row, 1 when taken (NULL with PROCESS_KEYS) */
   tabq_build_fn unlock;     /* KEY -> one row, 1 when released (NULL with PROCESS_KEYS) */
-  tabq_build_fn take;       /* ID NOW -> projection while claimable; counts the attempt */
+  tabq_build_fn take; /* ID NOW GROUP -> projection while claimable; counts the attempt */
 } tabq_advisory_v1;
 
 /* ---- ByName: subscriptions and publishes by route name ----------------------------------- */

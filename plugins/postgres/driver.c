@@ -1,0 +1,717 @@
+/* tabq — the PostgreSQL driver on libpq: connections, prepared statements, transactions and
+ * LISTEN/NOTIFY.
+ *
+ * URLs: postgres://... and postgresql://... go to libpq whole (it parses URIs itself);
+ * postgres:KEY=VALUE ... hands libpq the key=value conninfo after the colon. application_name
+ * falls back to "tabq" when neither the URL nor PGAPPNAME names one, and the client encoding is
+ * always UTF-8, which is what tabq values hold.
+ *
+ * Statements are prepared under per-connection names (tabq_1, tabq_2, ...) with their parameter
+ * types left to the server to infer; execute sends binary parameters and asks for binary results
+ * (codec.c), so nothing is quoted, escaped or parsed as text. */
+#include <ctype.h>
+#include <errno.h>
+#include <inttypes.h>
+#include <poll.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include <libpq-fe.h>
+
+#include "codec.h"
+#include "postgres_plugin.h"
+
+#define URL_SHOWN 512 /* room for a URL in messages, password removed */
+
+struct tabq_conn {
+  PGconn *pg;
+  uint64_t stmt_seq;    /* the last statement number handed out */
+  bool broken;          /* left in a state the driver cannot use (COPY): the pool replaces it */
+  tabq_prepared *stmts; /* still prepared; close frees them */
+};
+
+struct tabq_prepared {
+  tabq_conn *conn;
+  tabq_prepared *prev, *next;
+  PGresult *res; /* the last execution's rows, until reset */
+  int row;       /* the current row of res */
+  bool on_row;
+  uint64_t changes;
+  unsigned nparams, ncols;
+  Oid *param_types; /* as the server inferred them at prepare */
+  Oid *col_types;
+  const char **values; /* what execute hands libpq, pointing into slots or the caller's values */
+  int *lengths;
+  int *formats; /* all 1: binary */
+  tabq_pg_slot *slots;
+  char (*scratch)[TABQ_PG_SCRATCH]; /* one per column: two float cells of a row coexist */
+  char server_name[24];
+  char name[32];
+};
+
+static const tabq_host *host(void) {
+  return tabq_pg_host();
+}
+
+/* ---- Errors ------------------------------------------------------------------------------- */
+
+/* Copies libpq's message on one line: its line breaks (and the indent after them) become one
+ * space, its trailing newline goes. */
+static void copy_message(char *dst, size_t cap, const char *msg) {
+  if (!msg || !*msg)
+    msg = "unknown error";
+  size_t n = 0;
+  for (const char *s = msg; *s && n + 1 < cap; s++) {
+    if (*s != '\n' && *s != '\r') {
+      dst[n++] = *s;
+      continue;
+    }
+    while (s[1] == '\n' || s[1] == '\r' || s[1] == '\t' || s[1] == ' ')
+      s++;
+    if (s[1] && n > 0)
+      dst[n++] = ' ';
+  }
+  while (n > 0 && dst[n - 1] == ' ')
+    n--;
+  if (cap > 0)
+    dst[n] = '\0';
+}
+
+static bool lost(const tabq_conn *c) {
+  return PQstatus(c->pg) == CONNECTION_BAD;
+}
+
+/* Reports a failed command on `c` for `what` ("claim statement", "commit", ...): the server's
+ * SQLSTATE and primary message when it sent them, libpq's own message otherwise. A connection
+ * lost without a SQLSTATE reports 08006 (connection failure). */
+static int fail_pg(tabq_conn *c, const PGresult *res, const char *what) {
+  const char *state = res ? PQresultErrorField(res, PG_DIAG_SQLSTATE) : NULL;
+  const char *primary = res ? PQresultErrorField(res, PG_DIAG_MESSAGE_PRIMARY) : NULL;
+  char msg[512];
+  if (primary)
+    snprintf(msg, sizeof msg, "%s", primary);
+  else
+    copy_message(msg, sizeof msg,
+                 res && *PQresultErrorMessage(res) ? PQresultErrorMessage(res)
+                                                   : PQerrorMessage(c->pg));
+  bool gone = lost(c);
+  if (!state && gone)
+    state = "08006";
+  return host()->fail(TABQ_BACKEND, state, 0, "%s: %s%s", what, msg,
+                      gone ? " (the connection is lost)" : "");
+}
+
+/* Server notices (NOTICE, WARNING, and a FATAL that arrives while idle) go to the host's log
+ * instead of libpq's default, stderr. */
+static void on_notice(void *arg, const PGresult *res) {
+  (void)arg;
+  const char *sev = PQresultErrorField(res, PG_DIAG_SEVERITY_NONLOCALIZED);
+  if (!sev)
+    sev = PQresultErrorField(res, PG_DIAG_SEVERITY);
+  const char *primary = PQresultErrorField(res, PG_DIAG_MESSAGE_PRIMARY);
+  char msg[512];
+  copy_message(msg, sizeof msg, primary ? primary : PQresultErrorMessage(res));
+  bool loud = sev && (strcmp(sev, "WARNING") == 0 || strcmp(sev, "FATAL") == 0 ||
+                      strcmp(sev, "PANIC") == 0 || strcmp(sev, "ERROR") == 0);
+  host()->log(loud ? TABQ_LOG_WARN : TABQ_LOG_DEBUG, "postgres: %s: %s", sev ? sev : "NOTICE", msg);
+}
+
+/* ---- URLs --------------------------------------------------------------------------------- */
+
+typedef struct text_out {
+  char *buf;
+  size_t cap, len;
+} text_out;
+
+static void out_put(text_out *o, const char *s, size_t n) {
+  while (n-- > 0 && o->len + 1 < o->cap)
+    o->buf[o->len++] = *s++;
+  o->buf[o->len] = '\0';
+}
+
+static void out_str(text_out *o, const char *s) {
+  out_put(o, s, strlen(s));
+}
+
+/* A key=value conninfo with each password's value replaced. */
+static void redact_conninfo(text_out *o, const char *s) {
+  while (*s) {
+    while (isspace((unsigned char)*s))
+      out_put(o, s++, 1);
+    const char *key = s;
+    while (*s && *s != '=' && !isspace((unsigned char)*s))
+      s++;
+    size_t klen = (size_t)(s - key);
+    out_put(o, key, klen);
+    while (isspace((unsigned char)*s))
+      out_put(o, s++, 1);
+    if (*s != '=')
+      continue;
+    out_put(o, s++, 1);
+    while (isspace((unsigned char)*s))
+      out_put(o, s++, 1);
+    const char *value = s;
+    if (*s == '\'') { /* quoted, with backslash escapes */
+      for (s++; *s && *s != '\''; s++)
+        if (*s == '\\' && s[1])
+          s++;
+      if (*s)
+        s++;
+    } else {
+      while (*s && !isspace((unsigned char)*s))
+        s++;
+    }
+    if (klen == 8 && strncmp(key, "password", 8) == 0)
+      out_str(o, "***");
+    else
+      out_put(o, value, (size_t)(s - value));
+  }
+}
+
+/* A URI with the password of its user info and of its query replaced. */
+static void redact_uri(text_out *o, const char *url, const char *authority) {
+  const char *end = authority + strcspn(authority, "/?#");
+  const char *at = NULL;
+  for (const char *p = authority; p < end; p++)
+    if (*p == '@')
+      at = p;
+  const char *from = url;
+  const char *colon = at ? memchr(authority, ':', (size_t)(at - authority)) : NULL;
+  if (colon) {
+    out_put(o, url, (size_t)(colon + 1 - url));
+    out_str(o, "***");
+    from = at;
+  }
+  const char *query = strchr(end, '?');
+  if (!query) {
+    out_str(o, from);
+    return;
+  }
+  out_put(o, from, (size_t)(query + 1 - from));
+  for (const char *s = query + 1;;) {
+    size_t n = strcspn(s, "&");
+    if (n >= 9 && strncmp(s, "password=", 9) == 0)
+      out_str(o, "password=***");
+    else
+      out_put(o, s, n);
+    if (s[n] != '&')
+      break;
+    out_put(o, "&", 1);
+    s += n + 1;
+  }
+}
+
+/* The URL as messages may show it: without its password. */
+static const char *shown_url(const char *url, char buf[URL_SHOWN]) {
+  text_out o = {buf, URL_SHOWN, 0};
+  buf[0] = '\0';
+  const char *colon = strchr(url, ':');
+  if (colon && strncmp(colon, "://", 3) == 0)
+    redact_uri(&o, url, colon + 3);
+  else if (colon) {
+    out_put(&o, url, (size_t)(colon + 1 - url));
+    redact_conninfo(&o, colon + 1);
+  } else
+    redact_conninfo(&o, url);
+  return buf;
+}
+
+/* What libpq parses: the whole URI, or the conninfo after "postgres:". NULL for other schemes. */
+static const char *conninfo_of(const char *url) {
+  static const char *const schemes[] = {"postgresql:", "postgres:"};
+  for (size_t i = 0; i < 2; i++) {
+    size_t n = strlen(schemes[i]);
+    if (strncmp(url, schemes[i], n) == 0)
+      return strncmp(url + n, "//", 2) == 0 ? url : url + n;
+  }
+  return NULL;
+}
+
+/* ---- Connections -------------------------------------------------------------------------- */
+
+static int pg_connect(const char *url, tabq_conn **out) {
+  *out = NULL;
+  char shown[URL_SHOWN];
+  const char *conninfo = url ? conninfo_of(url) : NULL;
+  if (!conninfo)
+    return host()->fail(TABQ_INVALID, NULL, 0, "not a postgres URL: %s",
+                        url ? shown_url(url, shown) : "(null)");
+  if (!PQisthreadsafe())
+    return host()->fail(TABQ_BACKEND, NULL, 0, "libpq was built without thread support");
+  /* Keywords after dbname override what its expansion sets; those before it only fill gaps. */
+  const char *const keys[] = {"fallback_application_name", "dbname", "client_encoding", NULL};
+  const char *const values[] = {"tabq", conninfo, "UTF8", NULL};
+  PGconn *pg = PQconnectdbParams(keys, values, 1);
+  if (!pg)
+    return host()->fail(TABQ_NOMEM, NULL, 0, "no memory to connect to %s", shown_url(url, shown));
+  if (PQstatus(pg) != CONNECTION_OK) {
+    char msg[1024];
+    copy_message(msg, sizeof msg, PQerrorMessage(pg));
+    PQfinish(pg);
+    return host()->fail(TABQ_BACKEND, NULL, 0, "cannot connect to %s: %s", shown_url(url, shown),
+                        msg);
+  }
+  const char *idt = PQparameterStatus(pg, "integer_datetimes");
+  if (idt && strcmp(idt, "on") != 0) { /* servers before 10 could be built so */
+    PQfinish(pg);
+    return host()->fail(TABQ_SERVER_TOO_OLD, NULL, 0,
+                        "the server at %s keeps timestamps as floating point "
+                        "(integer_datetimes off), which the postgres driver cannot read",
+                        shown_url(url, shown));
+  }
+  tabq_conn *c = host()->alloc(sizeof *c);
+  if (!c) {
+    PQfinish(pg);
+    return host()->fail(TABQ_NOMEM, NULL, 0, "no memory for a postgres connection");
+  }
+  memset(c, 0, sizeof *c);
+  c->pg = pg;
+  PQsetNoticeReceiver(pg, on_notice, NULL);
+  host()->log(TABQ_LOG_DEBUG, "postgres: connected to %s (server %s, backend pid %d)",
+              shown_url(url, shown), PQparameterStatus(pg, "server_version"), PQbackendPID(pg));
+  *out = c;
+  return TABQ_OK;
+}
+
+static void free_prepared(tabq_prepared *p);
+
+/* The server drops the connection's prepared statements with the session. */
+static void pg_close(tabq_conn *c) {
+  if (!c)
+    return;
+  while (c->stmts) {
+    tabq_prepared *p = c->stmts;
+    c->stmts = p->next;
+    free_prepared(p);
+  }
+  PQfinish(c->pg);
+  host()->free(c);
+}
+
+/* Checks a command's result: OK for a command or rows, else the failure reported for `what`. */
+static int check_result(tabq_conn *c, PGresult *res, const char *what) {
+  switch (PQresultStatus(res)) {
+  case PGRES_COMMAND_OK:
+  case PGRES_TUPLES_OK:
+  case PGRES_EMPTY_QUERY:
+    return TABQ_OK;
+  case PGRES_COPY_IN:
+  case PGRES_COPY_OUT:
+  case PGRES_COPY_BOTH:
+    /* The connection now waits for COPY data the driver never sends or reads. */
+    c->broken = true;
+    return host()->fail(TABQ_INVALID, NULL, 0,
+                        "%s: COPY is not supported; the connection is "
+                        "given up",
+                        what);
+  default:
+    return fail_pg(c, res, what);
+  }
+}
+
+/* Runs SQL text; `what` names it in messages. */
+static int run_sql(tabq_conn *c, const char *sql, const char *what) {
+  PGresult *res = PQexec(c->pg, sql);
+  int code = check_result(c, res, what);
+  PQclear(res);
+  return code;
+}
+
+static int pg_exec(tabq_conn *c, const char *sql) {
+  if (!sql)
+    return host()->fail(TABQ_INVALID, NULL, 0, "exec: no SQL");
+  return run_sql(c, sql, "exec");
+}
+
+/* ---- Prepared statements ------------------------------------------------------------------ */
+
+static void free_prepared(tabq_prepared *p) {
+  PQclear(p->res);
+  for (unsigned i = 0; p->slots && i < p->nparams; i++)
+    tabq_pg_slot_free(&p->slots[i]);
+  void *parts[] = {p->param_types, p->col_types, p->values, p->lengths,
+                   p->formats,     p->slots,     p->scratch};
+  for (size_t i = 0; i < sizeof parts / sizeof parts[0]; i++)
+    if (parts[i])
+      host()->free(parts[i]);
+  host()->free(p);
+}
+
+/* An array of n items of `size` bytes, zeroed; NULL only when n > 0 and memory ran out. */
+static void *zeroed(size_t n, size_t size, bool *ok) {
+  if (n == 0)
+    return NULL;
+  void *a = host()->alloc(n * size);
+  if (a)
+    memset(a, 0, n * size);
+  else
+    *ok = false;
+  return a;
+}
+
+/* The statement object, with room for `np` parameters and `nf` columns. */
+static tabq_prepared *new_prepared(tabq_conn *c, unsigned np, unsigned nf) {
+  tabq_prepared *p = host()->alloc(sizeof *p);
+  if (!p)
+    return NULL;
+  memset(p, 0, sizeof *p);
+  bool ok = true;
+  p->conn = c;
+  p->nparams = np;
+  p->ncols = nf;
+  p->param_types = zeroed(np, sizeof *p->param_types, &ok);
+  p->values = zeroed(np, sizeof *p->values, &ok);
+  p->lengths = zeroed(np, sizeof *p->lengths, &ok);
+  p->formats = zeroed(np, sizeof *p->formats, &ok);
+  p->slots = zeroed(np, sizeof *p->slots, &ok);
+  p->col_types = zeroed(nf, sizeof *p->col_types, &ok);
+  p->scratch = zeroed(nf, sizeof *p->scratch, &ok);
+  if (!ok) {
+    p->nparams = 0; /* no slot holds memory yet */
+    free_prepared(p);
+    return NULL;
+  }
+  for (unsigned i = 0; i < np; i++)
+    p->formats[i] = 1;
+  return p;
+}
+
+/* Drops a statement on the server, where a command can still run; otherwise it stays until the
+ * session ends (a failed transaction refuses every command but ROLLBACK). */
+static void deallocate(tabq_conn *c, const char *server_name) {
+  if (lost(c) || c->broken || PQtransactionStatus(c->pg) == PQTRANS_INERROR)
+    return;
+  char sql[48];
+  snprintf(sql, sizeof sql, "DEALLOCATE %s", server_name);
+  PQclear(PQexec(c->pg, sql));
+}
+
+/* A statement naming what the database lacks fails with TABQ_SCHEMA: an undefined table,
+ * column, schema or function (hashtextextended before PostgreSQL 11). */
+static int fail_prepare(tabq_conn *c, const PGresult *res, const char *name) {
+  static const char *const schema_states[] = {"42P01", "42703", "3F000", "42883"};
+  const char *state = PQresultErrorField(res, PG_DIAG_SQLSTATE);
+  const char *primary = PQresultErrorField(res, PG_DIAG_MESSAGE_PRIMARY);
+  for (size_t i = 0; state && primary && i < 4; i++)
+    if (strcmp(state, schema_states[i]) == 0)
+      return host()->fail(TABQ_SCHEMA, state, 0, "%s statement: %s", name, primary);
+  char what[48];
+  snprintf(what, sizeof what, "%s statement", name);
+  return fail_pg(c, res, what);
+}
+
+/* Learns the types the server gave the parameters and the columns, and builds the object. */
+static int describe(tabq_conn *c, const char *server_name, unsigned nparams, const char *name,
+                    tabq_prepared **out) {
+  PGresult *res = PQdescribePrepared(c->pg, server_name);
+  if (PQresultStatus(res) != PGRES_COMMAND_OK) {
+    int code = fail_prepare(c, res, name);
+    PQclear(res);
+    return code;
+  }
+  int np = PQnparams(res), nf = PQnfields(res);
+  if (np < 0 || (unsigned)np != nparams) {
+    PQclear(res);
+    /* An unbound placeholder would fail at every execute; a missing one would drop a value. */
+    return host()->fail(TABQ_INVALID, NULL, 0, "%s statement has %d placeholders, not %u", name, np,
+                        nparams);
+  }
+  tabq_prepared *p = new_prepared(c, (unsigned)np, nf > 0 ? (unsigned)nf : 0);
+  if (!p) {
+    PQclear(res);
+    return host()->fail(TABQ_NOMEM, NULL, 0, "no memory for the %s statement", name);
+  }
+  for (int i = 0; i < np; i++)
+    p->param_types[i] = PQparamtype(res, i);
+  for (int i = 0; i < nf; i++)
+    p->col_types[i] = PQftype(res, i);
+  PQclear(res);
+  *out = p;
+  return TABQ_OK;
+}
+
+static int pg_prepare(tabq_conn *c, const char *sql, unsigned nparams, const char *name,
+                      tabq_prepared **out) {
+  *out = NULL;
+  name = name ? name : "sql";
+  if (!sql)
+    return host()->fail(TABQ_INVALID, NULL, 0, "%s statement: no SQL", name);
+  char server_name[24];
+  snprintf(server_name, sizeof server_name, "tabq_%" PRIu64, ++c->stmt_seq);
+  /* No parameter types: the server infers each from where its placeholder stands. */
+  PGresult *res = PQprepare(c->pg, server_name, sql, 0, NULL);
+  if (PQresultStatus(res) != PGRES_COMMAND_OK) {
+    int code = fail_prepare(c, res, name);
+    PQclear(res);
+    return code;
+  }
+  PQclear(res);
+  tabq_prepared *p = NULL;
+  int code = describe(c, server_name, nparams, name, &p);
+  if (code != TABQ_OK) {
+    deallocate(c, server_name);
+    return code;
+  }
+  snprintf(p->server_name, sizeof p->server_name, "%s", server_name);
+  snprintf(p->name, sizeof p->name, "%s", name);
+  p->next = c->stmts;
+  if (c->stmts)
+    c->stmts->prev = p;
+  c->stmts = p;
+  *out = p;
+  return TABQ_OK;
+}
+
+static void end_execution(tabq_prepared *p) {
+  PQclear(p->res);
+  p->res = NULL;
+  p->on_row = false;
+}
+
+static uint64_t parse_count(const char *s) {
+  uint64_t n = 0;
+  for (; s && *s >= '0' && *s <= '9'; s++)
+    n = n * 10 + (uint64_t)(*s - '0');
+  return n;
+}
+
+static int pg_execute(tabq_prepared *p, const tabq_value *params, unsigned n) {
+  end_execution(p);
+  p->changes = 0;
+  if (n != p->nparams)
+    return host()->fail(TABQ_INVALID, NULL, 0, "%s statement takes %u parameters, not %u", p->name,
+                        p->nparams, n);
+  if (n > 0 && !params)
+    return host()->fail(TABQ_INVALID, NULL, 0, "%s statement: no parameters", p->name);
+  for (unsigned i = 0; i < n; i++) {
+    int code = tabq_pg_encode(&params[i], p->param_types[i], &p->slots[i], &p->values[i],
+                              &p->lengths[i], p->name, i + 1);
+    if (code != TABQ_OK)
+      return code;
+  }
+  PGresult *res =
+      PQexecPrepared(p->conn->pg, p->server_name, (int)n, p->values, p->lengths, p->formats, 1);
+  char what[48];
+  snprintf(what, sizeof what, "%s statement", p->name);
+  int code = check_result(p->conn, res, what);
+  if (code != TABQ_OK) {
+    PQclear(res);
+    return code;
+  }
+  p->res = res;
+  p->row = -1;
+  p->changes = parse_count(PQcmdTuples(res));
+  return TABQ_OK;
+}
+
+static int pg_next(tabq_prepared *p, bool *row) {
+  *row = p->on_row = false;
+  if (p->res && p->row + 1 < PQntuples(p->res)) {
+    p->row++;
+    *row = p->on_row = true;
+  }
+  return TABQ_OK;
+}
+
+static int pg_cell(tabq_prepared *p, unsigned col, tabq_value *out) {
+  if (!p->on_row)
+    return host()->fail(TABQ_INVALID, NULL, 0, "%s statement: no current row", p->name);
+  if (col >= p->ncols || (int)col >= PQnfields(p->res))
+    return host()->fail(TABQ_INVALID, NULL, 0, "%s statement: no column %u", p->name, col);
+  int r = p->row, f = (int)col;
+  const char *data = PQgetisnull(p->res, r, f) ? NULL : PQgetvalue(p->res, r, f);
+  return tabq_pg_decode(data, PQgetlength(p->res, r, f), p->col_types[col], p->scratch[col], out,
+                        p->name, col);
+}
+
+/* Rows the last execution changed or returned (its command tag's count). */
+static uint64_t pg_affected(tabq_prepared *p) {
+  return p->changes;
+}
+
+static void pg_reset(tabq_prepared *p) {
+  end_execution(p);
+}
+
+static void pg_finalize(tabq_prepared *p) {
+  if (!p)
+    return;
+  tabq_conn *c = p->conn;
+  end_execution(p);
+  deallocate(c, p->server_name);
+  if (p->prev)
+    p->prev->next = p->next;
+  else
+    c->stmts = p->next;
+  if (p->next)
+    p->next->prev = p->prev;
+  free_prepared(p);
+}
+
+/* ---- Transactions ------------------------------------------------------------------------- */
+
+static int pg_begin(tabq_conn *c, const char *begin_sql) {
+  /* The server would only warn, and the caller would take the open transaction for its own. */
+  if (PQtransactionStatus(c->pg) == PQTRANS_INTRANS ||
+      PQtransactionStatus(c->pg) == PQTRANS_INERROR)
+    return host()->fail(TABQ_INVALID, NULL, 0, "begin: a transaction is already open");
+  return run_sql(c, begin_sql ? begin_sql : "BEGIN", "begin");
+}
+
+static int pg_commit(tabq_conn *c) {
+  PGresult *res = PQexec(c->pg, "COMMIT");
+  int code = check_result(c, res, "commit");
+  /* COMMIT of a failed transaction succeeds as a command and rolls back: say so. */
+  if (code == TABQ_OK && strcmp(PQcmdStatus(res), "ROLLBACK") == 0)
+    code = host()->fail(TABQ_BACKEND, "25P02", 0,
+                        "commit: the transaction had failed, so the server rolled it back");
+  PQclear(res);
+  return code;
+}
+
+static int pg_rollback(tabq_conn *c) {
+  if (PQtransactionStatus(c->pg) == PQTRANS_IDLE)
+    return TABQ_OK; /* nothing open: no round trip, and no server warning */
+  return run_sql(c, "ROLLBACK", "rollback");
+}
+
+/* ---- The rest ----------------------------------------------------------------------------- */
+
+static int pg_server_version(tabq_conn *c, char *text, size_t cap, uint32_t *number) {
+  int v = PQserverVersion(c->pg);
+  if (v <= 0)
+    return fail_pg(c, NULL, "server version");
+  const char *shown = PQparameterStatus(c->pg, "server_version");
+  if (text && cap > 0)
+    snprintf(text, cap, "%s", shown ? shown : "");
+  if (number)
+    *number = (uint32_t)v;
+  return TABQ_OK;
+}
+
+/* An idle connection learns that the server went away (terminated, restarted) only by reading:
+ * a look at the socket that never blocks, then reading what arrived, tells without a round trip.
+ * A few rounds, since the server's farewell message and the end of the stream may come apart. */
+static bool pg_alive(tabq_conn *c) {
+  if (!c || c->broken || lost(c))
+    return false;
+  PGTransactionStatusType ts = PQtransactionStatus(c->pg);
+  for (int round = 0; round < 3 && (ts == PQTRANS_IDLE || ts == PQTRANS_INTRANS); round++) {
+    struct pollfd pfd = {.fd = PQsocket(c->pg), .events = POLLIN};
+    if (pfd.fd < 0 || poll(&pfd, 1, 0) <= 0)
+      break;
+    if (!PQconsumeInput(c->pg))
+      break;
+    (void)PQisBusy(c->pg); /* parses what came, leaving notifications queued */
+  }
+  return !lost(c);
+}
+
+static int pg_listen(tabq_conn *c, const char *channel) {
+  if (!channel)
+    return host()->fail(TABQ_INVALID, NULL, 0, "listen: no channel");
+  size_t n = strlen(channel);
+  char *sql = host()->alloc(2 * n + 16);
+  if (!sql)
+    return host()->fail(TABQ_NOMEM, NULL, 0, "listen: no memory");
+  char *w = sql + sprintf(sql, "LISTEN \"");
+  for (const char *s = channel; *s; s++) {
+    *w++ = *s;
+    if (*s == '"')
+      *w++ = '"';
+  }
+  memcpy(w, "\"", 2);
+  int code = run_sql(c, sql, "listen");
+  host()->free(sql);
+  return code;
+}
+
+/* Copies `src` into `dst` (cap bytes), cut at a character boundary when it is too long. */
+static void copy_cut(char *dst, size_t cap, const char *src) {
+  if (!dst || cap == 0)
+    return;
+  size_t n = strlen(src);
+  if (n >= cap) {
+    n = cap - 1;
+    while (n > 0 && ((unsigned char)src[n] & 0xc0) == 0x80)
+      n--;
+  }
+  memcpy(dst, src, n);
+  dst[n] = '\0';
+}
+
+static bool take_notify(tabq_conn *c, char *channel, size_t channel_cap, char *payload,
+                        size_t payload_cap) {
+  PGnotify *n = PQnotifies(c->pg);
+  if (!n)
+    return false;
+  copy_cut(channel, channel_cap, n->relname);
+  copy_cut(payload, payload_cap, n->extra ? n->extra : "");
+  PQfreemem(n);
+  return true;
+}
+
+static int64_t now_ms(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+/* Notifications that came with earlier results are queued in libpq: those first. A negative
+ * timeout waits no time. */
+static int pg_wait_notify(tabq_conn *c, int timeout_ms, char *channel, size_t channel_cap,
+                          char *payload, size_t payload_cap, bool *got) {
+  *got = false;
+  if (take_notify(c, channel, channel_cap, payload, payload_cap)) {
+    *got = true;
+    return TABQ_OK;
+  }
+  int64_t deadline = now_ms() + (timeout_ms > 0 ? timeout_ms : 0);
+  for (;;) {
+    struct pollfd pfd = {.fd = PQsocket(c->pg), .events = POLLIN};
+    if (pfd.fd < 0 || lost(c))
+      return fail_pg(c, NULL, "wait_notify");
+    int64_t left = deadline - now_ms();
+    int rc = poll(&pfd, 1, left > 0 ? (int)left : 0);
+    if (rc < 0 && errno == EINTR)
+      continue;
+    if (rc < 0)
+      return host()->fail(TABQ_IO, NULL, errno, "wait_notify: poll: %s", strerror(errno));
+    if (rc == 0)
+      return TABQ_OK;
+    if (!PQconsumeInput(c->pg))
+      return fail_pg(c, NULL, "wait_notify");
+    if (take_notify(c, channel, channel_cap, payload, payload_cap)) {
+      *got = true;
+      return TABQ_OK;
+    }
+    if (lost(c))
+      return fail_pg(c, NULL, "wait_notify");
+    if (left <= 0)
+      return TABQ_OK;
+  }
+}
+
+const tabq_driver_v1 tabq_pg_driver = {
+    .size = sizeof(tabq_driver_v1),
+    .version = 1,
+    .connect = pg_connect,
+    .close = pg_close,
+    .exec = pg_exec,
+    .prepare = pg_prepare,
+    .execute = pg_execute,
+    .next = pg_next,
+    .cell = pg_cell,
+    .affected = pg_affected,
+    .reset = pg_reset,
+    .finalize = pg_finalize,
+    .begin = pg_begin,
+    .commit = pg_commit,
+    .rollback = pg_rollback,
+    .server_version = pg_server_version,
+    .alive = pg_alive,
+    .listen = pg_listen,
+    .wait_notify = pg_wait_notify,
+};

@@ -1,0 +1,21 @@
+/* tabq — the PostgreSQL dialect's internal declarations, shared by its files and its tests. */
+#ifndef TABQ_POSTGRES_PLUGIN_H
+#define TABQ_POSTGRES_PLUGIN_H
+
+#include <tabq/dialect.h>
+
+/* The host services the core handed the entry function (set once, read everywhere). */
+const tabq_host *tabq_pg_host(void);
+void tabq_pg_set_host(const tabq_host *host);
+
+extern const tabq_driver_v1 tabq_pg_driver;      /* driver.c */
+extern const tabq_dialect_v1 tabq_pg_dialect;    /* statements.c */
+extern const tabq_rowlock_v1 tabq_pg_rowlock;    /* statements.c */
+extern const tabq_lease_v1 tabq_pg_lease;        /* statements.c */
+extern const tabq_advisory_v1 tabq_pg_advisory;  /* statements.c */
+
+/* Version floors (server_version_num). */
+#define TABQ_PG_SKIP_LOCKED_FLOOR 90500 /* FOR UPDATE SKIP LOCKED */
+#define TABQ_PG_HASH_FLOOR 110000       /* hashtextextended: advisory and FIFO claims */
+
+#endif
