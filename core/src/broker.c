@@ -49,7 +49,8 @@ int tabq_connect(const char *url, const tabq_broker_options *o, tabq_broker **ou
   b->poll_interval_ms = o && o->poll_interval_ms ? o->poll_interval_ms : DEFAULT_POLL_INTERVAL_MS;
   b->lease_s = o && o->lease_s ? o->lease_s : DEFAULT_LEASE_S;
   unsigned size = o && o->pool_size ? o->pool_size : DEFAULT_POOL_SIZE;
-  unsigned timeout = o && o->acquire_timeout_ms ? o->acquire_timeout_ms : DEFAULT_ACQUIRE_TIMEOUT_MS;
+  unsigned timeout =
+      o && o->acquire_timeout_ms ? o->acquire_timeout_ms : DEFAULT_ACQUIRE_TIMEOUT_MS;
   tabq_registry_init(&b->stmts);
   pthread_mutex_init(&b->mu, NULL);
   if ((rc = tabq_pool_init(&b->pool, b->drv, url, size, timeout, err))) {
@@ -168,8 +169,12 @@ void tabq_close(tabq_broker *b) {
   free(b);
 }
 
-const char *tabq_dialect_name(const tabq_broker *b) { return b->plugin.plugin->name; }
-const char *tabq_dialect_path(const tabq_broker *b) { return b->plugin.path; }
+const char *tabq_dialect_name(const tabq_broker *b) {
+  return b->plugin.plugin->name;
+}
+const char *tabq_dialect_path(const tabq_broker *b) {
+  return b->plugin.path;
+}
 
 int tabq_buf_reserve(tabq_buf *b, size_t n) {
   if (n <= b->cap)

@@ -61,9 +61,13 @@ int64_t tabq_delivery_id(const tabq_delivery *d) {
   return d->id.type == TABQ_T_INT ? d->id.u.i : 0;
 }
 
-tabq_value tabq_delivery_id_value(const tabq_delivery *d) { return d->id; }
+tabq_value tabq_delivery_id_value(const tabq_delivery *d) {
+  return d->id;
+}
 
-long tabq_delivery_attempt(const tabq_delivery *d) { return d->attempt; }
+long tabq_delivery_attempt(const tabq_delivery *d) {
+  return d->attempt;
+}
 
 static const char *text_cell(const tabq_delivery *d, int col) {
   if (col < 0 || !has_buffer(d->cells[col].type))

@@ -56,11 +56,11 @@ struct tabq_delivery {
   pthread_mutex_t mu; /* orders a settlement against the lease extender */
   bool in_work;       /* claimed and not yet settled */
   bool settled;
-  bool lease_lost; /* an extension found the token gone */
-  bool closed;     /* advisory: shutdown released its lock; settling fails with CLOSED */
+  bool lease_lost;  /* an extension found the token gone */
+  bool closed;      /* advisory: shutdown released its lock; settling fails with CLOSED */
   tabq_pconn *conn; /* row lock and advisory forms: the connection the delivery holds */
   tabq_buf key;     /* advisory: the rendered lock key */
-  int64_t token; /* lease form: the expiry this delivery holds */
+  int64_t token;    /* lease form: the expiry this delivery holds */
   tabq_value id;
   long attempt;
   tabq_value *cells; /* the projection's values, pointing into `row` */
@@ -163,16 +163,16 @@ void tabq_lease_extender_stop(tabq_subscription *s);
 
 /* form_rowlock.c */
 int tabq_rowlock_open(tabq_subscription *s, tabq_error *err);
-int tabq_rowlock_claim(tabq_subscription *s, tabq_delivery **slots, unsigned limit,
-                       unsigned *got, tabq_error *err);
+int tabq_rowlock_claim(tabq_subscription *s, tabq_delivery **slots, unsigned limit, unsigned *got,
+                       tabq_error *err);
 
 /* The FIFO guard: *held is true when the claim's transaction now holds the group. */
 int tabq_guard_group(tabq_subscription *s, tabq_pconn *c, bool *held, tabq_error *err);
 
 /* form_advisory.c */
 int tabq_advisory_open(tabq_subscription *s, tabq_error *err);
-int tabq_advisory_claim(tabq_subscription *s, tabq_delivery **slots, unsigned limit,
-                        unsigned *got, tabq_error *err);
+int tabq_advisory_claim(tabq_subscription *s, tabq_delivery **slots, unsigned limit, unsigned *got,
+                        tabq_error *err);
 /* Releases the delivery's key on its connection and gives the connection back (or closes it
  * when the release is not confirmed). Returns true when the release was confirmed. */
 bool tabq_advisory_release(tabq_delivery *d);

@@ -50,8 +50,8 @@ static void set_place(tabq_error *e, const char *table, const char *statement) {
   snprintf(e->statement, sizeof e->statement, "%s", statement ? statement : "");
 }
 
-int tabq_err_set(tabq_error *e, int code, const char *table, const char *statement,
-                 const char *fmt, ...) {
+int tabq_err_set(tabq_error *e, int code, const char *table, const char *statement, const char *fmt,
+                 ...) {
   if (!e)
     return code;
   e->code = (tabq_code)code;

@@ -9,8 +9,8 @@
 
 void tabq_err_clear(tabq_error *e);
 /* Fills `e` (when not NULL) and returns `code`. `table` and `statement` may be NULL. */
-int tabq_err_set(tabq_error *e, int code, const char *table, const char *statement,
-                 const char *fmt, ...) TABQ_PRINTF_(5, 6);
+int tabq_err_set(tabq_error *e, int code, const char *table, const char *statement, const char *fmt,
+                 ...) TABQ_PRINTF_(5, 6);
 /* Fills `e` with what the plugin reported through host->fail on this thread, for a member that
  * returned `code`, and returns `code`. */
 int tabq_err_from_plugin(tabq_error *e, int code, const char *table, const char *statement);

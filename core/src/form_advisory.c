@@ -23,15 +23,16 @@ int tabq_advisory_open(tabq_subscription *s, tabq_error *err) {
                         "table %s: this tabq does not yet keep advisory keys in the process, which "
                         "the %s dialect needs",
                         s->t->name, b->plugin.plugin->name);
-  tabq_build build = {.table = s->t, .form = s->form, .server_version = s->server_version,
+  tabq_build build = {.table = s->t,
+                      .form = s->form,
+                      .server_version = s->server_version,
                       .server_version_text = s->server_version_text};
   int rc = tabq_stmt_build(&b->stmts, b->host, adv->candidates, &build, "candidates",
                            &s->st[SQ_CANDIDATES], err);
   if (!rc)
     rc = tabq_stmt_build(&b->stmts, b->host, adv->lock, &build, "lock", &s->st[SQ_LOCK], err);
   if (!rc)
-    rc = tabq_stmt_build(&b->stmts, b->host, adv->unlock, &build, "unlock", &s->st[SQ_UNLOCK],
-                         err);
+    rc = tabq_stmt_build(&b->stmts, b->host, adv->unlock, &build, "unlock", &s->st[SQ_UNLOCK], err);
   if (!rc)
     rc = tabq_stmt_build(&b->stmts, b->host, adv->take, &build, "take", &s->st[SQ_TAKE], err);
   /* Room for the rows in work here (still due) and one claim's worth past them. */
@@ -46,8 +47,8 @@ int tabq_advisory_open(tabq_subscription *s, tabq_error *err) {
 }
 
 /* Runs a one-cell statement (lock or unlock) and reads its answer as a truth value. */
-static int ask(tabq_subscription *s, tabq_pconn *c, unsigned stmt, const tabq_value *key,
-               bool *yes, tabq_error *err) {
+static int ask(tabq_subscription *s, tabq_pconn *c, unsigned stmt, const tabq_value *key, bool *yes,
+               tabq_error *err) {
   tabq_broker *b = s->b;
   tabq_bind v = {.key = *key};
   tabq_prepared *p = NULL;
@@ -66,7 +67,6 @@ static int ask(tabq_subscription *s, tabq_pconn *c, unsigned stmt, const tabq_va
   *yes = row && answer.type == TABQ_T_INT && answer.u.i != 0;
   return TABQ_OK;
 }
-
 
 /* Reads the candidates into the subscription's scratch space (copied: the next statement on the
  * connection ends the driver's buffers). */
@@ -145,8 +145,8 @@ static int take(tabq_subscription *s, tabq_pconn *c, const candidate *k, tabq_de
   return rc;
 }
 
-int tabq_advisory_claim(tabq_subscription *s, tabq_delivery **slots, unsigned limit,
-                        unsigned *got, tabq_error *err) {
+int tabq_advisory_claim(tabq_subscription *s, tabq_delivery **slots, unsigned limit, unsigned *got,
+                        tabq_error *err) {
   tabq_broker *b = s->b;
   *got = 0;
   tabq_pconn *c;
@@ -163,7 +163,8 @@ int tabq_advisory_claim(tabq_subscription *s, tabq_delivery **slots, unsigned li
       break;
     bool locked = false, taken = false;
     if ((rc = ask(s, c, s->st[SQ_LOCK], &key, &locked, err)) || !locked)
-      continue; /* held elsewhere (or failed): pass it over */ /* held elsewhere (or failed): pass it over */
+      continue; /* held elsewhere (or failed): pass it over */ /* held elsewhere (or failed): pass
+                                                                  it over */
     if (!(rc = take(s, c, k, slots[*got], &taken, err)) && taken) {
       (*got)++;
       c = NULL; /* the delivery holds it now */

@@ -12,14 +12,14 @@ int tabq_lease_open(tabq_subscription *s, tabq_error *err) {
   const tabq_lease_v1 *lease = b->plugin.plugin->lease;
   tabq_build build = {.table = s->t, .form = s->form, .dead_letter_table = s->dead_letter_table};
   s->claim_flags = lease->flags;
-  int rc = tabq_stmt_build(&b->stmts, b->host, lease->claim, &build, "claim", &s->st[SQ_CLAIM],
-                           err);
+  int rc =
+      tabq_stmt_build(&b->stmts, b->host, lease->claim, &build, "claim", &s->st[SQ_CLAIM], err);
   if (!rc)
     rc = tabq_stmt_build(&b->stmts, b->host, lease->extend, &build, "extend", &s->st[SQ_EXTEND],
                          err);
   if (!rc)
-    rc = tabq_stmt_build(&b->stmts, b->host, lease->release, &build, "release",
-                         &s->st[SQ_RELEASE], err);
+    rc = tabq_stmt_build(&b->stmts, b->host, lease->release, &build, "release", &s->st[SQ_RELEASE],
+                         err);
   if (!rc && s->t->fifo && b->plugin.plugin->dialect->fifo_guard)
     rc = tabq_stmt_build(&b->stmts, b->host, b->plugin.plugin->dialect->fifo_guard, &build,
                          "fifo_guard", &s->st[SQ_GUARD], err);
@@ -113,8 +113,8 @@ static void extend_all(tabq_subscription *s) {
                   "claim may own it",
                   s->t->name);
       } else {
-        tabq_logf(&b->log, TABQ_LOG_WARN, "table %s: lease extension failed (%s): %s",
-                  s->t->name, tabq_code_name(err.code), err.message);
+        tabq_logf(&b->log, TABQ_LOG_WARN, "table %s: lease extension failed (%s): %s", s->t->name,
+                  tabq_code_name(err.code), err.message);
       }
     }
     pthread_mutex_unlock(&d->mu);

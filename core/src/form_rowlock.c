@@ -10,10 +10,12 @@
 int tabq_rowlock_open(tabq_subscription *s, tabq_error *err) {
   tabq_broker *b = s->b;
   const tabq_plugin *p = b->plugin.plugin;
-  tabq_build build = {.table = s->t, .form = s->form, .server_version = s->server_version,
+  tabq_build build = {.table = s->t,
+                      .form = s->form,
+                      .server_version = s->server_version,
                       .server_version_text = s->server_version_text};
-  int rc = tabq_stmt_build(&b->stmts, b->host, p->rowlock->claim, &build, "claim",
-                           &s->st[SQ_CLAIM], err);
+  int rc = tabq_stmt_build(&b->stmts, b->host, p->rowlock->claim, &build, "claim", &s->st[SQ_CLAIM],
+                           err);
   if (!rc && s->t->fifo) {
     if (!p->dialect->fifo_guard)
       return tabq_err_set(err, TABQ_DIALECT, s->t->name, "fifo_guard",
@@ -48,8 +50,8 @@ int tabq_guard_group(tabq_subscription *s, tabq_pconn *c, bool *held, tabq_error
   return TABQ_OK;
 }
 
-int tabq_rowlock_claim(tabq_subscription *s, tabq_delivery **slots, unsigned limit,
-                       unsigned *got, tabq_error *err) {
+int tabq_rowlock_claim(tabq_subscription *s, tabq_delivery **slots, unsigned limit, unsigned *got,
+                       tabq_error *err) {
   tabq_broker *b = s->b;
   *got = 0;
   tabq_pconn *c;

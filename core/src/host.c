@@ -31,4 +31,6 @@ static const tabq_host services = {
     .log = host_log,
 };
 
-const tabq_host *tabq_host_services(void) { return &services; }
+const tabq_host *tabq_host_services(void) {
+  return &services;
+}

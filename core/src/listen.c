@@ -99,8 +99,8 @@ static void *listener_main(void *arg) {
       wake_all(b);
     char channel[TABQ_CHANNEL_CAP], payload[256];
     bool got = false;
-    int rc = b->drv->wait_notify(c->conn, WAIT_MS, channel, sizeof channel, payload,
-                                 sizeof payload, &got);
+    int rc = b->drv->wait_notify(c->conn, WAIT_MS, channel, sizeof channel, payload, sizeof payload,
+                                 &got);
     if (!rc && got)
       wake_named(b, channel, payload);
     pthread_mutex_lock(&l->mu);

@@ -20,7 +20,7 @@ typedef struct tabq_listener {
   bool stop;
   char channels[TABQ_MAX_CHANNELS][TABQ_CHANNEL_CAP];
   unsigned nchannels;
-  unsigned nlistened; /* channels[0, nlistened) are listened to on the current connection */
+  unsigned nlistened;  /* channels[0, nlistened) are listened to on the current connection */
   unsigned generation; /* connections made so far */
   tabq_pconn *conn;
 } tabq_listener;

@@ -61,11 +61,11 @@ static int refuse(tabq_error *err, const char *fmt_path, const char *path, const
 }
 
 /* Each interface's required members, checked by name so the refusal can name the one missing. */
-#define REQUIRE(vt, iface, member)                                                                \
-  do {                                                                                            \
-    if (!(vt)->member)                                                                            \
-      return refuse(err, "plugin %s: interface %s lacks the required member '" #member "'",     \
-                    path, iface);                                                                 \
+#define REQUIRE(vt, iface, member)                                                                 \
+  do {                                                                                             \
+    if (!(vt)->member)                                                                             \
+      return refuse(err, "plugin %s: interface %s lacks the required member '" #member "'", path,  \
+                    iface);                                                                        \
   } while (0)
 
 static int check_header(const char *path, const char *iface, uint32_t size, uint32_t min_size,
@@ -105,8 +105,8 @@ static int check_interfaces(const char *path, const tabq_plugin *p, tabq_error *
   const tabq_dialect_v1 *dl = p->dialect;
   if (!dl)
     return refuse(err, "plugin %s: %s", path, "the descriptor has no Dialect interface");
-  int rc = check_header(path, "Dialect", dl->size, (uint32_t)sizeof(tabq_dialect_v1),
-                        dl->version, err);
+  int rc =
+      check_header(path, "Dialect", dl->size, (uint32_t)sizeof(tabq_dialect_v1), dl->version, err);
   if (rc)
     return rc;
   REQUIRE(dl, "Dialect", check);
@@ -126,8 +126,8 @@ static int check_interfaces(const char *path, const tabq_plugin *p, tabq_error *
     REQUIRE(p->rowlock, "RowLock", claim);
   }
   if (p->lease) {
-    if ((rc = check_header(path, "Lease", p->lease->size, sizeof(tabq_lease_v1),
-                           p->lease->version, err)))
+    if ((rc = check_header(path, "Lease", p->lease->size, sizeof(tabq_lease_v1), p->lease->version,
+                           err)))
       return rc;
     REQUIRE(p->lease, "Lease", claim);
     REQUIRE(p->lease, "Lease", extend);

@@ -80,7 +80,9 @@ static void wake_readers(tabq_broker *b, const tabq_table *t, const char *group)
   pthread_mutex_unlock(&b->mu);
 }
 
-static tabq_value text_or_null(const char *s) { return s ? tabq_text(s, strlen(s)) : tabq_null(); }
+static tabq_value text_or_null(const char *s) {
+  return s ? tabq_text(s, strlen(s)) : tabq_null();
+}
 
 /* NOTIFY the row just written, on the connection that wrote it; a failure only warns. */
 static void announce(tabq_broker *b, const tabq_table *t, tabq_publisher *p, tabq_pconn *c,
@@ -99,8 +101,9 @@ static void announce(tabq_broker *b, const tabq_table *t, tabq_publisher *p, tab
 int tabq_publish(tabq_broker *b, const tabq_table *t, const tabq_message *m, tabq_error *err) {
   tabq_err_clear(err);
   if (!b || !t || !m)
-    return tabq_err_set(err, TABQ_INVALID, NULL, "insert", "tabq_publish needs a broker, a "
-                                                          "table and a message");
+    return tabq_err_set(err, TABQ_INVALID, NULL, "insert",
+                        "tabq_publish needs a broker, a "
+                        "table and a message");
   int rc = check_message(t, m, err);
   if (rc)
     return rc;
@@ -111,13 +114,18 @@ int tabq_publish(tabq_broker *b, const tabq_table *t, const tabq_message *m, tab
   if (rc)
     return rc;
   tabq_buf headers = {0};
-  if (t->headers.name && (rc = tabq_headers_render(m->headers, m->nheaders, &headers, err,
-                                                   t->name)))
+  if (t->headers.name &&
+      (rc = tabq_headers_render(m->headers, m->nheaders, &headers, err, t->name)))
     return rc;
-  tabq_bind v = {.id = m->id, .group = text_or_null(m->group), .priority = m->priority,
-                 .partition_key = text_or_null(m->partition_key), .attempt = 1,
+  tabq_bind v = {.id = m->id,
+                 .group = text_or_null(m->group),
+                 .priority = m->priority,
+                 .partition_key = text_or_null(m->partition_key),
+                 .attempt = 1,
                  .payload = tabq_bytes(m->payload ? m->payload : "", m->payload_len),
-                 .data = m->data, .ndata = m->ndata, .now = tabq_now_us()};
+                 .data = m->data,
+                 .ndata = m->ndata,
+                 .now = tabq_now_us()};
   v.headers = (tabq_value){.type = TABQ_T_JSON, .u.buf = {headers.p, headers.len}};
   v.retry_at = v.now + (int64_t)m->delay_ms * 1000;
   tabq_pconn *c;

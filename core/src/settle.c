@@ -10,7 +10,14 @@
 #include "engine.h"
 #include "error.h"
 
-typedef enum action { ACT_RELEASE, ACT_ACK, ACT_DISCARD, ACT_RETRY, ACT_RETRY_AFTER, ACT_DEAD } action;
+typedef enum action {
+  ACT_RELEASE,
+  ACT_ACK,
+  ACT_DISCARD,
+  ACT_RETRY,
+  ACT_RETRY_AFTER,
+  ACT_DEAD
+} action;
 
 static action choose(tabq_delivery *d, tabq_outcome o) {
   tabq_subscription *s = d->sub;
@@ -20,8 +27,10 @@ static action choose(tabq_delivery *d, tabq_outcome o) {
   if (failure && s->o.max_attempts && d->attempt >= (long)s->o.max_attempts)
     return ACT_DEAD;
   switch (o.kind) {
-  case TABQ_OUTCOME_ACK: return ACT_ACK;
-  case TABQ_OUTCOME_DROP: return ACT_DISCARD;
+  case TABQ_OUTCOME_ACK:
+    return ACT_ACK;
+  case TABQ_OUTCOME_DROP:
+    return ACT_DISCARD;
   case TABQ_OUTCOME_RETRY_AFTER:
     if (s->st[SQ_RETRY_AFTER] != TABQ_NO_STMT)
       return ACT_RETRY_AFTER;
@@ -36,8 +45,10 @@ static action choose(tabq_delivery *d, tabq_outcome o) {
               "row is retried",
               s->t->name);
     return ACT_RETRY;
-  case TABQ_OUTCOME_RETRY: return ACT_RETRY;
-  case TABQ_OUTCOME_NONE: break;
+  case TABQ_OUTCOME_RETRY:
+    return ACT_RETRY;
+  case TABQ_OUTCOME_NONE:
+    break;
   }
   return ACT_RELEASE;
 }
@@ -57,8 +68,8 @@ static int expect_one(tabq_subscription *s, uint64_t changed, const char *what, 
 
 /* Dead letter into a table: the copy and the delete commit together, or neither does. In the
  * row lock form they run in the claim's transaction, which the caller commits. */
-static int dead_letter_table(tabq_subscription *s, tabq_pconn *c, const tabq_bind *v,
-                             bool in_txn, tabq_error *err) {
+static int dead_letter_table(tabq_subscription *s, tabq_pconn *c, const tabq_bind *v, bool in_txn,
+                             tabq_error *err) {
   tabq_broker *b = s->b;
   int rc = in_txn ? TABQ_OK : b->drv->begin(c->conn, s->begin_sql);
   if (rc)
@@ -95,13 +106,14 @@ static int run_action(tabq_delivery *d, action a, tabq_outcome o, tabq_pconn *c,
   if (a == ACT_DEAD && s->dead_letter_table)
     return dead_letter_table(s, c, &v, in_txn, err);
   static const tabq_sq stmt_of[] = {
-      [ACT_RELEASE] = SQ_RELEASE, [ACT_ACK] = SQ_ACK,
-      [ACT_DISCARD] = SQ_DISCARD, [ACT_RETRY] = SQ_RETRY,
+      [ACT_RELEASE] = SQ_RELEASE,         [ACT_ACK] = SQ_ACK,
+      [ACT_DISCARD] = SQ_DISCARD,         [ACT_RETRY] = SQ_RETRY,
       [ACT_RETRY_AFTER] = SQ_RETRY_AFTER, [ACT_DEAD] = SQ_DL_GROUP,
   };
   static const char *const name_of[] = {
-      [ACT_RELEASE] = "release", [ACT_ACK] = "ack", [ACT_DISCARD] = "discard",
-      [ACT_RETRY] = "retry", [ACT_RETRY_AFTER] = "retry_after", [ACT_DEAD] = "dead_letter",
+      [ACT_RELEASE] = "release",         [ACT_ACK] = "ack",
+      [ACT_DISCARD] = "discard",         [ACT_RETRY] = "retry",
+      [ACT_RETRY_AFTER] = "retry_after", [ACT_DEAD] = "dead_letter",
   };
   uint64_t changed = 0;
   int rc = tabq_stmt_change(&b->stmts, b->drv, c, s->st[stmt_of[a]], &v, &changed, err);

@@ -79,22 +79,38 @@ int tabq_stmt_prepare(tabq_registry *r, const tabq_driver_v1 *drv, tabq_pconn *c
 
 static tabq_value value_of(const tabq_bind *v, uint16_t param) {
   switch (param) {
-  case TABQ_P_ID: return v->id;
-  case TABQ_P_IDS: return v->ids;
-  case TABQ_P_GROUP: return v->group;
-  case TABQ_P_NOW: return tabq_time(v->now);
-  case TABQ_P_LIMIT: return tabq_int(v->limit);
-  case TABQ_P_LEASE_UNTIL: return tabq_time(v->lease_until);
-  case TABQ_P_TOKEN: return tabq_time(v->token);
-  case TABQ_P_RETRY_AT: return tabq_time(v->retry_at);
-  case TABQ_P_DEST: return v->dest;
-  case TABQ_P_KEY: return v->key;
-  case TABQ_P_PRIORITY: return tabq_int(v->priority);
-  case TABQ_P_PARTITION_KEY: return v->partition_key;
-  case TABQ_P_HEADERS: return v->headers;
-  case TABQ_P_PAYLOAD: return v->payload;
-  case TABQ_P_ATTEMPT: return tabq_int(v->attempt);
-  case TABQ_P_CHANNEL: return v->channel;
+  case TABQ_P_ID:
+    return v->id;
+  case TABQ_P_IDS:
+    return v->ids;
+  case TABQ_P_GROUP:
+    return v->group;
+  case TABQ_P_NOW:
+    return tabq_time(v->now);
+  case TABQ_P_LIMIT:
+    return tabq_int(v->limit);
+  case TABQ_P_LEASE_UNTIL:
+    return tabq_time(v->lease_until);
+  case TABQ_P_TOKEN:
+    return tabq_time(v->token);
+  case TABQ_P_RETRY_AT:
+    return tabq_time(v->retry_at);
+  case TABQ_P_DEST:
+    return v->dest;
+  case TABQ_P_KEY:
+    return v->key;
+  case TABQ_P_PRIORITY:
+    return tabq_int(v->priority);
+  case TABQ_P_PARTITION_KEY:
+    return v->partition_key;
+  case TABQ_P_HEADERS:
+    return v->headers;
+  case TABQ_P_PAYLOAD:
+    return v->payload;
+  case TABQ_P_ATTEMPT:
+    return tabq_int(v->attempt);
+  case TABQ_P_CHANNEL:
+    return v->channel;
   default:
     if (param >= TABQ_P_DATA && (size_t)(param - TABQ_P_DATA) < v->ndata)
       return v->data[param - TABQ_P_DATA];

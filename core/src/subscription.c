@@ -12,8 +12,8 @@
 #define DEFAULT_BATCH 16
 
 static int mount_broken(tabq_error *err, const tabq_table *t, const char *detail) {
-  return tabq_err_set(err, TABQ_DECLARATION, t->name, NULL, "subscription to table %s: %s",
-                      t->name, detail);
+  return tabq_err_set(err, TABQ_DECLARATION, t->name, NULL, "subscription to table %s: %s", t->name,
+                      detail);
 }
 
 static int check_mount(const tabq_table *t, const tabq_subscription_options *o, tabq_error *err) {
@@ -59,7 +59,9 @@ static int read_server_version(tabq_subscription *s, tabq_error *err) {
 
 static int check_form(tabq_subscription *s, tabq_error *err) {
   const tabq_plugin *p = s->b->plugin.plugin;
-  tabq_build build = {.table = s->t, .form = s->form, .dead_letter_table = s->dead_letter_table,
+  tabq_build build = {.table = s->t,
+                      .form = s->form,
+                      .dead_letter_table = s->dead_letter_table,
                       .server_version = s->server_version,
                       .server_version_text = s->server_version_text};
   int rc = p->dialect->check(&build);
@@ -115,7 +117,8 @@ static int build_settlements(tabq_subscription *s, tabq_error *err) {
   tabq_build build = {.table = s->t, .form = s->form, .dead_letter_table = s->dead_letter_table};
   int rc = tabq_stmt_build(&b->stmts, b->host, dl->ack, &build, "ack", &s->st[SQ_ACK], err);
   if (!rc)
-    rc = tabq_stmt_build(&b->stmts, b->host, dl->discard, &build, "discard", &s->st[SQ_DISCARD], err);
+    rc = tabq_stmt_build(&b->stmts, b->host, dl->discard, &build, "discard", &s->st[SQ_DISCARD],
+                         err);
   /* Outside the lease form a retry runs no statement: a commit or a key's release does it. */
   if (!rc && s->form == TABQ_FORM_LEASE)
     rc = tabq_stmt_build(&b->stmts, b->host, dl->retry, &build, "retry", &s->st[SQ_RETRY], err);
@@ -138,7 +141,8 @@ static int build_settlements(tabq_subscription *s, tabq_error *err) {
       tabq_sql_free(&remove);
       return rc;
     }
-    rc = tabq_stmt_register(&b->stmts, &copy, "dead_letter_copy", s->t->name, &s->st[SQ_DL_COPY], err);
+    rc = tabq_stmt_register(&b->stmts, &copy, "dead_letter_copy", s->t->name, &s->st[SQ_DL_COPY],
+                            err);
     if (!rc)
       rc = tabq_stmt_register(&b->stmts, &remove, "dead_letter_delete", s->t->name,
                               &s->st[SQ_DL_REMOVE], err);

@@ -132,8 +132,8 @@ static int check_key_template(const tabq_table *t, tabq_error *err) {
       return broken(err, t, "advisory key", detail);
     }
     if (!described(t, p + 1, (size_t)(end - p - 1))) {
-      snprintf(detail, sizeof detail, "template '%s' names '%.*s', which is no described column",
-               k, (int)(end - p - 1), p + 1);
+      snprintf(detail, sizeof detail, "template '%s' names '%.*s', which is no described column", k,
+               (int)(end - p - 1), p + 1);
       return broken(err, t, "advisory key", detail);
     }
     placeholders++;

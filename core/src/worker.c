@@ -194,7 +194,9 @@ static void free_workers(tabq_subscription *s, worker *ws) {
 }
 
 /* The workers' contexts live as long as the threads; the subscription keeps them here. */
-static worker *contexts_of(tabq_subscription *s) { return (worker *)s->worker_ctx; }
+static worker *contexts_of(tabq_subscription *s) {
+  return (worker *)s->worker_ctx;
+}
 
 int tabq_workers_start(tabq_subscription *s, tabq_error *err) {
   unsigned per_claim = s->o.batch_handler ? s->batch : s->workers;

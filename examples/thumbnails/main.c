@@ -113,9 +113,9 @@ int main(int argc, char **argv) {
     bool finished = st.acked + st.dead_lettered >= (uint64_t)jobs;
     if (tty || finished)
       printf("%s  handled %4llu / %d   retried %3llu   dead-lettered %2llu   %.1f s%s",
-             tty ? "\r" : "", (unsigned long long)st.acked, jobs,
-             (unsigned long long)st.retried, (unsigned long long)st.dead_lettered,
-             seconds_since(&t0), finished || !tty ? "\n" : "");
+             tty ? "\r" : "", (unsigned long long)st.acked, jobs, (unsigned long long)st.retried,
+             (unsigned long long)st.dead_lettered, seconds_since(&t0),
+             finished || !tty ? "\n" : "");
     fflush(stdout);
     if (finished)
       break;

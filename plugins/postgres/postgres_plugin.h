@@ -8,11 +8,11 @@
 const tabq_host *tabq_pg_host(void);
 void tabq_pg_set_host(const tabq_host *host);
 
-extern const tabq_driver_v1 tabq_pg_driver;      /* driver.c */
-extern const tabq_dialect_v1 tabq_pg_dialect;    /* statements.c */
-extern const tabq_rowlock_v1 tabq_pg_rowlock;    /* statements.c */
-extern const tabq_lease_v1 tabq_pg_lease;        /* statements.c */
-extern const tabq_advisory_v1 tabq_pg_advisory;  /* statements.c */
+extern const tabq_driver_v1 tabq_pg_driver;     /* driver.c */
+extern const tabq_dialect_v1 tabq_pg_dialect;   /* statements.c */
+extern const tabq_rowlock_v1 tabq_pg_rowlock;   /* statements.c */
+extern const tabq_lease_v1 tabq_pg_lease;       /* statements.c */
+extern const tabq_advisory_v1 tabq_pg_advisory; /* statements.c */
 
 /* Version floors (server_version_num). */
 #define TABQ_PG_SKIP_LOCKED_FLOOR 90500 /* FOR UPDATE SKIP LOCKED */

@@ -101,8 +101,7 @@ int main(int argc, char **argv) {
     o.handler = drain_handler;
     o.workers = 4;
     o.lease_s = 10;
-  }
-  else
+  } else
     o.handler = run_handler;
   tabq_subscription *s;
   if (tabq_subscribe(b, jobs_table(), &o, &s, &err)) {

@@ -72,8 +72,8 @@ const tabq_table *marked_table(void) {
 }
 
 #define SQLITE_COLUMNS                                                                             \
-  "(id INTEGER PRIMARY KEY, queue TEXT NOT NULL, priority INTEGER NOT NULL DEFAULT 0, "          \
-  "retry_after TEXT, attempt INTEGER NOT NULL DEFAULT 1, processed_at TEXT, locked_until TEXT, " \
+  "(id INTEGER PRIMARY KEY, queue TEXT NOT NULL, priority INTEGER NOT NULL DEFAULT 0, "            \
+  "retry_after TEXT, attempt INTEGER NOT NULL DEFAULT 1, processed_at TEXT, locked_until TEXT, "   \
   "headers TEXT, payload BLOB NOT NULL)"
 
 static const char *const sqlite_schema =
@@ -82,8 +82,8 @@ static const char *const sqlite_schema =
     "CREATE TABLE jobs_dead " SQLITE_COLUMNS ";";
 
 #define PG_COLUMNS                                                                                 \
-  "queue TEXT NOT NULL, priority INTEGER NOT NULL DEFAULT 0, retry_after TIMESTAMPTZ, "          \
-  "attempt INTEGER NOT NULL DEFAULT 1, processed_at TIMESTAMPTZ, locked_until TIMESTAMPTZ, "     \
+  "queue TEXT NOT NULL, priority INTEGER NOT NULL DEFAULT 0, retry_after TIMESTAMPTZ, "            \
+  "attempt INTEGER NOT NULL DEFAULT 1, processed_at TIMESTAMPTZ, locked_until TIMESTAMPTZ, "       \
   "headers JSONB, payload BYTEA NOT NULL)"
 
 static const char *const pg_schema =
@@ -126,7 +126,8 @@ static void pg_create(testdb *db) {
   static int serial;
   const char *base = getenv("TABQ_TEST_POSTGRES_URL");
   if (!base) {
-    fprintf(stderr, "TABQ_TEST_POSTGRES_URL is not set: ./dev test starts PostgreSQL and sets it\n");
+    fprintf(stderr,
+            "TABQ_TEST_POSTGRES_URL is not set: ./dev test starts PostgreSQL and sets it\n");
     CU_FAIL_FATAL("TABQ_TEST_POSTGRES_URL");
   }
   snprintf(db->schema, sizeof db->schema, "t%d_%d", (int)getpid(), ++serial);

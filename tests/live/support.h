@@ -27,7 +27,7 @@ const tabq_table *marked_table(void);
 
 typedef struct testdb {
   test_kind kind;
-  char path[64];  /* SQLite: the file */
+  char path[64];   /* SQLite: the file */
   char schema[32]; /* PostgreSQL: the test's own schema */
   char url[512];
   void *pg; /* PostgreSQL: the checking connection */

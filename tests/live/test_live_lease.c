@@ -30,8 +30,8 @@ static void extensions_keep_the_row(void) {
   recorder_init(&rival);
   slow.script = slow_ack;
   publish_n(a, "q", 1);
-  tabq_subscription_options o = {.queue = "q", .handler = recorder_handler, .user = &slow,
-                                 .lease_s = 1};
+  tabq_subscription_options o = {
+      .queue = "q", .handler = recorder_handler, .user = &slow, .lease_s = 1};
   tabq_subscription *s;
   CU_ASSERT_EQUAL_FATAL(tabq_subscribe(a, jobs_table(), &o, &s, &err), TABQ_OK);
   while (!testdb_int(&db, "SELECT count(*) FROM jobs WHERE locked_until IS NOT NULL"))
@@ -87,8 +87,8 @@ static void lapsed_lease_ack_fails_and_changes_nothing(void) {
   holder h = {.claimed = false};
   pthread_mutex_init(&h.mu, NULL);
   pthread_cond_init(&h.cv, NULL);
-  tabq_subscription_options o = {.queue = "q", .handler = hold_until_told, .user = &h,
-                                 .lease_s = 30};
+  tabq_subscription_options o = {
+      .queue = "q", .handler = hold_until_told, .user = &h, .lease_s = 30};
   CU_ASSERT_EQUAL_FATAL(tabq_subscribe(b, jobs_table(), &o, NULL, &err), TABQ_OK);
   pthread_mutex_lock(&h.mu);
   while (!h.claimed)
@@ -96,7 +96,8 @@ static void lapsed_lease_ack_fails_and_changes_nothing(void) {
   pthread_mutex_unlock(&h.mu);
   CU_ASSERT_EQUAL(h.attempt, 2);
   char lease_before[40];
-  testdb_text(&db, "SELECT CAST(locked_until AS TEXT) FROM jobs", lease_before, sizeof lease_before);
+  testdb_text(&db, "SELECT CAST(locked_until AS TEXT) FROM jobs", lease_before,
+              sizeof lease_before);
   /* The child wakes and acks late. */
   kill(c.pid, SIGCONT);
   child_say(&c, "go");
@@ -174,14 +175,17 @@ static void failed_settlement_keeps_row_until_lease_ends(void) {
   tabq_broker *b = connect_broker(&db, 50);
   publish_n(b, "q", 1);
   /* The dead letter table already holds id 1, so moving row 1 there fails on its key. */
-  CU_ASSERT_EQUAL(tabq_exec(b, "INSERT INTO jobs_dead (id, queue, payload) VALUES (1, 'x', 'x')",
-                            &err),
-                  TABQ_OK);
+  CU_ASSERT_EQUAL(
+      tabq_exec(b, "INSERT INTO jobs_dead (id, queue, payload) VALUES (1, 'x', 'x')", &err),
+      TABQ_OK);
   recorder r;
   recorder_init(&r);
   r.script = always_retry;
-  tabq_subscription_options o = {.queue = "q", .handler = recorder_handler, .user = &r,
-                                 .lease_s = 1, .max_attempts = 1,
+  tabq_subscription_options o = {.queue = "q",
+                                 .handler = recorder_handler,
+                                 .user = &r,
+                                 .lease_s = 1,
+                                 .max_attempts = 1,
                                  .dead_letter_table = "jobs_dead"};
   tabq_subscription *s;
   CU_ASSERT_EQUAL_FATAL(tabq_subscribe(b, jobs_table(), &o, &s, &err), TABQ_OK);

@@ -12,7 +12,9 @@ static tabq_broker *broker;
 static recorder rec;
 static tabq_error err;
 
-static int each_init(void) { return 0; }
+static int each_init(void) {
+  return 0;
+}
 
 static void begin(unsigned poll_ms) {
   testdb_create(&db);
@@ -264,8 +266,10 @@ static void headers_round_trip(void) {
 
 static void headers_without_column(void) {
   begin(50);
-  static const tabq_table bare = {.name = "jobs", .id = {"id", .generated = true},
-                                  .group = {"queue"}, .locked_until = {"locked_until"},
+  static const tabq_table bare = {.name = "jobs",
+                                  .id = {"id", .generated = true},
+                                  .group = {"queue"},
+                                  .locked_until = {"locked_until"},
                                   .payload = {"payload"}};
   tabq_header h[] = {{"trace", "x"}};
   tabq_message m = {.group = "q", .payload = "p", .payload_len = 1, .headers = h, .nheaders = 1};
@@ -295,8 +299,8 @@ static void batches(void) {
   publish_n(broker, "q", 12);
   batch_seen seen = {0};
   rec.extra = &seen;
-  tabq_subscription_options o = {.queue = "q", .batch_handler = batch_handler, .user = &rec,
-                                 .batch = 5};
+  tabq_subscription_options o = {
+      .queue = "q", .batch_handler = batch_handler, .user = &rec, .batch = 5};
   CU_ASSERT_EQUAL_FATAL(tabq_subscribe(broker, jobs_table(), &o, NULL, &err), TABQ_OK);
   CU_ASSERT(wait_count(&db, "SELECT count(*) FROM jobs", 0, 10000));
   CU_ASSERT(seen.rows >= 13); /* 12 rows, and the first of each batch once more */
@@ -323,23 +327,29 @@ static void refusals_at_open(void) {
          "max_attempts needs a dead letter");
   refuse(jobs_table(), (tabq_subscription_options){.dead_letter_group = "d"}, TABQ_DECLARATION,
          "a dead letter needs max_attempts");
-  static const tabq_table no_attempt = {.name = "jobs", .id = {"id"}, .group = {"queue"},
-                                        .locked_until = {"locked_until"}, .payload = {"payload"}};
+  static const tabq_table no_attempt = {.name = "jobs",
+                                        .id = {"id"},
+                                        .group = {"queue"},
+                                        .locked_until = {"locked_until"},
+                                        .payload = {"payload"}};
   refuse(&no_attempt, (tabq_subscription_options){.max_attempts = 2, .dead_letter_group = "d"},
          TABQ_DECLARATION, "max_attempts needs a column that plays the attempt role");
-  refuse(jobs_table(), (tabq_subscription_options){.queue = ""}, TABQ_DECLARATION,
-         "needs a queue");
+  refuse(jobs_table(), (tabq_subscription_options){.queue = ""}, TABQ_DECLARATION, "needs a queue");
   if (db.kind == TEST_SQLITE) {
-    static const tabq_table row_lock = {.name = "jobs", .id = {"id"}, .group = {"queue"},
-                                        .payload = {"payload"}};
+    static const tabq_table row_lock = {
+        .name = "jobs", .id = {"id"}, .group = {"queue"}, .payload = {"payload"}};
     refuse(&row_lock, (tabq_subscription_options){0}, TABQ_DIALECT, "lease");
   }
-  static const tabq_table missing_column = {.name = "jobs", .id = {"id"}, .group = {"queue"},
+  static const tabq_table missing_column = {.name = "jobs",
+                                            .id = {"id"},
+                                            .group = {"queue"},
                                             .locked_until = {"lease_ends"},
                                             .payload = {"payload"}};
   refuse(&missing_column, (tabq_subscription_options){0}, TABQ_SCHEMA, "lease_ends");
   CU_ASSERT_STRING_EQUAL(err.statement, "claim");
-  static const tabq_table missing_table = {.name = "nope", .id = {"id"}, .group = {"queue"},
+  static const tabq_table missing_table = {.name = "nope",
+                                           .id = {"id"},
+                                           .group = {"queue"},
                                            .locked_until = {"locked_until"},
                                            .payload = {"payload"}};
   refuse(&missing_table, (tabq_subscription_options){0}, TABQ_SCHEMA, "nope");

@@ -32,7 +32,10 @@ static void refused(const tabq_table *t, const char *rule) {
 static void valid_description_passes(void) {
   CU_ASSERT_EQUAL(tabq_table_check(&lease_table, &err), TABQ_OK);
   static const tabq_col data[] = {{.name = "email"}, {.name = "name"}};
-  tabq_table row_mode = {.name = "crm.contacts", .id = {"id"}, .data = data, .ndata = 2,
+  tabq_table row_mode = {.name = "crm.contacts",
+                         .id = {"id"},
+                         .data = data,
+                         .ndata = 2,
                          .advisory_lock = "contact-{id}"};
   CU_ASSERT_EQUAL(tabq_table_check(&row_mode, &err), TABQ_OK);
 }
@@ -82,8 +85,8 @@ static void fifo_rules(void) {
   CU_ASSERT_EQUAL(tabq_table_check(&t, &err), TABQ_OK);
   t.group.name = NULL;
   refused(&t, "fifo needs group");
-  tabq_table a = {.name = "jobs", .id = {"id"}, .group = {"queue"}, .fifo = true,
-                  .advisory_lock = "job-{id}"};
+  tabq_table a = {
+      .name = "jobs", .id = {"id"}, .group = {"queue"}, .fifo = true, .advisory_lock = "job-{id}"};
   refused(&a, "fifo with an advisory key");
 }
 

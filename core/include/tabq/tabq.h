@@ -99,16 +99,24 @@ typedef struct tabq_outcome {
   uint32_t delay_ms; /* RETRY_AFTER only */
 } tabq_outcome;
 
-static inline tabq_outcome tabq_ack(void) { return (tabq_outcome){TABQ_OUTCOME_ACK, 0}; }
-static inline tabq_outcome tabq_retry(void) { return (tabq_outcome){TABQ_OUTCOME_RETRY, 0}; }
+static inline tabq_outcome tabq_ack(void) {
+  return (tabq_outcome){TABQ_OUTCOME_ACK, 0};
+}
+static inline tabq_outcome tabq_retry(void) {
+  return (tabq_outcome){TABQ_OUTCOME_RETRY, 0};
+}
 static inline tabq_outcome tabq_retry_after(uint32_t delay_ms) {
   return (tabq_outcome){TABQ_OUTCOME_RETRY_AFTER, delay_ms};
 }
-static inline tabq_outcome tabq_drop(void) { return (tabq_outcome){TABQ_OUTCOME_DROP, 0}; }
+static inline tabq_outcome tabq_drop(void) {
+  return (tabq_outcome){TABQ_OUTCOME_DROP, 0};
+}
 static inline tabq_outcome tabq_dead_letter(void) {
   return (tabq_outcome){TABQ_OUTCOME_DEAD_LETTER, 0};
 }
-static inline tabq_outcome tabq_no_outcome(void) { return (tabq_outcome){TABQ_OUTCOME_NONE, 0}; }
+static inline tabq_outcome tabq_no_outcome(void) {
+  return (tabq_outcome){TABQ_OUTCOME_NONE, 0};
+}
 
 /* ---- Subscriptions ------------------------------------------------------------------------- */
 
@@ -118,15 +126,15 @@ typedef void (*tabq_batch_handler)(tabq_delivery *const *deliveries, size_t n,
                                    tabq_outcome *outcomes, void *user);
 
 typedef struct tabq_subscription_options {
-  const char *queue;         /* the group it reads; with no group column, a label */
-  tabq_handler handler;      /* one of handler and batch_handler */
+  const char *queue;    /* the group it reads; with no group column, a label */
+  tabq_handler handler; /* one of handler and batch_handler */
   tabq_batch_handler batch_handler;
-  void *user;                /* passed to the handler */
-  unsigned workers;          /* parallel handlers, default 1 */
-  unsigned batch;            /* rows per batch handler call, default 16 with batch_handler */
-  unsigned lease_s;          /* lease form: default the broker's */
-  unsigned poll_interval_ms; /* default the broker's */
-  unsigned max_attempts;     /* with a dead letter: a failed delivery at this attempt moves */
+  void *user;                    /* passed to the handler */
+  unsigned workers;              /* parallel handlers, default 1 */
+  unsigned batch;                /* rows per batch handler call, default 16 with batch_handler */
+  unsigned lease_s;              /* lease form: default the broker's */
+  unsigned poll_interval_ms;     /* default the broker's */
+  unsigned max_attempts;         /* with a dead letter: a failed delivery at this attempt moves */
   const char *dead_letter_group; /* tables with a group column */
   const char *dead_letter_table; /* a table with the same columns */
 } tabq_subscription_options;
@@ -138,15 +146,15 @@ TABQ_API int tabq_subscribe(tabq_broker *b, const tabq_table *table,
                             tabq_error *err);
 
 typedef struct tabq_stats {
-  uint64_t claimed;        /* deliveries handed to handlers */
-  uint64_t acked;          /* ack and drop */
-  uint64_t retried;        /* retry and retry_after */
-  uint64_t dead_lettered;  /* moved to the dead letter */
-  uint64_t released;       /* dropped unsettled */
-  uint64_t lease_lost;     /* settlements and extensions refused: the token no longer held */
-  uint64_t failed;         /* settlements whose statement failed */
-  uint64_t extensions;     /* leases moved */
-  uint64_t claims;         /* claim statements run */
+  uint64_t claimed;       /* deliveries handed to handlers */
+  uint64_t acked;         /* ack and drop */
+  uint64_t retried;       /* retry and retry_after */
+  uint64_t dead_lettered; /* moved to the dead letter */
+  uint64_t released;      /* dropped unsettled */
+  uint64_t lease_lost;    /* settlements and extensions refused: the token no longer held */
+  uint64_t failed;        /* settlements whose statement failed */
+  uint64_t extensions;    /* leases moved */
+  uint64_t claims;        /* claim statements run */
   /* Advisory form, at shutdown: locks of deliveries in work released with their connection
    * back in the pool, and connections closed instead (the release was not confirmed). */
   uint64_t shutdown_released;

@@ -7,21 +7,21 @@
 
 #define TABQ_CODE_LIST(X)                                                                          \
   X(OK, "no error")                                                                                \
-  X(DECLARATION, "the table description or the mount breaks a rule")                             \
-  X(SCHEMA, "the database lacks a table or column a statement needs")                            \
-  X(DIALECT, "the dialect does not build this form, level or feature")                           \
-  X(SERVER_TOO_OLD, "the database server is older than the feature needs")                       \
-  X(BACKEND, "the database or its driver failed")                                                \
-  X(LEASE_LOST, "the lease ended and another claim may own the row")                             \
-  X(CLOSED, "the broker or the delivery is closed")                                              \
-  X(NO_ROUTE, "no route leads this name to a table")                                             \
-  X(HEADER, "the headers cannot be written or read")                                             \
-  X(BATCH_ROLLED_BACK, "another settlement of the batch failed and rolled the batch back")       \
-  X(TRANSACTION_HELD, "a transaction is still open on this delivery")                            \
-  X(PLUGIN, "a dialect plugin cannot be loaded")                                                 \
-  X(POOL_TIMEOUT, "no pooled connection became free in time")                                    \
-  X(IO, "an operating system call failed")                                                       \
-  X(NOMEM, "out of memory")                                                                      \
+  X(DECLARATION, "the table description or the mount breaks a rule")                               \
+  X(SCHEMA, "the database lacks a table or column a statement needs")                              \
+  X(DIALECT, "the dialect does not build this form, level or feature")                             \
+  X(SERVER_TOO_OLD, "the database server is older than the feature needs")                         \
+  X(BACKEND, "the database or its driver failed")                                                  \
+  X(LEASE_LOST, "the lease ended and another claim may own the row")                               \
+  X(CLOSED, "the broker or the delivery is closed")                                                \
+  X(NO_ROUTE, "no route leads this name to a table")                                               \
+  X(HEADER, "the headers cannot be written or read")                                               \
+  X(BATCH_ROLLED_BACK, "another settlement of the batch failed and rolled the batch back")         \
+  X(TRANSACTION_HELD, "a transaction is still open on this delivery")                              \
+  X(PLUGIN, "a dialect plugin cannot be loaded")                                                   \
+  X(POOL_TIMEOUT, "no pooled connection became free in time")                                      \
+  X(IO, "an operating system call failed")                                                         \
+  X(NOMEM, "out of memory")                                                                        \
   X(INVALID, "an argument is invalid")
 
 typedef enum tabq_code {

@@ -160,8 +160,8 @@ typedef struct tabq_driver_v1 {
    * named by the dialect's `channel` member (the driver quotes it). */
   int (*listen)(tabq_conn *c, const char *channel);
   /* Waits up to timeout_ms for a notification; *got tells whether one came. */
-  int (*wait_notify)(tabq_conn *c, int timeout_ms, char *channel, size_t channel_cap,
-                     char *payload, size_t payload_cap, bool *got);
+  int (*wait_notify)(tabq_conn *c, int timeout_ms, char *channel, size_t channel_cap, char *payload,
+                     size_t payload_cap, bool *got);
 } tabq_driver_v1;
 
 /* ---- Dialect: the statements every form shares ------------------------------------------- */
@@ -176,11 +176,11 @@ typedef struct tabq_dialect_v1 {
   int (*check)(const tabq_build *b);
   /* Appends a quoted identifier ("schema.table" quotes each part). */
   int (*quote)(tabq_stmt *out, const char *name);
-  tabq_build_fn insert;      /* every non-generated role column, then the data columns */
-  tabq_build_fn ack;         /* delete the row, or set processed_at */
-  tabq_build_fn discard;     /* drop: finished as ack is */
-  tabq_build_fn retry;       /* back to the queue at once */
-  tabq_build_fn retry_after; /* hidden until TABQ_P_RETRY_AT */
+  tabq_build_fn insert;            /* every non-generated role column, then the data columns */
+  tabq_build_fn ack;               /* delete the row, or set processed_at */
+  tabq_build_fn discard;           /* drop: finished as ack is */
+  tabq_build_fn retry;             /* back to the queue at once */
+  tabq_build_fn retry_after;       /* hidden until TABQ_P_RETRY_AT */
   tabq_build_fn dead_letter_group; /* move the row to TABQ_P_DEST */
   /* Dead letter into b->dead_letter_table: a copy then a delete, run in one transaction. */
   int (*dead_letter_table)(const tabq_build *b, tabq_stmt *copy, tabq_stmt *remove);
@@ -235,7 +235,7 @@ typedef struct tabq_advisory_v1 {
   tabq_build_fn candidates; /* NOW GROUP LIMIT -> id, key (text), in claim order */
   tabq_build_fn lock;       /* KEY -> one row, 1 when taken (NULL with PROCESS_KEYS) */
   tabq_build_fn unlock;     /* KEY -> one row, 1 when released (NULL with PROCESS_KEYS) */
-  tabq_build_fn take; /* ID NOW GROUP -> projection while claimable; counts the attempt */
+  tabq_build_fn take;       /* ID NOW GROUP -> projection while claimable; counts the attempt */
 } tabq_advisory_v1;
 
 /* ---- ByName: subscriptions and publishes by route name ----------------------------------- */
@@ -248,9 +248,9 @@ typedef struct tabq_byname_v1 {
 
 /* ---- The descriptor ----------------------------------------------------------------------- */
 typedef struct tabq_plugin {
-  uint32_t size;      /* sizeof(tabq_plugin) as the plugin was built */
-  uint32_t abi;       /* TABQ_ABI_VERSION the plugin was built against */
-  const char *name;   /* "sqlite" */
+  uint32_t size;              /* sizeof(tabq_plugin) as the plugin was built */
+  uint32_t abi;               /* TABQ_ABI_VERSION the plugin was built against */
+  const char *name;           /* "sqlite" */
   const char *const *schemes; /* URL schemes served, NULL-terminated: {"sqlite", NULL} */
   /* A dialect that reuses another plugin's driver names that plugin here and leaves `driver`
    * NULL; the loader then lends it the other plugin's driver. */

@@ -114,8 +114,7 @@ static inline void tabq_sql_param(tabq_stmt *st, tabq_param id, tabq_placeholder
 }
 
 /* Calls `each(st, column, ctx)` for the projection's columns, in projection order. */
-typedef void (*tabq_sql_column_fn)(tabq_stmt *st, const tabq_col *col, int is_attempt,
-                                   void *ctx);
+typedef void (*tabq_sql_column_fn)(tabq_stmt *st, const tabq_col *col, int is_attempt, void *ctx);
 static inline void tabq_sql_each_projected(tabq_stmt *st, const tabq_table *t,
                                            tabq_sql_column_fn each, void *ctx) {
   each(st, &t->id, 0, ctx);
