@@ -81,6 +81,7 @@ typedef enum tabq_sq {
   SQ_DL_COPY,
   SQ_DL_REMOVE,
   SQ_GUARD,      /* FIFO: the group guard of a claim's transaction */
+  SQ_STAMP,      /* databases whose UPDATE returns no rows: counts a claimed row's attempt */
   SQ_CANDIDATES, /* advisory */
   SQ_LOCK,
   SQ_UNLOCK,
@@ -105,6 +106,7 @@ struct tabq_subscription {
   bool holds_conn; /* deliveries hold a pooled connection until they settle */
   uint32_t server_version;
   char server_version_text[64];
+  char database[128]; /* the connection's current database, "" when the driver does not say */
   int (*claim)(tabq_subscription *s, tabq_delivery **slots, unsigned limit, unsigned *got,
                tabq_error *err);
   struct candidate *candidates; /* advisory: the claim's scratch space */
@@ -148,6 +150,8 @@ struct tabq_subscription {
 
 /* subscription.c */
 void tabq_sub_free(tabq_subscription *s);
+/* What the dialect's builders get for this subscription: table, form, mount, server. */
+tabq_build tabq_sub_build(const tabq_subscription *s);
 
 /* worker.c */
 int tabq_workers_start(tabq_subscription *s, tabq_error *err);
@@ -165,6 +169,10 @@ void tabq_lease_extender_stop(tabq_subscription *s);
 int tabq_rowlock_open(tabq_subscription *s, tabq_error *err);
 int tabq_rowlock_claim(tabq_subscription *s, tabq_delivery **slots, unsigned limit, unsigned *got,
                        tabq_error *err);
+
+/* Counts the attempt of each claimed row (and writes its lease) where the dialect stamps. */
+int tabq_stamp_claimed(tabq_subscription *s, tabq_pconn *c, tabq_delivery **slots, unsigned n,
+                       int64_t lease_until, tabq_error *err);
 
 /* The FIFO guard: *held is true when the claim's transaction now holds the group. */
 int tabq_guard_group(tabq_subscription *s, tabq_pconn *c, bool *held, tabq_error *err);

@@ -23,10 +23,7 @@ int tabq_advisory_open(tabq_subscription *s, tabq_error *err) {
                         "table %s: this tabq does not yet keep advisory keys in the process, which "
                         "the %s dialect needs",
                         s->t->name, b->plugin.plugin->name);
-  tabq_build build = {.table = s->t,
-                      .form = s->form,
-                      .server_version = s->server_version,
-                      .server_version_text = s->server_version_text};
+  tabq_build build = tabq_sub_build(s);
   int rc = tabq_stmt_build(&b->stmts, b->host, adv->candidates, &build, "candidates",
                            &s->st[SQ_CANDIDATES], err);
   if (!rc)
@@ -35,6 +32,8 @@ int tabq_advisory_open(tabq_subscription *s, tabq_error *err) {
     rc = tabq_stmt_build(&b->stmts, b->host, adv->unlock, &build, "unlock", &s->st[SQ_UNLOCK], err);
   if (!rc)
     rc = tabq_stmt_build(&b->stmts, b->host, adv->take, &build, "take", &s->st[SQ_TAKE], err);
+  if (!rc && adv->stamp && s->t->attempt.name)
+    rc = tabq_stmt_build(&b->stmts, b->host, adv->stamp, &build, "stamp", &s->st[SQ_STAMP], err);
   /* Room for the rows in work here (still due) and one claim's worth past them. */
   s->ncandidates = 2 * s->nslots;
   if (!rc && !(s->candidates = calloc(s->ncandidates, sizeof *s->candidates)))
@@ -165,12 +164,16 @@ int tabq_advisory_claim(tabq_subscription *s, tabq_delivery **slots, unsigned li
     if ((rc = ask(s, c, s->st[SQ_LOCK], &key, &locked, err)) || !locked)
       continue; /* held elsewhere (or failed): pass it over */ /* held elsewhere (or failed): pass
                                                                   it over */
-    if (!(rc = take(s, c, k, slots[*got], &taken, err)) && taken) {
+    if (!(rc = take(s, c, k, slots[*got], &taken, err)) && taken &&
+        (s->st[SQ_STAMP] == TABQ_NO_STMT ||
+         !(rc = tabq_stamp_claimed(s, c, &slots[*got], 1, 0, err)))) {
       (*got)++;
       c = NULL; /* the delivery holds it now */
       continue;
     }
-    /* Settled meanwhile: release the key; a release not confirmed ends the session. */
+    /* Settled meanwhile (or not stamped): release the key; a release not confirmed ends the
+     * session. */
+    slots[*got]->in_work = false;
     bool released = false;
     if (ask(s, c, s->st[SQ_UNLOCK], &key, &released, err) || !released) {
       tabq_pool_discard(&b->pool, c);

@@ -10,7 +10,7 @@
 int tabq_lease_open(tabq_subscription *s, tabq_error *err) {
   tabq_broker *b = s->b;
   const tabq_lease_v1 *lease = b->plugin.plugin->lease;
-  tabq_build build = {.table = s->t, .form = s->form, .dead_letter_table = s->dead_letter_table};
+  tabq_build build = tabq_sub_build(s);
   s->claim_flags = lease->flags;
   int rc =
       tabq_stmt_build(&b->stmts, b->host, lease->claim, &build, "claim", &s->st[SQ_CLAIM], err);
@@ -23,9 +23,20 @@ int tabq_lease_open(tabq_subscription *s, tabq_error *err) {
   if (!rc && s->t->fifo && b->plugin.plugin->dialect->fifo_guard)
     rc = tabq_stmt_build(&b->stmts, b->host, b->plugin.plugin->dialect->fifo_guard, &build,
                          "fifo_guard", &s->st[SQ_GUARD], err);
+  if (!rc && lease->stamp)
+    rc = tabq_stmt_build(&b->stmts, b->host, lease->stamp, &build, "stamp", &s->st[SQ_STAMP], err);
   s->claim = tabq_lease_claim;
   s->serial = (lease->flags & TABQ_CLAIM_SERIAL) || s->t->fifo;
   return rc;
+}
+
+/* The expiry of a lease taken or extended at `now`, rounded up to a whole second where the
+ * dialect keeps whole seconds (a DATETIME without fractions then holds the token exactly). */
+static int64_t expiry(const tabq_subscription *s, int64_t now) {
+  int64_t until = now + (int64_t)s->lease_s * 1000000;
+  if (s->claim_flags & TABQ_LEASE_WHOLE_SECONDS)
+    until = (until + 999999) / 1000000 * 1000000;
+  return until;
 }
 
 int tabq_lease_claim(tabq_subscription *s, tabq_delivery **slots, unsigned limit, unsigned *got,
@@ -36,12 +47,14 @@ int tabq_lease_claim(tabq_subscription *s, tabq_delivery **slots, unsigned limit
   int rc = tabq_pool_acquire(&b->pool, &c, err);
   if (rc)
     return rc;
-  /* A FIFO claim first takes its group with the guard, in a transaction of its own. */
+  /* A FIFO claim first takes its group with the guard, and a claim that selects then stamps
+   * needs the two together: both run in a transaction of their own. */
   bool guarded = s->st[SQ_GUARD] != TABQ_NO_STMT, mine = true;
-  if (guarded) {
+  bool in_txn = guarded || s->st[SQ_STAMP] != TABQ_NO_STMT;
+  if (in_txn) {
     if ((rc = b->drv->begin(c->conn, s->begin_sql)))
       tabq_err_from_plugin(err, rc, s->t->name, "begin");
-    else
+    else if (guarded)
       rc = tabq_guard_group(s, c, &mine, err);
     if (rc || !mine) {
       b->drv->rollback(c->conn);
@@ -51,7 +64,7 @@ int tabq_lease_claim(tabq_subscription *s, tabq_delivery **slots, unsigned limit
   }
   /* "now" is read once: due rows, ended leases and the new expiry all start from it. */
   tabq_bind v = {.now = tabq_now_us(), .limit = limit};
-  v.lease_until = v.now + (int64_t)s->lease_s * 1000000;
+  v.lease_until = expiry(s, v.now);
   v.group = s->queue ? tabq_text(s->queue, strlen(s->queue)) : tabq_null();
   tabq_prepared *p = NULL;
   rc = tabq_stmt_run(&b->stmts, b->drv, c, s->st[SQ_CLAIM], &v, &p, err);
@@ -71,9 +84,11 @@ int tabq_lease_claim(tabq_subscription *s, tabq_delivery **slots, unsigned limit
       tabq_err_from_plugin(err, rc, s->t->name, "claim");
     b->drv->reset(p);
   }
-  if (guarded && !rc && (rc = b->drv->commit(c->conn)))
+  if (!rc && *got && s->st[SQ_STAMP] != TABQ_NO_STMT)
+    rc = tabq_stamp_claimed(s, c, slots, *got, v.lease_until, err);
+  if (in_txn && !rc && (rc = b->drv->commit(c->conn)))
     tabq_err_from_plugin(err, rc, s->t->name, "commit");
-  if (guarded && rc) {
+  if (in_txn && rc) {
     b->drv->rollback(c->conn);
     for (unsigned i = 0; i < *got; i++)
       slots[i]->in_work = false;
@@ -99,7 +114,7 @@ static void extend_all(tabq_subscription *s) {
     pthread_mutex_lock(&d->mu);
     if (d->in_work && !d->lease_lost) {
       tabq_bind v = {.id = d->id, .token = d->token};
-      v.lease_until = tabq_now_us() + (int64_t)s->lease_s * 1000000;
+      v.lease_until = expiry(s, tabq_now_us());
       uint64_t changed = 0;
       int rc = tabq_stmt_change(&b->stmts, b->drv, c, s->st[SQ_EXTEND], &v, &changed, &err);
       if (!rc && changed == 1) {

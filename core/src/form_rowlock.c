@@ -10,10 +10,7 @@
 int tabq_rowlock_open(tabq_subscription *s, tabq_error *err) {
   tabq_broker *b = s->b;
   const tabq_plugin *p = b->plugin.plugin;
-  tabq_build build = {.table = s->t,
-                      .form = s->form,
-                      .server_version = s->server_version,
-                      .server_version_text = s->server_version_text};
+  tabq_build build = tabq_sub_build(s);
   int rc = tabq_stmt_build(&b->stmts, b->host, p->rowlock->claim, &build, "claim", &s->st[SQ_CLAIM],
                            err);
   if (!rc && s->t->fifo) {
@@ -24,6 +21,9 @@ int tabq_rowlock_open(tabq_subscription *s, tabq_error *err) {
     rc = tabq_stmt_build(&b->stmts, b->host, p->dialect->fifo_guard, &build, "fifo_guard",
                          &s->st[SQ_GUARD], err);
   }
+  if (!rc && p->rowlock->stamp && s->t->attempt.name)
+    rc = tabq_stmt_build(&b->stmts, b->host, p->rowlock->stamp, &build, "stamp", &s->st[SQ_STAMP],
+                         err);
   s->claim = tabq_rowlock_claim;
   s->holds_conn = true;
   s->serial = (p->rowlock->flags & TABQ_CLAIM_SERIAL) || s->t->fifo;
@@ -47,6 +47,23 @@ int tabq_guard_group(tabq_subscription *s, tabq_pconn *c, bool *held, tabq_error
   if (rc)
     return tabq_err_from_plugin(err, rc, s->t->name, "fifo_guard");
   *held = row && !(first.type == TABQ_T_INT && first.u.i == 0);
+  return TABQ_OK;
+}
+
+int tabq_stamp_claimed(tabq_subscription *s, tabq_pconn *c, tabq_delivery **slots, unsigned n,
+                       int64_t lease_until, tabq_error *err) {
+  tabq_broker *b = s->b;
+  for (unsigned i = 0; i < n; i++) {
+    tabq_bind v = {.id = slots[i]->id, .lease_until = lease_until};
+    uint64_t changed = 0;
+    int rc = tabq_stmt_change(&b->stmts, b->drv, c, s->st[SQ_STAMP], &v, &changed, err);
+    if (!rc && changed != 1)
+      rc = tabq_err_set(err, TABQ_BACKEND, s->t->name, "stamp",
+                        "table %s: stamping a claimed row changed %llu rows", s->t->name,
+                        (unsigned long long)changed);
+    if (rc)
+      return rc;
+  }
   return TABQ_OK;
 }
 
@@ -86,6 +103,8 @@ int tabq_rowlock_claim(tabq_subscription *s, tabq_delivery **slots, unsigned lim
       if (rc && rc != TABQ_NOMEM)
         tabq_err_from_plugin(err, rc, s->t->name, "claim");
       b->drv->reset(p);
+      if (!rc && *got && s->st[SQ_STAMP] != TABQ_NO_STMT)
+        rc = tabq_stamp_claimed(s, c, slots, *got, 0, err);
     }
   }
   if (rc || !*got) {

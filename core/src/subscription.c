@@ -44,8 +44,19 @@ static int check_mount(const tabq_table *t, const tabq_subscription_options *o, 
   return TABQ_OK;
 }
 
-/* The server's version, read once at open for the dialect's floors. */
-static int read_server_version(tabq_subscription *s, tabq_error *err) {
+tabq_build tabq_sub_build(const tabq_subscription *s) {
+  tabq_build b = {.table = s->t,
+                  .form = s->form,
+                  .dead_letter_table = s->dead_letter_table,
+                  .server_version = s->server_version,
+                  .server_version_text = s->server_version_text,
+                  .database = s->database[0] ? s->database : NULL};
+  return b;
+}
+
+/* The server's version and current database, read once at open for the dialect's floors and
+ * names. */
+static int read_server(tabq_subscription *s, tabq_error *err) {
   tabq_broker *b = s->b;
   tabq_pconn *c;
   int rc = tabq_pool_acquire(&b->pool, &c, err);
@@ -53,17 +64,17 @@ static int read_server_version(tabq_subscription *s, tabq_error *err) {
     return rc;
   rc = b->drv->server_version(c->conn, s->server_version_text, sizeof s->server_version_text,
                               &s->server_version);
+  if (rc)
+    tabq_err_from_plugin(err, rc, s->t->name, "server_version");
+  else if (b->drv->database && (rc = b->drv->database(c->conn, s->database, sizeof s->database)))
+    tabq_err_from_plugin(err, rc, s->t->name, "database");
   tabq_pool_release(&b->pool, c);
-  return rc ? tabq_err_from_plugin(err, rc, s->t->name, "server_version") : TABQ_OK;
+  return rc;
 }
 
 static int check_form(tabq_subscription *s, tabq_error *err) {
   const tabq_plugin *p = s->b->plugin.plugin;
-  tabq_build build = {.table = s->t,
-                      .form = s->form,
-                      .dead_letter_table = s->dead_letter_table,
-                      .server_version = s->server_version,
-                      .server_version_text = s->server_version_text};
+  tabq_build build = tabq_sub_build(s);
   int rc = p->dialect->check(&build);
   if (rc)
     return tabq_err_from_plugin(err, rc, s->t->name, "check");
@@ -78,10 +89,6 @@ static int check_form(tabq_subscription *s, tabq_error *err) {
     return tabq_err_set(err, TABQ_DIALECT, s->t->name, NULL,
                         "table %s takes the %s form, which the %s dialect does not serve",
                         s->t->name, missing, p->name);
-  if (s->form == TABQ_FORM_LEASE && p->lease->stamp)
-    return tabq_err_set(err, TABQ_DIALECT, s->t->name, NULL,
-                        "table %s: this tabq runs the lease form with one-statement claims only",
-                        s->t->name);
   return TABQ_OK;
 }
 
@@ -94,7 +101,7 @@ static int open_form(tabq_subscription *s, tabq_error *err) {
 }
 
 static int build_begin(tabq_subscription *s, tabq_error *err) {
-  tabq_build build = {.table = s->t, .form = s->form};
+  tabq_build build = tabq_sub_build(s);
   tabq_stmt st;
   tabq_sql_init(&st, s->b->host);
   int rc = s->b->plugin.plugin->dialect->begin(&build, &st);
@@ -114,7 +121,7 @@ static int build_begin(tabq_subscription *s, tabq_error *err) {
 static int build_settlements(tabq_subscription *s, tabq_error *err) {
   tabq_broker *b = s->b;
   const tabq_dialect_v1 *dl = b->plugin.plugin->dialect;
-  tabq_build build = {.table = s->t, .form = s->form, .dead_letter_table = s->dead_letter_table};
+  tabq_build build = tabq_sub_build(s);
   int rc = tabq_stmt_build(&b->stmts, b->host, dl->ack, &build, "ack", &s->st[SQ_ACK], err);
   if (!rc)
     rc = tabq_stmt_build(&b->stmts, b->host, dl->discard, &build, "discard", &s->st[SQ_DISCARD],
@@ -246,7 +253,7 @@ int tabq_subscribe(tabq_broker *b, const tabq_table *t, const tabq_subscription_
   s->dead_letter_group = copy_or_null(o->dead_letter_group, &failed);
   s->dead_letter_table = copy_or_null(o->dead_letter_table, &failed);
   rc = failed ? tabq_err_set(err, TABQ_NOMEM, t->name, NULL, "cannot copy the options")
-              : read_server_version(s, err);
+              : read_server(s, err);
   if (!rc)
     rc = check_form(s, err);
   if (!rc && s->lease_s < 1)

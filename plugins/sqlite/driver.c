@@ -242,6 +242,11 @@ static int set_journal_wal(tabq_conn *c, const char *path) {
   int rc = sqlite3_prepare_v2(c->db, "PRAGMA journal_mode=WAL", -1, &st, NULL);
   if (rc == SQLITE_OK)
     rc = sqlite3_step(st);
+  /* Another process may have switched the file meanwhile and kept it busy since. */
+  if (rc == SQLITE_BUSY && already_wal(c)) {
+    sqlite3_finalize(st);
+    return TABQ_OK;
+  }
   if (rc != SQLITE_ROW) {
     int code = fail_open(c, rc, path);
     sqlite3_finalize(st);

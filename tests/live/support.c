@@ -76,7 +76,9 @@ const tabq_table *marked_table(void) {
   "retry_after TEXT, attempt INTEGER NOT NULL DEFAULT 1, processed_at TEXT, locked_until TEXT, "   \
   "headers TEXT, payload BLOB NOT NULL)"
 
+/* In WAL from the start, as a service's file is after its first connection. */
 static const char *const sqlite_schema =
+    "PRAGMA journal_mode=WAL;"
     "CREATE TABLE jobs " SQLITE_COLUMNS ";"
     "CREATE INDEX jobs_claim ON jobs (queue, priority, retry_after, id);"
     "CREATE TABLE jobs_dead " SQLITE_COLUMNS ";";

@@ -114,6 +114,9 @@ typedef struct tabq_build {
    * `check` can refuse features the server is too old for (TABQ_SERVER_TOO_OLD). */
   uint32_t server_version;
   const char *server_version_text;
+  /* The connection's current database (or schema) when the driver tells it, else NULL: for
+   * dialects whose names depend on it (MySQL's GET_LOCK names). */
+  const char *database;
 } tabq_build;
 
 /* The projection. A claim, a take and a fetch return the columns of a row in this order, each
@@ -162,6 +165,8 @@ typedef struct tabq_driver_v1 {
   /* Waits up to timeout_ms for a notification; *got tells whether one came. */
   int (*wait_notify)(tabq_conn *c, int timeout_ms, char *channel, size_t channel_cap, char *payload,
                      size_t payload_cap, bool *got);
+  /* Optional: the connection's current database or schema, NUL-terminated. */
+  int (*database)(tabq_conn *c, char *out, size_t cap);
 } tabq_driver_v1;
 
 /* ---- Dialect: the statements every form shares ------------------------------------------- */
@@ -201,13 +206,20 @@ typedef struct tabq_dialect_v1 {
 
 /* Claim flags. */
 #define TABQ_CLAIM_SERIAL 1u /* claims of one subscription must run one at a time */
+/* Lease: expiries are whole seconds (the core rounds them up), so a column without fractions
+ * holds the token exactly. */
+#define TABQ_LEASE_WHOLE_SECONDS 4u
 
 /* ---- RowLock: FOR UPDATE SKIP LOCKED, transaction held while the handler runs --------------- */
 typedef struct tabq_rowlock_v1 {
   uint32_t size;
   uint32_t version; /* 1 */
   uint32_t flags;
-  tabq_build_fn claim; /* NOW GROUP LIMIT -> projection; also counts the attempt */
+  /* NOW GROUP LIMIT -> projection, locking the rows; counts the attempt unless `stamp` does. */
+  tabq_build_fn claim;
+  /* Optional: counts the attempt of one claimed row (ID), in the claim's transaction, for
+   * databases whose UPDATE returns no rows. The claim then returns the attempt plus one. */
+  tabq_build_fn stamp;
 } tabq_rowlock_v1;
 
 /* ---- Lease: an expiry written into the row is the ownership token ------------------------ */
@@ -217,8 +229,9 @@ typedef struct tabq_lease_v1 {
   uint32_t flags;
   /* Leases due rows and returns the projection. Binds NOW, LEASE_UNTIL, GROUP, LIMIT. */
   tabq_build_fn claim;
-  /* Optional: when set, `claim` only selects (locking) and this statement stamps each row
-   * (ID, LEASE_UNTIL; counts the attempt); the core runs both in one transaction. */
+  /* Optional: when set, `claim` only selects (locking, FOR UPDATE SKIP LOCKED, returning the
+   * attempt plus one) and this statement stamps each row (ID, LEASE_UNTIL; counts the
+   * attempt); the core runs the select and the stamps in one transaction and commits. */
   tabq_build_fn stamp;
   /* Moves a lease: LEASE_UNTIL, ID, TOKEN; changes one row while the token holds. */
   tabq_build_fn extend;
@@ -236,6 +249,9 @@ typedef struct tabq_advisory_v1 {
   tabq_build_fn lock;       /* KEY -> one row, 1 when taken (NULL with PROCESS_KEYS) */
   tabq_build_fn unlock;     /* KEY -> one row, 1 when released (NULL with PROCESS_KEYS) */
   tabq_build_fn take;       /* ID NOW GROUP -> projection while claimable; counts the attempt */
+  /* Optional: counts the attempt of a taken row (ID), for databases whose UPDATE returns no
+   * rows; `take` then only selects and returns the attempt plus one. */
+  tabq_build_fn stamp;
 } tabq_advisory_v1;
 
 /* ---- ByName: subscriptions and publishes by route name ----------------------------------- */
