@@ -9,6 +9,7 @@
 #include <string.h>
 #include <sys/wait.h>
 #include <poll.h>
+#include <pthread.h>
 #include <tabq/tabq.h>
 #include <unistd.h>
 
@@ -168,6 +169,89 @@ static void lost_listener_reconnects_and_wakes(void) {
   testdb_remove(&db);
 }
 
+typedef struct held {
+  pthread_mutex_t mu;
+  pthread_cond_t cv;
+  bool claimed, go;
+  int settle_rc;
+} held;
+
+static tabq_outcome hold_then_settle(tabq_delivery *d, void *user) {
+  held *h = user;
+  pthread_mutex_lock(&h->mu);
+  h->claimed = true;
+  pthread_cond_broadcast(&h->cv);
+  while (!h->go)
+    pthread_cond_wait(&h->cv, &h->mu);
+  pthread_mutex_unlock(&h->mu);
+  tabq_error e;
+  h->settle_rc = tabq_delivery_settle(d, tabq_ack(), &e);
+  return tabq_no_outcome();
+}
+
+static void *shut_down(void *broker) {
+  tabq_shutdown(broker);
+  return NULL;
+}
+
+static void shutdown_releases_advisory_locks(void) {
+  testdb_create(&db);
+  tabq_broker *b = connect_broker(&db, 50);
+  publish_n(b, "q", 1);
+  held h = {.settle_rc = -1};
+  pthread_mutex_init(&h.mu, NULL);
+  pthread_cond_init(&h.cv, NULL);
+  tabq_subscription_options o = {.queue = "q", .handler = hold_then_settle, .user = &h};
+  tabq_subscription *s;
+  CU_ASSERT_EQUAL_FATAL(tabq_subscribe(b, jobs_table(), &o, &s, &err), TABQ_OK);
+  pthread_mutex_lock(&h.mu);
+  while (!h.claimed)
+    pthread_cond_wait(&h.cv, &h.mu);
+  pthread_mutex_unlock(&h.mu);
+  const char *locks = "SELECT count(*) FROM pg_locks l JOIN pg_stat_activity a USING (pid) "
+                      "WHERE a.datname = current_database() AND l.locktype = 'advisory'";
+  CU_ASSERT_EQUAL(testdb_int(&db, locks), 1);
+  pthread_t t;
+  pthread_create(&t, NULL, shut_down, b);
+  /* Shutdown releases the lock while the handler still runs, and says so in the stats. */
+  tabq_stats st = {0};
+  for (int i = 0; i < 500 && st.shutdown_released + st.shutdown_closed == 0; i++) {
+    tabq_subscription_stats(s, &st);
+    sleep_ms(10);
+  }
+  CU_ASSERT_EQUAL(st.shutdown_released, 1);
+  CU_ASSERT_EQUAL(st.shutdown_closed, 0);
+  CU_ASSERT(wait_count(&db, locks, 0, 5000));
+  pthread_mutex_lock(&h.mu);
+  h.go = true;
+  pthread_cond_broadcast(&h.cv);
+  pthread_mutex_unlock(&h.mu);
+  pthread_join(t, NULL);
+  CU_ASSERT_EQUAL(h.settle_rc, TABQ_CLOSED);
+  /* the row is back, its attempt spent */
+  CU_ASSERT_EQUAL(testdb_int(&db, "SELECT attempt FROM jobs"), 2);
+  tabq_close(b);
+  testdb_remove(&db);
+}
+
+static void long_channel_stops_at_startup(void) {
+  testdb_create(&db);
+  char sql[256], name[160];
+  const char *long_table = "a_table_name_long_enough_that_with_its_schema_it_passes_63";
+  snprintf(sql, sizeof sql, "CREATE TABLE %s (LIKE jobs INCLUDING ALL)", long_table);
+  testdb_exec(&db, sql);
+  snprintf(name, sizeof name, "%s.%s", db.schema, long_table);
+  tabq_table t = *jobs_table();
+  t.name = name;
+  tabq_broker *b = listening_broker();
+  tabq_subscription_options o = {.queue = "q", .handler = recorder_handler};
+  CU_ASSERT_EQUAL(tabq_subscribe(b, &t, &o, NULL, &err), TABQ_DECLARATION);
+  CU_ASSERT_STRING_EQUAL(err.table, name);
+  CU_ASSERT_PTR_NOT_NULL(strstr(err.message, "63"));
+  tabq_close(b);
+  testdb_remove(&db);
+}
+
 static atomic_int serialization_errors;
 
 static void count_serialization(int level, const char *message, void *user) {
@@ -224,6 +308,12 @@ int register_tests(void) {
   static CU_TestInfo postgres_tests[] = {
       {"NOTIFY from another process wakes a 60 s poller", notify_from_another_process_wakes},
       {"a lost listener reconnects and wakes", lost_listener_reconnects_and_wakes},
+      {"a channel over 63 bytes stops the subscription at startup", long_channel_stops_at_startup},
+      CU_TEST_INFO_NULL,
+  };
+  static CU_TestInfo advisory_tests[] = {
+      {"shutdown releases advisory locks; a late settlement fails CLOSED",
+       shutdown_releases_advisory_locks},
       CU_TEST_INFO_NULL,
   };
   static CU_TestInfo rowlock_tests[] = {
@@ -239,5 +329,7 @@ int register_tests(void) {
     ADD_SUITE("wake-ups on postgres", NULL, NULL, postgres_tests);
   if (test_db_kind() == TEST_POSTGRES && test_form() == TABQ_FORM_ROWLOCK)
     ADD_SUITE("isolation on postgres", NULL, NULL, rowlock_tests);
+  if (test_db_kind() == TEST_POSTGRES && test_form() == TABQ_FORM_ADVISORY)
+    ADD_SUITE("advisory shutdown on postgres", NULL, NULL, advisory_tests);
   return 0;
 }
