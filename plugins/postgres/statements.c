@@ -566,6 +566,15 @@ const tabq_dialect_v1 tabq_pg_dialect = {
 
 /* ---- RowLock ------------------------------------------------------------------------------ */
 
+/* Closes a claim's "WITH claimed AS (UPDATE ..." : UPDATE .. RETURNING gives rows in the order it
+ * met them, so the outer SELECT puts them back in claim order (a batch handler sees them so). */
+static void in_claim_order(tabq_stmt *out, const tabq_table *t) {
+  raw(out, " RETURNING *) SELECT ");
+  projection(out, t);
+  raw(out, " FROM claimed");
+  claim_order(out, t);
+}
+
 /* The rows stay locked by the claim's transaction while their handlers run. With an attempt
  * column one UPDATE counts it and returns the rows; without one a SELECT locks them. */
 static int rowlock_claim(const tabq_build *b, tabq_stmt *out) {
@@ -575,13 +584,12 @@ static int rowlock_claim(const tabq_build *b, tabq_stmt *out) {
     claimed_rows(b, out, false);
     return finish(b, out, "claim");
   }
-  raw(out, "UPDATE ");
+  raw(out, "WITH claimed AS (UPDATE ");
   table(out, t->name);
   raw(out, " SET ");
   count_attempt(out, t);
   claimed_rows(b, out, true);
-  raw(out, " RETURNING ");
-  projection(out, t);
+  in_claim_order(out, t);
   return finish(b, out, "claim");
 }
 
@@ -605,7 +613,7 @@ static int lease_claim(const tabq_build *b, tabq_stmt *out) {
   const tabq_table *t = b->table;
   if (!leased(b))
     return no_lease(b, "claim");
-  raw(out, "UPDATE ");
+  raw(out, "WITH claimed AS (UPDATE ");
   table(out, t->name);
   raw(out, " SET ");
   col(out, &t->locked_until);
@@ -616,8 +624,7 @@ static int lease_claim(const tabq_build *b, tabq_stmt *out) {
     count_attempt(out, t);
   }
   claimed_rows(b, out, true);
-  raw(out, " RETURNING ");
-  projection(out, t);
+  in_claim_order(out, t);
   return finish(b, out, "claim");
 }
 

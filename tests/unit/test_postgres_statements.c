@@ -362,11 +362,13 @@ static void test_rowlock_claim(void) {
   tabq_build b = on(&jobs);
   CU_ASSERT_EQUAL(b.form, TABQ_FORM_ROWLOCK);
   expect_built(rowlock->claim, &b,
-               "UPDATE \"jobs\" SET \"attempt\" = \"attempt\" + 1 WHERE \"id\" IN (SELECT \"id\" "
-               "FROM \"jobs\" WHERE (\"retry_after\" IS NULL OR \"retry_after\" <= $1) AND "
-               "\"processed_at\" IS NULL AND \"queue\" = $2 ORDER BY \"priority\", "
-               "\"retry_after\", \"id\" LIMIT $3 FOR UPDATE SKIP LOCKED) RETURNING \"id\", "
-               "\"attempt\", \"queue\", \"pkey\", \"headers\", \"payload\", \"title\", \"size\"",
+               "WITH claimed AS (UPDATE \"jobs\" SET \"attempt\" = \"attempt\" + 1 WHERE \"id\" "
+               "IN (SELECT \"id\" FROM \"jobs\" WHERE (\"retry_after\" IS NULL OR "
+               "\"retry_after\" <= $1) AND \"processed_at\" IS NULL AND \"queue\" = $2 ORDER BY "
+               "\"priority\", \"retry_after\", \"id\" LIMIT $3 FOR UPDATE SKIP LOCKED) "
+               "RETURNING *) SELECT \"id\", \"attempt\", \"queue\", \"pkey\", \"headers\", "
+               "\"payload\", \"title\", \"size\" FROM claimed ORDER BY \"priority\", "
+               "\"retry_after\", \"id\"",
                TABQ_P_NOW, TABQ_P_GROUP, TABQ_P_LIMIT, 0);
 
   /* The database's clock: no NOW parameter. */
@@ -374,12 +376,13 @@ static void test_rowlock_claim(void) {
   t.clock = TABQ_CLOCK_DATABASE;
   b = on(&t);
   expect_built(rowlock->claim, &b,
-               "UPDATE \"jobs\" SET \"attempt\" = \"attempt\" + 1 WHERE \"id\" IN (SELECT \"id\" "
-               "FROM \"jobs\" WHERE (\"retry_after\" IS NULL OR \"retry_after\" <= "
-               "statement_timestamp()) AND \"processed_at\" IS NULL AND \"queue\" = $1 ORDER BY "
-               "\"priority\", \"retry_after\", \"id\" LIMIT $2 FOR UPDATE SKIP LOCKED) RETURNING "
-               "\"id\", \"attempt\", \"queue\", \"pkey\", \"headers\", \"payload\", \"title\", "
-               "\"size\"",
+               "WITH claimed AS (UPDATE \"jobs\" SET \"attempt\" = \"attempt\" + 1 WHERE \"id\" "
+               "IN (SELECT \"id\" FROM \"jobs\" WHERE (\"retry_after\" IS NULL OR "
+               "\"retry_after\" <= statement_timestamp()) AND \"processed_at\" IS NULL AND "
+               "\"queue\" = $1 ORDER BY \"priority\", \"retry_after\", \"id\" LIMIT $2 FOR "
+               "UPDATE SKIP LOCKED) RETURNING *) SELECT \"id\", \"attempt\", \"queue\", "
+               "\"pkey\", \"headers\", \"payload\", \"title\", \"size\" FROM claimed ORDER BY "
+               "\"priority\", \"retry_after\", \"id\"",
                TABQ_P_GROUP, TABQ_P_LIMIT, 0);
 
   /* No attempt column: the claim selects and locks, nothing is counted. */
@@ -401,9 +404,10 @@ static void test_rowlock_claim(void) {
                TABQ_P_LIMIT, 0);
   b = on(&weird);
   expect_built(rowlock->claim, &b,
-               "UPDATE \"app\".\"we\"\"ird\" SET \"attempt\" = \"attempt\" + 1 WHERE \"i\"\"d\" "
-               "IN (SELECT \"i\"\"d\" FROM \"app\".\"we\"\"ird\" ORDER BY \"i\"\"d\" LIMIT $1 FOR "
-               "UPDATE SKIP LOCKED) RETURNING \"i\"\"d\", \"attempt\", \"payload\"",
+               "WITH claimed AS (UPDATE \"app\".\"we\"\"ird\" SET \"attempt\" = \"attempt\" + 1 "
+               "WHERE \"i\"\"d\" IN (SELECT \"i\"\"d\" FROM \"app\".\"we\"\"ird\" ORDER BY "
+               "\"i\"\"d\" LIMIT $1 FOR UPDATE SKIP LOCKED) RETURNING *) SELECT \"i\"\"d\", "
+               "\"attempt\", \"payload\" FROM claimed ORDER BY \"i\"\"d\"",
                TABQ_P_LIMIT, 0);
 }
 
@@ -412,12 +416,13 @@ static void test_rowlock_claim_fifo(void) {
   t.fifo = true;
   tabq_build b = on(&t);
   expect_built(rowlock->claim, &b,
-               "UPDATE \"jobs\" SET \"attempt\" = \"attempt\" + 1 WHERE \"id\" = (SELECT \"id\" "
-               "FROM \"jobs\" WHERE \"queue\" = $1 AND \"processed_at\" IS NULL ORDER BY "
-               "\"priority\", \"retry_after\", \"id\" LIMIT 1) AND (\"retry_after\" IS NULL OR "
-               "\"retry_after\" <= $2) AND \"processed_at\" IS NULL AND \"queue\" = $1 RETURNING "
-               "\"id\", \"attempt\", \"queue\", \"pkey\", \"headers\", \"payload\", \"title\", "
-               "\"size\"",
+               "WITH claimed AS (UPDATE \"jobs\" SET \"attempt\" = \"attempt\" + 1 WHERE \"id\" "
+               "= (SELECT \"id\" FROM \"jobs\" WHERE \"queue\" = $1 AND \"processed_at\" IS "
+               "NULL ORDER BY \"priority\", \"retry_after\", \"id\" LIMIT 1) AND "
+               "(\"retry_after\" IS NULL OR \"retry_after\" <= $2) AND \"processed_at\" IS NULL "
+               "AND \"queue\" = $1 RETURNING *) SELECT \"id\", \"attempt\", \"queue\", "
+               "\"pkey\", \"headers\", \"payload\", \"title\", \"size\" FROM claimed ORDER BY "
+               "\"priority\", \"retry_after\", \"id\"",
                TABQ_P_GROUP, TABQ_P_NOW, 0);
 
   /* Without attempt the head is selected and locked, never skipped. */
@@ -448,26 +453,29 @@ static void test_lease_claim(void) {
   tabq_build b = on(&t);
   CU_ASSERT_EQUAL(b.form, TABQ_FORM_LEASE);
   expect_built(lease->claim, &b,
-               "UPDATE \"jobs\" SET \"locked_until\" = $1, \"attempt\" = \"attempt\" + 1 WHERE "
-               "\"id\" IN (SELECT \"id\" FROM \"jobs\" WHERE (\"locked_until\" IS NULL OR "
-               "\"locked_until\" <= $2) AND (\"retry_after\" IS NULL OR \"retry_after\" <= $2) "
-               "AND \"processed_at\" IS NULL AND \"queue\" = $3 ORDER BY \"priority\", "
-               "\"retry_after\", \"id\" LIMIT $4 FOR UPDATE SKIP LOCKED) RETURNING \"id\", "
-               "\"attempt\", \"queue\", \"pkey\", \"headers\", \"payload\", \"title\", \"size\"",
+               "WITH claimed AS (UPDATE \"jobs\" SET \"locked_until\" = $1, \"attempt\" = "
+               "\"attempt\" + 1 WHERE \"id\" IN (SELECT \"id\" FROM \"jobs\" WHERE "
+               "(\"locked_until\" IS NULL OR \"locked_until\" <= $2) AND (\"retry_after\" IS "
+               "NULL OR \"retry_after\" <= $2) AND \"processed_at\" IS NULL AND \"queue\" = $3 "
+               "ORDER BY \"priority\", \"retry_after\", \"id\" LIMIT $4 FOR UPDATE SKIP LOCKED) "
+               "RETURNING *) SELECT \"id\", \"attempt\", \"queue\", \"pkey\", \"headers\", "
+               "\"payload\", \"title\", \"size\" FROM claimed ORDER BY \"priority\", "
+               "\"retry_after\", \"id\"",
                TABQ_P_LEASE_UNTIL, TABQ_P_NOW, TABQ_P_GROUP, TABQ_P_LIMIT, 0);
   b = on(&thumbs);
   expect_built(lease->claim, &b,
-               "UPDATE \"app\".\"thumbs\" SET \"locked_until\" = $1, \"attempt\" = \"attempt\" + "
-               "1 WHERE \"id\" IN (SELECT \"id\" FROM \"app\".\"thumbs\" WHERE (\"locked_until\" "
-               "IS NULL OR \"locked_until\" <= $2) ORDER BY \"id\" LIMIT $3 FOR UPDATE SKIP "
-               "LOCKED) RETURNING \"id\", \"attempt\", \"payload\"",
+               "WITH claimed AS (UPDATE \"app\".\"thumbs\" SET \"locked_until\" = $1, "
+               "\"attempt\" = \"attempt\" + 1 WHERE \"id\" IN (SELECT \"id\" FROM "
+               "\"app\".\"thumbs\" WHERE (\"locked_until\" IS NULL OR \"locked_until\" <= $2) "
+               "ORDER BY \"id\" LIMIT $3 FOR UPDATE SKIP LOCKED) RETURNING *) SELECT \"id\", "
+               "\"attempt\", \"payload\" FROM claimed ORDER BY \"id\"",
                TABQ_P_LEASE_UNTIL, TABQ_P_NOW, TABQ_P_LIMIT, 0);
   /* No attempt column: nothing counted, nothing returned for it. */
   b = on(&bare);
   expect_built(lease->claim, &b,
-               "UPDATE \"bare\" SET \"lu\" = $1 WHERE \"id\" IN (SELECT \"id\" FROM \"bare\" "
-               "WHERE (\"lu\" IS NULL OR \"lu\" <= $2) ORDER BY \"id\" LIMIT $3 FOR UPDATE SKIP "
-               "LOCKED) RETURNING \"id\"",
+               "WITH claimed AS (UPDATE \"bare\" SET \"lu\" = $1 WHERE \"id\" IN (SELECT \"id\" "
+               "FROM \"bare\" WHERE (\"lu\" IS NULL OR \"lu\" <= $2) ORDER BY \"id\" LIMIT $3 "
+               "FOR UPDATE SKIP LOCKED) RETURNING *) SELECT \"id\" FROM claimed ORDER BY \"id\"",
                TABQ_P_LEASE_UNTIL, TABQ_P_NOW, TABQ_P_LIMIT, 0);
 }
 
@@ -476,22 +484,24 @@ static void test_lease_claim_fifo(void) {
   t.fifo = true;
   tabq_build b = on(&t);
   expect_built(lease->claim, &b,
-               "UPDATE \"jobs\" SET \"locked_until\" = $1, \"attempt\" = \"attempt\" + 1 WHERE "
-               "\"id\" = (SELECT \"id\" FROM \"jobs\" WHERE \"queue\" = $2 AND \"processed_at\" "
-               "IS NULL ORDER BY \"priority\", \"retry_after\", \"id\" LIMIT 1) AND "
-               "(\"locked_until\" IS NULL OR \"locked_until\" <= $3) AND (\"retry_after\" IS "
-               "NULL OR \"retry_after\" <= $3) AND \"processed_at\" IS NULL AND \"queue\" = $2 "
-               "RETURNING \"id\", \"attempt\", \"queue\", \"pkey\", \"headers\", \"payload\", "
-               "\"title\", \"size\"",
+               "WITH claimed AS (UPDATE \"jobs\" SET \"locked_until\" = $1, \"attempt\" = "
+               "\"attempt\" + 1 WHERE \"id\" = (SELECT \"id\" FROM \"jobs\" WHERE \"queue\" = "
+               "$2 AND \"processed_at\" IS NULL ORDER BY \"priority\", \"retry_after\", \"id\" "
+               "LIMIT 1) AND (\"locked_until\" IS NULL OR \"locked_until\" <= $3) AND "
+               "(\"retry_after\" IS NULL OR \"retry_after\" <= $3) AND \"processed_at\" IS NULL "
+               "AND \"queue\" = $2 RETURNING *) SELECT \"id\", \"attempt\", \"queue\", "
+               "\"pkey\", \"headers\", \"payload\", \"title\", \"size\" FROM claimed ORDER BY "
+               "\"priority\", \"retry_after\", \"id\"",
                TABQ_P_LEASE_UNTIL, TABQ_P_GROUP, TABQ_P_NOW, 0);
   /* Only the lease and the group: the head while its lease has ended. */
   tabq_table g = {
       .name = "app.q", .id = {"id"}, .group = {"grp"}, .locked_until = {"lu"}, .fifo = true};
   b = on(&g);
   expect_built(lease->claim, &b,
-               "UPDATE \"app\".\"q\" SET \"lu\" = $1 WHERE \"id\" = (SELECT \"id\" FROM "
-               "\"app\".\"q\" WHERE \"grp\" = $2 ORDER BY \"id\" LIMIT 1) AND (\"lu\" IS NULL OR "
-               "\"lu\" <= $3) AND \"grp\" = $2 RETURNING \"id\", \"grp\"",
+               "WITH claimed AS (UPDATE \"app\".\"q\" SET \"lu\" = $1 WHERE \"id\" = (SELECT "
+               "\"id\" FROM \"app\".\"q\" WHERE \"grp\" = $2 ORDER BY \"id\" LIMIT 1) AND "
+               "(\"lu\" IS NULL OR \"lu\" <= $3) AND \"grp\" = $2 RETURNING *) SELECT \"id\", "
+               "\"grp\" FROM claimed ORDER BY \"id\"",
                TABQ_P_LEASE_UNTIL, TABQ_P_GROUP, TABQ_P_NOW, 0);
 }
 
