@@ -100,7 +100,7 @@ struct tabq_subscription {
   tabq_form form;
   tabq_projection proj;
   unsigned st[SQ_COUNT];
-  char begin_sql[64];
+  char begin_sql[128];
   uint32_t claim_flags;
   bool serial;     /* claims run one at a time, one claimer serving every idle worker */
   bool holds_conn; /* deliveries hold a pooled connection until they settle */

@@ -138,11 +138,13 @@ static void count(tabq_subscription *s, action a, int rc) {
 }
 
 static int not_in_work(tabq_delivery *d, tabq_error *err) {
-  if (d->closed)
+  if (d->closed) {
+    d->settled = true; /* answered: the returned outcome is not tried again */
     return tabq_err_set(err, TABQ_CLOSED, d->sub->t->name, NULL,
                         "table %s: the broker shut down and released this delivery's lock; the "
                         "row is back in the queue",
                         d->sub->t->name);
+  }
   return tabq_err_set(err, TABQ_INVALID, d->sub->t->name, NULL, "the delivery is settled already");
 }
 

@@ -100,8 +100,16 @@ static int open_form(tabq_subscription *s, tabq_error *err) {
   return tabq_advisory_open(s, err);
 }
 
+/* The begin of the transactions tabq opens. A table's isolation level governs the row lock
+ * form's claim transactions; the lease and advisory forms' short ones (FIFO guard, stamps, dead
+ * letters) run at the database's default (READ COMMITTED on MySQL). */
 static int build_begin(tabq_subscription *s, tabq_error *err) {
+  tabq_table plain = *s->t;
   tabq_build build = tabq_sub_build(s);
+  if (s->form != TABQ_FORM_ROWLOCK) {
+    plain.isolation = TABQ_ISOLATION_DEFAULT;
+    build.table = &plain;
+  }
   tabq_stmt st;
   tabq_sql_init(&st, s->b->host);
   int rc = s->b->plugin.plugin->dialect->begin(&build, &st);

@@ -2,6 +2,7 @@
 
 #include <CUnit/CUnit.h>
 #include <libpq-fe.h>
+#include <mysql.h>
 #include <poll.h>
 #include <signal.h>
 #include <sqlite3.h>
@@ -34,7 +35,16 @@ static tabq_table jobs_of(tabq_form form, bool marked) {
 
 test_kind test_db_kind(void) {
   const char *db = getenv("TABQ_TEST_DB");
-  return db && !strcmp(db, "postgres") ? TEST_POSTGRES : TEST_SQLITE;
+  if (db && !strcmp(db, "postgres"))
+    return TEST_POSTGRES;
+  if (db && !strcmp(db, "mysql"))
+    return TEST_MYSQL;
+  return TEST_SQLITE;
+}
+
+const char *test_db_name(void) {
+  static const char *const names[] = {"sqlite", "postgres", "mysql"};
+  return names[test_db_kind()];
 }
 
 tabq_form test_form(void) {
@@ -93,6 +103,18 @@ static const char *const pg_schema =
     "CREATE INDEX jobs_claim ON jobs (queue, priority, retry_after, id);"
     "CREATE TABLE jobs_dead (id BIGINT PRIMARY KEY, " PG_COLUMNS ";";
 
+/* The lease column holds whole seconds (DATETIME without fractions): the token must compare
+ * exactly all the same. */
+#define MY_COLUMNS                                                                                 \
+  "queue VARCHAR(191) NOT NULL, priority INT NOT NULL DEFAULT 0, retry_after DATETIME(6) NULL, "   \
+  "attempt INT NOT NULL DEFAULT 1, processed_at DATETIME(6) NULL, locked_until DATETIME NULL, "    \
+  "headers JSON NULL, payload BLOB NOT NULL, INDEX jobs_claim (queue, priority, retry_after, id))" \
+  " ENGINE=InnoDB"
+
+static const char *const my_schema =
+    "CREATE TABLE jobs (id BIGINT AUTO_INCREMENT PRIMARY KEY, " MY_COLUMNS ";"
+    "CREATE TABLE jobs_dead (id BIGINT PRIMARY KEY, " MY_COLUMNS;
+
 static void sqlite_exec(const char *path, const char *sql) {
   sqlite3 *db = NULL;
   CU_ASSERT_FATAL(sqlite3_open(path, &db) == SQLITE_OK);
@@ -117,11 +139,79 @@ static PGresult *pg_run(const testdb *db, const char *sql) {
   return r;
 }
 
+/* Runs one or several statements on the MySQL checking connection; returns the first result
+ * set, if any (the caller frees it). */
+static MYSQL_RES *my_run(const testdb *db, const char *sql) {
+  MYSQL *m = db->my;
+  if (mysql_query(m, sql)) {
+    fprintf(stderr, "mysql: %s in %s\n", mysql_error(m), sql);
+    CU_FAIL_FATAL("mysql");
+  }
+  MYSQL_RES *first = NULL;
+  do {
+    MYSQL_RES *r = mysql_store_result(m);
+    if (!first)
+      first = r;
+    else if (r)
+      mysql_free_result(r);
+  } while (mysql_next_result(m) == 0);
+  return first;
+}
+
 void testdb_exec(const testdb *db, const char *sql) {
   if (db->kind == TEST_SQLITE)
     sqlite_exec(db->path, sql);
-  else
+  else if (db->kind == TEST_POSTGRES)
     PQclear(pg_run(db, sql));
+  else {
+    MYSQL_RES *r = my_run(db, sql);
+    if (r)
+      mysql_free_result(r);
+  }
+}
+
+/* mysql://user:password@host:port/database: the same URL with another database. */
+static void my_url_for(const char *base, const char *database, char *out, size_t cap) {
+  const char *hostpart = strstr(base, "://");
+  const char *slash = hostpart ? strchr(hostpart + 3, '/') : NULL;
+  size_t keep = slash ? (size_t)(slash - base) : strlen(base);
+  snprintf(out, cap, "%.*s/%s", (int)keep, base, database);
+}
+
+static MYSQL *my_connect(const char *url) {
+  /* user:password@host:port/db */
+  char user[64] = "", pass[64] = "", host[64] = "127.0.0.1", db[64] = "";
+  unsigned port = 3306;
+  const char *p = strstr(url, "://");
+  CU_ASSERT_FATAL(p != NULL);
+  p += 3;
+  sscanf(p, "%63[^:@]:%63[^@]@%63[^:/]:%u/%63s", user, pass, host, &port, db);
+  MYSQL *m = mysql_init(NULL);
+  if (!mysql_real_connect(m, host, user, pass, db[0] ? db : NULL, port, NULL,
+                          CLIENT_MULTI_STATEMENTS)) {
+    fprintf(stderr, "mysql connect: %s\n", mysql_error(m));
+    CU_FAIL_FATAL("mysql connect");
+  }
+  mysql_query(m, "SET time_zone = '+00:00'");
+  return m;
+}
+
+static void my_create(testdb *db) {
+  static int serial;
+  const char *base = getenv("TABQ_TEST_MYSQL_URL");
+  if (!base) {
+    fprintf(stderr, "TABQ_TEST_MYSQL_URL is not set: ./dev test starts MariaDB and sets it\n");
+    CU_FAIL_FATAL("TABQ_TEST_MYSQL_URL");
+  }
+  snprintf(db->schema, sizeof db->schema, "t%d_%d", (int)getpid(), ++serial);
+  db->my = my_connect(base);
+  char sql[96];
+  snprintf(sql, sizeof sql, "CREATE DATABASE %s", db->schema);
+  testdb_exec(db, sql);
+  snprintf(sql, sizeof sql, "USE %s", db->schema);
+  testdb_exec(db, sql);
+  testdb_exec(db, my_schema);
+  my_url_for(base, db->schema, db->url, sizeof db->url);
 }
 
 static void pg_create(testdb *db) {
@@ -157,6 +247,10 @@ void testdb_create(testdb *db) {
     pg_create(db);
     return;
   }
+  if (db->kind == TEST_MYSQL) {
+    my_create(db);
+    return;
+  }
   snprintf(db->path, sizeof db->path, "/tmp/tabq-live-XXXXXX");
   int fd = mkstemp(db->path);
   CU_ASSERT_FATAL(fd >= 0);
@@ -166,6 +260,14 @@ void testdb_create(testdb *db) {
 }
 
 void testdb_remove(testdb *db) {
+  if (db->kind == TEST_MYSQL) {
+    char sql[96];
+    snprintf(sql, sizeof sql, "DROP DATABASE %s", db->schema);
+    mysql_query(db->my, sql);
+    mysql_close(db->my);
+    db->my = NULL;
+    return;
+  }
   if (db->kind == TEST_POSTGRES) {
     char sql[96];
     snprintf(sql, sizeof sql, "DROP SCHEMA %s CASCADE", db->schema);
@@ -194,6 +296,14 @@ static sqlite3_stmt *query(const testdb *db, sqlite3 **conn, const char *sql) {
 }
 
 long long testdb_int(const testdb *db, const char *sql) {
+  if (db->kind == TEST_MYSQL) {
+    MYSQL_RES *r = my_run(db, sql);
+    MYSQL_ROW row = r ? mysql_fetch_row(r) : NULL;
+    long long v = row && row[0] ? atoll(row[0]) : -1;
+    if (r)
+      mysql_free_result(r);
+    return v;
+  }
   if (db->kind == TEST_POSTGRES) {
     PGresult *r = pg_run(db, sql);
     long long v = PQntuples(r) && !PQgetisnull(r, 0, 0) ? atoll(PQgetvalue(r, 0, 0)) : -1;
@@ -209,6 +319,14 @@ long long testdb_int(const testdb *db, const char *sql) {
 }
 
 void testdb_text(const testdb *db, const char *sql, char *buf, size_t cap) {
+  if (db->kind == TEST_MYSQL) {
+    MYSQL_RES *r = my_run(db, sql);
+    MYSQL_ROW row = r ? mysql_fetch_row(r) : NULL;
+    snprintf(buf, cap, "%s", row && row[0] ? row[0] : "");
+    if (r)
+      mysql_free_result(r);
+    return;
+  }
   if (db->kind == TEST_POSTGRES) {
     PGresult *r = pg_run(db, sql);
     snprintf(buf, cap, "%s", PQntuples(r) ? PQgetvalue(r, 0, 0) : "");
@@ -225,7 +343,13 @@ void testdb_text(const testdb *db, const char *sql, char *buf, size_t cap) {
 
 void testdb_fill(const testdb *db, const char *queue, int n) {
   char sql[512];
-  if (db->kind == TEST_POSTGRES)
+  if (db->kind == TEST_MYSQL) {
+    testdb_exec(db, "SET SESSION max_recursive_iterations = 1000000");
+    snprintf(sql, sizeof sql,
+             "INSERT INTO jobs (queue, payload) WITH RECURSIVE n(i) AS (SELECT 1 UNION ALL "
+             "SELECT i + 1 FROM n WHERE i < %d) SELECT '%s', CONCAT('job-', i) FROM n",
+             n, queue);
+  } else if (db->kind == TEST_POSTGRES)
     snprintf(sql, sizeof sql,
              "INSERT INTO jobs (queue, payload) SELECT '%s', convert_to('job-' || i, 'UTF8') "
              "FROM generate_series(1, %d) AS i",
@@ -240,7 +364,12 @@ void testdb_fill(const testdb *db, const char *queue, int n) {
 
 long long testdb_due_after(const testdb *db, int ms) {
   char sql[256];
-  if (db->kind == TEST_POSTGRES)
+  if (db->kind == TEST_MYSQL)
+    snprintf(sql, sizeof sql,
+             "SELECT count(*) FROM jobs WHERE retry_after > UTC_TIMESTAMP(6) + INTERVAL %d "
+             "MICROSECOND",
+             ms * 1000);
+  else if (db->kind == TEST_POSTGRES)
     snprintf(sql, sizeof sql,
              "SELECT count(*) FROM jobs WHERE retry_after > now() + interval '%d milliseconds'",
              ms);
@@ -250,6 +379,13 @@ long long testdb_due_after(const testdb *db, int ms) {
              "strftime('%%Y-%%m-%%d %%H:%%M:%%f', 'now', '+%d.%03d seconds')",
              ms / 1000, ms % 1000);
   return testdb_int(db, sql);
+}
+
+void testdb_lease_text(const testdb *db, char *buf, size_t cap) {
+  testdb_text(db,
+              db->kind == TEST_MYSQL ? "SELECT CAST(locked_until AS CHAR) FROM jobs"
+                                     : "SELECT CAST(locked_until AS TEXT) FROM jobs",
+              buf, cap);
 }
 
 tabq_broker *connect_broker(const testdb *db, unsigned poll_ms) {

@@ -13,10 +13,11 @@
 #include <sys/types.h>
 #include <tabq/tabq.h>
 
-typedef enum test_kind { TEST_SQLITE, TEST_POSTGRES } test_kind;
+typedef enum test_kind { TEST_SQLITE, TEST_POSTGRES, TEST_MYSQL } test_kind;
 
 /* The database and form this run tests (from the environment; SQLite and lease by default). */
 test_kind test_db_kind(void);
+const char *test_db_name(void); /* "sqlite", "postgres", "mysql" */
 tabq_form test_form(void);
 const char *test_form_name(void);
 
@@ -31,6 +32,7 @@ typedef struct testdb {
   char schema[32]; /* PostgreSQL: the test's own schema */
   char url[512];
   void *pg; /* PostgreSQL: the checking connection */
+  void *my; /* MySQL/MariaDB: the checking connection */
 } testdb;
 
 /* A new empty database with the jobs schema (jobs, and jobs_dead its dead letter table). */
@@ -48,6 +50,8 @@ void testdb_text(const testdb *db, const char *sql, char *buf, size_t cap);
 void testdb_fill(const testdb *db, const char *queue, int n);
 /* Counts rows of jobs whose retry_after lies more than `ms` after the database's now. */
 long long testdb_due_after(const testdb *db, int ms);
+/* The lease of the jobs row as text, to compare a token before and after. */
+void testdb_lease_text(const testdb *db, char *buf, size_t cap);
 
 tabq_broker *connect_broker(const testdb *db, unsigned poll_ms);
 /* Publishes n rows to `queue` with payload "job-<i>". */

@@ -208,8 +208,11 @@ static void shutdown_releases_advisory_locks(void) {
   while (!h.claimed)
     pthread_cond_wait(&h.cv, &h.mu);
   pthread_mutex_unlock(&h.mu);
-  const char *locks = "SELECT count(*) FROM pg_locks l JOIN pg_stat_activity a USING (pid) "
-                      "WHERE a.datname = current_database() AND l.locktype = 'advisory'";
+  /* the key's lock, as the server sees it (the row is id 1 of a fresh table) */
+  const char *locks = db.kind == TEST_POSTGRES
+                          ? "SELECT count(*) FROM pg_locks l JOIN pg_stat_activity a USING (pid) "
+                            "WHERE a.datname = current_database() AND l.locktype = 'advisory'"
+                          : "SELECT IS_USED_LOCK(CONCAT(LOWER(DATABASE()), '.job-1')) IS NOT NULL";
   CU_ASSERT_EQUAL(testdb_int(&db, locks), 1);
   pthread_t t;
   pthread_create(&t, NULL, shut_down, b);
@@ -248,6 +251,88 @@ static void long_channel_stops_at_startup(void) {
   CU_ASSERT_EQUAL(tabq_subscribe(b, &t, &o, NULL, &err), TABQ_DECLARATION);
   CU_ASSERT_STRING_EQUAL(err.table, name);
   CU_ASSERT_PTR_NOT_NULL(strstr(err.message, "63"));
+  tabq_close(b);
+  testdb_remove(&db);
+}
+
+typedef struct gate {
+  pthread_mutex_t mu;
+  pthread_cond_t cv;
+  bool in, out;
+} gate;
+
+static tabq_outcome wait_at_gate(tabq_delivery *d, void *user) {
+  (void)d;
+  gate *g = user;
+  pthread_mutex_lock(&g->mu);
+  g->in = true;
+  pthread_cond_broadcast(&g->cv);
+  while (!g->out)
+    pthread_cond_wait(&g->cv, &g->mu);
+  pthread_mutex_unlock(&g->mu);
+  return tabq_ack();
+}
+
+static void held_claim_leaves_other_groups_free(void) {
+  testdb_create(&db);
+  tabq_broker *b = connect_broker(&db, 20);
+  publish_n(b, "slow", 3);
+  publish_n(b, "fast", 5);
+  gate g = {.in = false};
+  pthread_mutex_init(&g.mu, NULL);
+  pthread_cond_init(&g.cv, NULL);
+  tabq_subscription_options slow = {.queue = "slow", .handler = wait_at_gate, .user = &g};
+  CU_ASSERT_EQUAL_FATAL(tabq_subscribe(b, jobs_table(), &slow, NULL, &err), TABQ_OK);
+  pthread_mutex_lock(&g.mu);
+  while (!g.in)
+    pthread_cond_wait(&g.cv, &g.mu);
+  pthread_mutex_unlock(&g.mu);
+  /* The slow group's claim holds its row (and, on MySQL, the index range it read) while its
+   * handler waits: the other group's rows go on all the same. */
+  recorder r;
+  recorder_init(&r);
+  tabq_subscription_options fast = {.queue = "fast", .handler = recorder_handler, .user = &r};
+  CU_ASSERT_EQUAL_FATAL(tabq_subscribe(b, jobs_table(), &fast, NULL, &err), TABQ_OK);
+  CU_ASSERT(recorder_wait(&r, 5, 15000));
+  CU_ASSERT(wait_count(&db, "SELECT count(*) FROM jobs WHERE queue = 'fast'", 0, 10000));
+  pthread_mutex_lock(&g.mu);
+  g.out = true;
+  pthread_cond_broadcast(&g.cv);
+  pthread_mutex_unlock(&g.mu);
+  CU_ASSERT(wait_count(&db, "SELECT count(*) FROM jobs", 0, 15000));
+  tabq_close(b);
+  recorder_free(&r);
+  testdb_remove(&db);
+}
+
+static char long_lock_name[96];
+
+static tabq_outcome check_long_lock(tabq_delivery *d, void *user) {
+  (void)user;
+  /* While the handler runs its key's lock is held, under the SHA-256 of the long name. */
+  char sql[512];
+  snprintf(sql, sizeof sql,
+           "SELECT IS_USED_LOCK(SHA2(CONCAT(LOWER(DATABASE()), '.', "
+           "'a-key-template-long-enough-to-pass-sixty-four-characters-with-its-database-', "
+           "%lld), 256)) IS NOT NULL",
+           (long long)tabq_delivery_id(d));
+  snprintf(long_lock_name, sizeof long_lock_name, "%lld", testdb_int(&db, sql));
+  return tabq_ack();
+}
+
+static void long_lock_names_are_hashed(void) {
+  testdb_create(&db);
+  tabq_table t = *jobs_table();
+  t.advisory_lock =
+      "a-key-template-long-enough-to-pass-sixty-four-characters-with-its-database-{id}";
+  tabq_broker *b = connect_broker(&db, 20);
+  tabq_message m = {.group = "q", .payload = "x", .payload_len = 1};
+  CU_ASSERT_EQUAL_FATAL(tabq_publish(b, &t, &m, &err), TABQ_OK);
+  long_lock_name[0] = '\0';
+  tabq_subscription_options o = {.queue = "q", .handler = check_long_lock};
+  CU_ASSERT_EQUAL_FATAL(tabq_subscribe(b, &t, &o, NULL, &err), TABQ_OK);
+  CU_ASSERT(wait_count(&db, "SELECT count(*) FROM jobs", 0, 10000));
+  CU_ASSERT_STRING_EQUAL(long_lock_name, "1");
   tabq_close(b);
   testdb_remove(&db);
 }
@@ -311,6 +396,14 @@ int register_tests(void) {
       {"a channel over 63 bytes stops the subscription at startup", long_channel_stops_at_startup},
       CU_TEST_INFO_NULL,
   };
+  static CU_TestInfo rowlock_any_tests[] = {
+      {"a claim held for a handler leaves other groups free", held_claim_leaves_other_groups_free},
+      CU_TEST_INFO_NULL,
+  };
+  static CU_TestInfo mysql_advisory_tests[] = {
+      {"lock names over 64 characters are hashed with SHA-256", long_lock_names_are_hashed},
+      CU_TEST_INFO_NULL,
+  };
   static CU_TestInfo advisory_tests[] = {
       {"shutdown releases advisory locks; a late settlement fails CLOSED",
        shutdown_releases_advisory_locks},
@@ -322,14 +415,18 @@ int register_tests(void) {
       CU_TEST_INFO_NULL,
   };
   static char suite[64];
-  snprintf(suite, sizeof suite, "crashes and concurrency on %s, %s form",
-           test_db_kind() == TEST_POSTGRES ? "postgres" : "sqlite", test_form_name());
+  snprintf(suite, sizeof suite, "crashes and concurrency on %s, %s form", test_db_name(),
+           test_form_name());
   ADD_SUITE(suite, NULL, NULL, tests);
   if (test_db_kind() == TEST_POSTGRES)
     ADD_SUITE("wake-ups on postgres", NULL, NULL, postgres_tests);
   if (test_db_kind() == TEST_POSTGRES && test_form() == TABQ_FORM_ROWLOCK)
     ADD_SUITE("isolation on postgres", NULL, NULL, rowlock_tests);
-  if (test_db_kind() == TEST_POSTGRES && test_form() == TABQ_FORM_ADVISORY)
-    ADD_SUITE("advisory shutdown on postgres", NULL, NULL, advisory_tests);
+  if (test_db_kind() != TEST_SQLITE && test_form() == TABQ_FORM_ADVISORY)
+    ADD_SUITE("advisory shutdown", NULL, NULL, advisory_tests);
+  if (test_db_kind() != TEST_SQLITE && test_form() == TABQ_FORM_ROWLOCK)
+    ADD_SUITE("row locks and groups", NULL, NULL, rowlock_any_tests);
+  if (test_db_kind() == TEST_MYSQL && test_form() == TABQ_FORM_ADVISORY)
+    ADD_SUITE("GET_LOCK names on mysql", NULL, NULL, mysql_advisory_tests);
   return 0;
 }

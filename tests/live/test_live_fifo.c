@@ -86,8 +86,7 @@ int register_tests(void) {
       CU_TEST_INFO_NULL,
   };
   static char suite[64];
-  snprintf(suite, sizeof suite, "FIFO groups on %s, %s form",
-           test_db_kind() == TEST_POSTGRES ? "postgres" : "sqlite", test_form_name());
+  snprintf(suite, sizeof suite, "FIFO groups on %s, %s form", test_db_name(), test_form_name());
   ADD_SUITE(suite, NULL, NULL, tests);
   return 0;
 }

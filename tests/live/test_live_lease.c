@@ -96,8 +96,7 @@ static void lapsed_lease_ack_fails_and_changes_nothing(void) {
   pthread_mutex_unlock(&h.mu);
   CU_ASSERT_EQUAL(h.attempt, 2);
   char lease_before[40];
-  testdb_text(&db, "SELECT CAST(locked_until AS TEXT) FROM jobs", lease_before,
-              sizeof lease_before);
+  testdb_lease_text(&db, lease_before, sizeof lease_before);
   /* The child wakes and acks late. */
   kill(c.pid, SIGCONT);
   child_say(&c, "go");
@@ -107,7 +106,7 @@ static void lapsed_lease_ack_fails_and_changes_nothing(void) {
   CU_ASSERT(WIFEXITED(status) && WEXITSTATUS(status) == 0);
   /* ... and changed nothing: the row is there, under this process's lease. */
   char lease_after[40];
-  testdb_text(&db, "SELECT CAST(locked_until AS TEXT) FROM jobs", lease_after, sizeof lease_after);
+  testdb_lease_text(&db, lease_after, sizeof lease_after);
   CU_ASSERT_STRING_EQUAL(lease_before, lease_after);
   CU_ASSERT_EQUAL(testdb_int(&db, "SELECT attempt FROM jobs"), 3);
   pthread_mutex_lock(&h.mu);
@@ -256,7 +255,8 @@ int register_tests(void) {
       {"workers(4) handle each of 10,000 rows exactly once", four_workers_each_row_once},
       CU_TEST_INFO_NULL,
   };
-  ADD_SUITE(test_db_kind() == TEST_POSTGRES ? "lease on postgres" : "lease on sqlite", NULL, NULL,
-            tests);
+  static char suite[48];
+  snprintf(suite, sizeof suite, "lease on %s", test_db_name());
+  ADD_SUITE(suite, NULL, NULL, tests);
   return 0;
 }

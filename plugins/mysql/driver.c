@@ -1,0 +1,793 @@
+/* tabq — the MySQL/MariaDB driver on mariadb-connector-c: connections, server-side prepared
+ * statements on the binary protocol, and transactions.
+ *
+ * URLs: mysql://user:password@host:port/database?socket=/path&connect_timeout=SECONDS, and the
+ * same under mariadb://. User, password, database and values are percent-decoded; the port
+ * defaults to 3306; the host may be empty when a socket is given.
+ *
+ * Every session runs in UTC (time_zone '+00:00', so TIMESTAMP columns read and write UTC and
+ * DATETIME is taken as UTC), in utf8mb4, with autocommit on, and never reconnects by itself: a
+ * reconnect would drop the session's GET_LOCK locks without a word. Affected counts are rows
+ * matched (CLIENT_FOUND_ROWS), as PostgreSQL counts them, so an UPDATE that writes a value the
+ * row already holds still counts its row. */
+#include <errno.h>
+#include <limits.h>
+#include <poll.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+
+#include <errmsg.h>
+#include <mysql.h>
+#include <mysqld_error.h>
+
+#include "binds.h"
+#include "mysql_plugin.h"
+
+#define URL_SHOWN 512 /* room for a URL in messages, password removed */
+#define DEFAULT_PORT 3306
+
+struct tabq_conn {
+  MYSQL *my;
+  bool broken;          /* the connection is known lost: the pool replaces it */
+  tabq_prepared *stmts; /* still prepared; close frees them */
+};
+
+struct tabq_prepared {
+  tabq_conn *conn;
+  tabq_prepared *prev, *next;
+  MYSQL_STMT *stmt;
+  MYSQL_RES *meta; /* the result's fields (the statement's own, updated by each execute) */
+  unsigned nparams, ncols, colcap;
+  MYSQL_BIND *pbind;
+  tabq_my_param *pslots;
+  MYSQL_BIND *rbind;
+  tabq_my_col *cols;
+  bool has_rows, on_row;
+  uint64_t changes;
+  char name[32];
+};
+
+static const tabq_host *host(void) {
+  return tabq_my_host();
+}
+
+/* ---- Errors ------------------------------------------------------------------------------- */
+
+/* Codes after which the session is gone or its protocol state unknown. */
+static bool lost_code(unsigned err) {
+  switch (err) {
+  case CR_CONNECTION_ERROR:
+  case CR_CONN_HOST_ERROR:
+  case CR_SERVER_GONE_ERROR:
+  case CR_SERVER_LOST:
+  case CR_COMMANDS_OUT_OF_SYNC:
+  case CR_MALFORMED_PACKET:
+  case CR_SERVER_LOST_EXTENDED:
+  case CR_ERR_NET_READ:
+  case CR_ERR_NET_WRITE:
+  case ER_CONNECTION_KILLED:
+  case ER_SERVER_SHUTDOWN:
+  case ER_NET_PACKET_TOO_LARGE:
+    return true;
+  default:
+    return false;
+  }
+}
+
+/* The "impossible to write to binary log" family (1661 to 1667). */
+static bool binlog_code(unsigned err, const char *msg) {
+  return (err >= ER_BINLOG_ROW_ENGINE_AND_STMT_ENGINE &&
+          err <= ER_BINLOG_MULTIPLE_ENGINES_AND_SELF_LOGGING_ENGINE) ||
+         (msg && strstr(msg, "impossible to write to binary log"));
+}
+
+/* Reports a failure of `what` ("claim statement", "commit", ...) with the server's or the
+ * library's error number, SQLSTATE and message. */
+static int fail_with(tabq_conn *c, unsigned err, const char *state, const char *msg,
+                     const char *what) {
+  if (!msg || !*msg)
+    msg = "unknown error";
+  if (state && (!*state || strcmp(state, "00000") == 0))
+    state = NULL;
+  if (lost_code(err))
+    c->broken = true;
+  if (err == ER_BINLOG_STMT_MODE_AND_ROW_ENGINE || strstr(msg, "BINLOG_FORMAT = STATEMENT"))
+    return host()->fail(TABQ_BACKEND, state, (long)err,
+                        "%s: the server logs statements (binlog_format = STATEMENT), which refuses "
+                        "writes at READ COMMITTED; set binlog_format to ROW or MIXED. The server "
+                        "said: %s",
+                        what, msg);
+  if (binlog_code(err, msg))
+    return host()->fail(
+        TABQ_BACKEND, state, (long)err,
+        "%s: the server cannot write this statement to its binary log as its "
+        "binlog_format stands (ROW or MIXED usually accepts it). The server said: %s",
+        what, msg);
+  return host()->fail(TABQ_BACKEND, state, (long)err, "%s: %s%s", what, msg,
+                      c->broken ? " (the connection is lost)" : "");
+}
+
+static int fail_conn(tabq_conn *c, const char *what) {
+  return fail_with(c, mysql_errno(c->my), mysql_sqlstate(c->my), mysql_error(c->my), what);
+}
+
+static int fail_stmt(tabq_prepared *p) {
+  char what[48];
+  snprintf(what, sizeof what, "%s statement", p->name);
+  return fail_with(p->conn, mysql_stmt_errno(p->stmt), mysql_stmt_sqlstate(p->stmt),
+                   mysql_stmt_error(p->stmt), what);
+}
+
+/* ---- URLs --------------------------------------------------------------------------------- */
+
+typedef struct my_url {
+  char *store; /* the decoded parts, one after another */
+  size_t used, cap;
+  const char *user, *password, *host, *database, *socket;
+  unsigned port, connect_timeout;
+} my_url;
+
+static int hex(char ch) {
+  if (ch >= '0' && ch <= '9')
+    return ch - '0';
+  if (ch >= 'a' && ch <= 'f')
+    return ch - 'a' + 10;
+  if (ch >= 'A' && ch <= 'F')
+    return ch - 'A' + 10;
+  return -1;
+}
+
+/* Percent-decodes s[0..n) into the store; NULL when an escape is malformed or decodes to NUL. */
+static const char *decoded(my_url *u, const char *s, size_t n) {
+  char *out = u->store + u->used, *w = out;
+  for (size_t i = 0; i < n; i++) {
+    if (s[i] != '%') {
+      *w++ = s[i];
+      continue;
+    }
+    int hi = i + 2 < n ? hex(s[i + 1]) : -1;
+    int lo = hi >= 0 ? hex(s[i + 2]) : -1;
+    if (hi < 0 || lo < 0 || (hi == 0 && lo == 0))
+      return NULL;
+    *w++ = (char)(hi << 4 | lo);
+    i += 2;
+  }
+  *w++ = '\0';
+  u->used += (size_t)(w - out);
+  return out;
+}
+
+static bool parse_uint(const char *s, unsigned max, unsigned *out) {
+  unsigned long v = 0;
+  if (!*s)
+    return false;
+  for (; *s; s++) {
+    if (*s < '0' || *s > '9')
+      return false;
+    v = v * 10 + (unsigned long)(*s - '0');
+    if (v > max)
+      return false;
+  }
+  *out = (unsigned)v;
+  return true;
+}
+
+static int bad_url(const char *shown, const char *why) {
+  return host()->fail(TABQ_INVALID, NULL, 0, "bad MySQL URL %s: %s", shown, why);
+}
+
+/* The query string: socket=PATH, connect_timeout=SECONDS. */
+static int parse_query(my_url *u, const char *q, const char *shown) {
+  while (*q) {
+    size_t n = strcspn(q, "&");
+    const char *eq = memchr(q, '=', n);
+    if (n > 0) {
+      if (!eq)
+        return bad_url(shown, "a query parameter has no value");
+      size_t klen = (size_t)(eq - q);
+      const char *value = decoded(u, eq + 1, n - klen - 1);
+      if (!value)
+        return bad_url(shown, "a malformed percent escape");
+      if (klen == 6 && strncmp(q, "socket", 6) == 0)
+        u->socket = *value ? value : NULL;
+      else if (klen == 15 && strncmp(q, "connect_timeout", 15) == 0) {
+        if (!parse_uint(value, 3600, &u->connect_timeout))
+          return bad_url(shown, "connect_timeout is not a number of seconds up to 3600");
+      } else
+        return host()->fail(TABQ_INVALID, NULL, 0,
+                            "bad MySQL URL %s: unknown parameter '%.*s' (known: socket, "
+                            "connect_timeout)",
+                            shown, (int)klen, q);
+    }
+    q += n;
+    if (*q == '&')
+      q++;
+  }
+  return TABQ_OK;
+}
+
+/* Splits scheme://[user[:password]@][host][:port][/database][?query]. */
+static int parse_url(const char *url, my_url *u, const char *shown) {
+  const char *rest = NULL;
+  if (strncmp(url, "mysql://", 8) == 0)
+    rest = url + 8;
+  else if (strncmp(url, "mariadb://", 10) == 0)
+    rest = url + 10;
+  else
+    return host()->fail(TABQ_INVALID, NULL, 0,
+                        "not a MySQL URL: %s (mysql://user:password@host:port/database)", shown);
+  u->cap = 2 * strlen(rest) + 16; /* every decoded part with its NUL */
+  u->store = host()->alloc(u->cap);
+  if (!u->store)
+    return host()->fail(TABQ_NOMEM, NULL, 0, "no memory to parse %s", shown);
+  u->port = DEFAULT_PORT;
+  size_t alen = strcspn(rest, "/?#");
+  const char *at = NULL;
+  for (const char *s = rest; s < rest + alen; s++)
+    if (*s == '@')
+      at = s;
+  const char *hp = rest;
+  if (at) {
+    const char *colon = memchr(rest, ':', (size_t)(at - rest));
+    const char *uend = colon ? colon : at;
+    u->user = decoded(u, rest, (size_t)(uend - rest));
+    u->password = colon ? decoded(u, colon + 1, (size_t)(at - colon - 1)) : NULL;
+    if (!u->user || (colon && !u->password))
+      return bad_url(shown, "a malformed percent escape in the user or password");
+    hp = at + 1;
+  }
+  const char *aend = rest + alen, *hend = aend, *port = NULL;
+  if (*hp == '[') { /* [IPv6]:port */
+    const char *close = memchr(hp, ']', (size_t)(aend - hp));
+    if (!close)
+      return bad_url(shown, "an IPv6 address without its ']'");
+    u->host = decoded(u, hp + 1, (size_t)(close - hp - 1));
+    if (close + 1 < aend && close[1] != ':')
+      return bad_url(shown, "text after the IPv6 address");
+    port = close + 1 < aend ? close + 2 : NULL;
+  } else {
+    const char *colon = memchr(hp, ':', (size_t)(aend - hp));
+    if (colon) {
+      hend = colon;
+      port = colon + 1;
+    }
+    u->host = decoded(u, hp, (size_t)(hend - hp));
+  }
+  if (!u->host)
+    return bad_url(shown, "a malformed percent escape in the host");
+  if (port) {
+    char digits[8];
+    size_t n = (size_t)(aend - port);
+    if (n >= sizeof digits)
+      return bad_url(shown, "the port is not a number from 1 to 65535");
+    memcpy(digits, port, n);
+    digits[n] = '\0';
+    if (n > 0 && (!parse_uint(digits, 65535, &u->port) || u->port == 0))
+      return bad_url(shown, "the port is not a number from 1 to 65535");
+  }
+  const char *s = aend;
+  if (*s == '/') {
+    size_t n = strcspn(s + 1, "?#");
+    u->database = decoded(u, s + 1, n);
+    if (!u->database)
+      return bad_url(shown, "a malformed percent escape in the database");
+    s += 1 + n;
+  }
+  if (*s == '?') {
+    size_t n = strcspn(s + 1, "#");
+    char *q = host()->alloc(n + 1);
+    if (!q)
+      return host()->fail(TABQ_NOMEM, NULL, 0, "no memory to parse %s", shown);
+    memcpy(q, s + 1, n);
+    q[n] = '\0';
+    int rc = parse_query(u, q, shown);
+    host()->free(q);
+    if (rc != TABQ_OK)
+      return rc;
+  }
+  if (!*u->host && !u->socket)
+    u->host = NULL; /* the library's default: localhost, through its default socket */
+  else if (!*u->host)
+    u->host = "localhost"; /* with a socket: connect through it */
+  if (u->database && !*u->database)
+    u->database = NULL;
+  return TABQ_OK;
+}
+
+/* The URL as messages may show it: the password of its user info replaced. */
+static const char *shown_url(const char *url, char buf[URL_SHOWN]) {
+  const char *sep = strstr(url, "://");
+  const char *auth = sep ? sep + 3 : url;
+  const char *end = auth + strcspn(auth, "/?#");
+  const char *at = NULL;
+  for (const char *s = auth; s < end; s++)
+    if (*s == '@')
+      at = s;
+  const char *colon = at ? memchr(auth, ':', (size_t)(at - auth)) : NULL;
+  if (colon)
+    snprintf(buf, URL_SHOWN, "%.*s***%s", (int)(colon + 1 - url), url, at);
+  else
+    snprintf(buf, URL_SHOWN, "%s", url);
+  return buf;
+}
+
+/* ---- Connections -------------------------------------------------------------------------- */
+
+static pthread_once_t g_library_once = PTHREAD_ONCE_INIT;
+static int g_library_rc;
+
+/* The library's global state, set up once before any thread connects. */
+static void library_init(void) {
+  g_library_rc = mysql_library_init(0, NULL, NULL);
+}
+
+/* Runs `n` bytes of SQL and consumes every result it returns. */
+static int run_sql(tabq_conn *c, const char *sql, size_t n, const char *what) {
+  if (mysql_real_query(c->my, sql, (unsigned long)n))
+    return fail_conn(c, what);
+  for (;;) {
+    MYSQL_RES *res = mysql_store_result(c->my);
+    if (res)
+      mysql_free_result(res);
+    else if (mysql_field_count(c->my) != 0)
+      return fail_conn(c, what);
+    int more = mysql_next_result(c->my);
+    if (more < 0)
+      return TABQ_OK;
+    if (more > 0)
+      return fail_conn(c, what);
+  }
+}
+
+static int open_session(MYSQL *my, const my_url *u, const char *shown) {
+  my_bool off = 0, on = 1;
+  unsigned int no_local_infile = 0;
+  if (mysql_optionsv(my, MYSQL_OPT_RECONNECT, &off) ||
+      mysql_optionsv(my, MYSQL_SET_CHARSET_NAME, "utf8mb4") ||
+      mysql_optionsv(my, MYSQL_REPORT_DATA_TRUNCATION, &on) ||
+      mysql_optionsv(my, MYSQL_OPT_LOCAL_INFILE, &no_local_infile) ||
+      (u->connect_timeout && mysql_optionsv(my, MYSQL_OPT_CONNECT_TIMEOUT, &u->connect_timeout)))
+    return host()->fail(TABQ_BACKEND, NULL, 0, "cannot set the connection options for %s", shown);
+  if (!mysql_real_connect(my, u->host, u->user, u->password, u->database, u->port, u->socket,
+                          CLIENT_FOUND_ROWS))
+    return host()->fail(TABQ_BACKEND, mysql_sqlstate(my), (long)mysql_errno(my),
+                        "cannot connect to %s: %s", shown, mysql_error(my));
+  return TABQ_OK;
+}
+
+static int my_connect(const char *url, tabq_conn **out) {
+  *out = NULL;
+  char shown[URL_SHOWN];
+  if (!url)
+    return host()->fail(TABQ_INVALID, NULL, 0, "connect: no URL");
+  shown_url(url, shown);
+  pthread_once(&g_library_once, library_init);
+  if (g_library_rc)
+    return host()->fail(TABQ_BACKEND, NULL, 0, "mysql_library_init failed");
+  my_url u = {0};
+  int rc = parse_url(url, &u, shown);
+  tabq_conn *c = NULL;
+  if (rc == TABQ_OK && !(c = host()->alloc(sizeof *c)))
+    rc = host()->fail(TABQ_NOMEM, NULL, 0, "no memory for a MySQL connection");
+  if (rc == TABQ_OK) {
+    memset(c, 0, sizeof *c);
+    if (!(c->my = mysql_init(NULL)))
+      rc = host()->fail(TABQ_NOMEM, NULL, 0, "no memory for a MySQL connection");
+  }
+  if (rc == TABQ_OK)
+    rc = open_session(c->my, &u, shown);
+  if (u.store)
+    host()->free(u.store);
+  static const char session[] = "SET time_zone = '+00:00', autocommit = 1";
+  if (rc == TABQ_OK)
+    rc = run_sql(c, session, sizeof session - 1, "session setup");
+  if (rc != TABQ_OK) {
+    if (c && c->my)
+      mysql_close(c->my);
+    if (c)
+      host()->free(c);
+    return rc;
+  }
+  host()->log(TABQ_LOG_DEBUG, "mysql: connected to %s (server %s, connection id %lu)", shown,
+              mysql_get_server_info(c->my), mysql_thread_id(c->my));
+  *out = c;
+  return TABQ_OK;
+}
+
+static void free_prepared(tabq_prepared *p);
+
+static void my_close(tabq_conn *c) {
+  if (!c)
+    return;
+  /* The library forgets statements when the connection closes but never frees them. */
+  while (c->stmts) {
+    tabq_prepared *p = c->stmts;
+    c->stmts = p->next;
+    mysql_stmt_close(p->stmt);
+    free_prepared(p);
+  }
+  mysql_close(c->my);
+  host()->free(c);
+}
+
+static int my_exec(tabq_conn *c, const char *sql) {
+  if (!sql)
+    return host()->fail(TABQ_INVALID, NULL, 0, "exec: no SQL");
+  return run_sql(c, sql, strlen(sql), "exec");
+}
+
+/* ---- Prepared statements ------------------------------------------------------------------ */
+
+static void free_prepared(tabq_prepared *p) {
+  for (unsigned i = 0; p->cols && i < p->colcap; i++)
+    tabq_my_col_free(&p->cols[i]);
+  if (p->meta)
+    mysql_free_result(p->meta);
+  void *parts[] = {p->pbind, p->pslots, p->rbind, p->cols};
+  for (size_t i = 0; i < sizeof parts / sizeof parts[0]; i++)
+    if (parts[i])
+      host()->free(parts[i]);
+  host()->free(p);
+}
+
+/* Grows an array of `*cap` items of `size` bytes to `n`, zeroing the new items. */
+static bool grow_array(void **a, unsigned have, unsigned n, size_t size) {
+  if (n <= have)
+    return true;
+  void *b = host()->realloc(*a, (size_t)n * size);
+  if (!b)
+    return false;
+  memset((char *)b + (size_t)have * size, 0, (size_t)(n - have) * size);
+  *a = b;
+  return true;
+}
+
+/* Room for `n` result columns; existing column buffers are kept. */
+static bool room_for_cols(tabq_prepared *p, unsigned n) {
+  if (n <= p->colcap)
+    return true;
+  if (!grow_array((void **)&p->rbind, p->colcap, n, sizeof *p->rbind) ||
+      !grow_array((void **)&p->cols, p->colcap, n, sizeof *p->cols))
+    return false;
+  p->colcap = n;
+  return true;
+}
+
+/* A statement naming what the database lacks fails with TABQ_SCHEMA. */
+static int fail_prepare(tabq_conn *c, MYSQL_STMT *st, const char *name) {
+  unsigned err = mysql_stmt_errno(st);
+  if (err == ER_NO_SUCH_TABLE || err == ER_BAD_FIELD_ERROR || err == ER_BAD_DB_ERROR ||
+      err == ER_SP_DOES_NOT_EXIST)
+    return host()->fail(TABQ_SCHEMA, mysql_stmt_sqlstate(st), (long)err, "%s statement: %s", name,
+                        mysql_stmt_error(st));
+  char what[48];
+  snprintf(what, sizeof what, "%s statement", name);
+  return fail_with(c, err, mysql_stmt_sqlstate(st), mysql_stmt_error(st), what);
+}
+
+static int my_prepare(tabq_conn *c, const char *sql, unsigned nparams, const char *name,
+                      tabq_prepared **out) {
+  *out = NULL;
+  name = name ? name : "sql";
+  if (!sql)
+    return host()->fail(TABQ_INVALID, NULL, 0, "%s statement: no SQL", name);
+  MYSQL_STMT *st = mysql_stmt_init(c->my);
+  if (!st)
+    return host()->fail(TABQ_NOMEM, NULL, 0, "no memory for the %s statement", name);
+  if (mysql_stmt_prepare(st, sql, (unsigned long)strlen(sql))) {
+    int code = fail_prepare(c, st, name); /* before the close frees the message */
+    mysql_stmt_close(st);
+    return code;
+  }
+  unsigned long np = mysql_stmt_param_count(st);
+  if (np != nparams) {
+    mysql_stmt_close(st);
+    /* An unbound placeholder would fail at every execute; a missing one would drop a value. */
+    return host()->fail(TABQ_INVALID, NULL, 0, "%s statement has %lu placeholders, not %u", name,
+                        np, nparams);
+  }
+  my_bool on = 1;
+  tabq_prepared *p = host()->alloc(sizeof *p);
+  if (!p || mysql_stmt_attr_set(st, STMT_ATTR_UPDATE_MAX_LENGTH, &on)) {
+    mysql_stmt_close(st);
+    if (p)
+      host()->free(p);
+    return host()->fail(TABQ_NOMEM, NULL, 0, "no memory for the %s statement", name);
+  }
+  memset(p, 0, sizeof *p);
+  p->conn = c;
+  p->stmt = st;
+  p->nparams = nparams;
+  snprintf(p->name, sizeof p->name, "%s", name);
+  p->meta = mysql_stmt_result_metadata(st); /* NULL: no result set */
+  p->ncols = p->meta ? mysql_num_fields(p->meta) : 0;
+  if (!grow_array((void **)&p->pbind, 0, nparams, sizeof *p->pbind) ||
+      !grow_array((void **)&p->pslots, 0, nparams, sizeof *p->pslots) ||
+      !room_for_cols(p, p->ncols)) {
+    mysql_stmt_close(st);
+    free_prepared(p);
+    return host()->fail(TABQ_NOMEM, NULL, 0, "no memory for the %s statement", name);
+  }
+  p->next = c->stmts;
+  if (c->stmts)
+    c->stmts->prev = p;
+  c->stmts = p;
+  *out = p;
+  return TABQ_OK;
+}
+
+static bool more_results(tabq_conn *c) {
+  unsigned int status = 0;
+  return mariadb_get_infov(c->my, MARIADB_CONNECTION_SERVER_STATUS, &status) == 0 &&
+         (status & SERVER_MORE_RESULTS_EXIST);
+}
+
+static void end_execution(tabq_prepared *p) {
+  if (p->has_rows) {
+    mysql_stmt_free_result(p->stmt);
+    /* A procedure's further results would keep the connection busy. */
+    if (more_results(p->conn))
+      mysql_stmt_reset(p->stmt);
+  }
+  p->has_rows = p->on_row = false;
+}
+
+/* The library replaces its field array when an execute brings other metadata (a procedure's
+ * result): take the new one. */
+static int refresh_meta(tabq_prepared *p, unsigned fields) {
+  if (p->meta)
+    mysql_free_result(p->meta);
+  p->meta = mysql_stmt_result_metadata(p->stmt);
+  p->ncols = p->meta ? mysql_num_fields(p->meta) : 0;
+  if (!p->meta || p->ncols != fields || !room_for_cols(p, p->ncols)) {
+    p->ncols = 0;
+    return host()->fail(TABQ_NOMEM, NULL, 0, "%s statement: no memory for its result columns",
+                        p->name);
+  }
+  return TABQ_OK;
+}
+
+/* After an execute that returned rows: buffers them all (the connection is then free for the
+ * next statement while these rows are read) and binds the columns. */
+static int take_rows(tabq_prepared *p) {
+  unsigned fields = mysql_stmt_field_count(p->stmt);
+  int rc = TABQ_OK;
+  if (fields != p->ncols || more_results(p->conn))
+    rc = refresh_meta(p, fields);
+  if (rc == TABQ_OK && mysql_stmt_store_result(p->stmt))
+    rc = fail_stmt(p);
+  p->has_rows = true; /* from here on, reset frees what the execute left */
+  if (rc != TABQ_OK)
+    return rc;
+  MYSQL_FIELD *f = mysql_fetch_fields(p->meta);
+  for (unsigned i = 0; i < p->ncols; i++)
+    if ((rc = tabq_my_bind_col(&f[i], &p->rbind[i], &p->cols[i], p->name, i)) != TABQ_OK)
+      return rc;
+  if (p->ncols > 0 && mysql_stmt_bind_result(p->stmt, p->rbind))
+    return fail_stmt(p);
+  p->changes = mysql_stmt_num_rows(p->stmt);
+  return TABQ_OK;
+}
+
+static int my_execute(tabq_prepared *p, const tabq_value *params, unsigned n) {
+  end_execution(p);
+  p->changes = 0;
+  if (n != p->nparams)
+    return host()->fail(TABQ_INVALID, NULL, 0, "%s statement takes %u parameters, not %u", p->name,
+                        p->nparams, n);
+  if (n > 0 && !params)
+    return host()->fail(TABQ_INVALID, NULL, 0, "%s statement: no parameters", p->name);
+  for (unsigned i = 0; i < n; i++) {
+    int rc = tabq_my_bind_param(&params[i], &p->pbind[i], &p->pslots[i], p->name, i + 1);
+    if (rc != TABQ_OK)
+      return rc;
+  }
+  if (n > 0 && mysql_stmt_bind_param(p->stmt, p->pbind))
+    return fail_stmt(p);
+  if (mysql_stmt_execute(p->stmt))
+    return fail_stmt(p);
+  if (mysql_stmt_field_count(p->stmt) == 0) {
+    my_ulonglong rows = mysql_stmt_affected_rows(p->stmt);
+    p->changes = rows == (my_ulonglong)-1 ? 0 : rows;
+    return TABQ_OK;
+  }
+  int rc = take_rows(p);
+  if (rc != TABQ_OK)
+    end_execution(p);
+  return rc;
+}
+
+static int my_next(tabq_prepared *p, bool *row) {
+  *row = p->on_row = false;
+  if (!p->has_rows)
+    return TABQ_OK;
+  int rc = mysql_stmt_fetch(p->stmt);
+  if (rc == MYSQL_NO_DATA)
+    return TABQ_OK;
+  if (rc == MYSQL_DATA_TRUNCATED) /* the buffers follow max_length: a library surprise */
+    return host()->fail(TABQ_BACKEND, NULL, 0,
+                        "%s statement: a value came longer than its column's max_length", p->name);
+  if (rc != 0)
+    return fail_stmt(p);
+  *row = p->on_row = true;
+  return TABQ_OK;
+}
+
+static int my_cell(tabq_prepared *p, unsigned col, tabq_value *out) {
+  if (!p->on_row)
+    return host()->fail(TABQ_INVALID, NULL, 0, "%s statement: no current row", p->name);
+  if (col >= p->ncols)
+    return host()->fail(TABQ_INVALID, NULL, 0, "%s statement: no column %u", p->name, col);
+  return tabq_my_cell(&p->cols[col], out, p->name, col);
+}
+
+/* Rows the last execution matched, or returned. */
+static uint64_t my_affected(tabq_prepared *p) {
+  return p->changes;
+}
+
+static void my_reset(tabq_prepared *p) {
+  end_execution(p);
+}
+
+static void my_finalize(tabq_prepared *p) {
+  if (!p)
+    return;
+  tabq_conn *c = p->conn;
+  end_execution(p);
+  mysql_stmt_close(p->stmt);
+  if (p->prev)
+    p->prev->next = p->next;
+  else
+    c->stmts = p->next;
+  if (p->next)
+    p->next->prev = p->prev;
+  free_prepared(p);
+}
+
+/* ---- Transactions ------------------------------------------------------------------------- */
+
+static bool in_transaction(tabq_conn *c) {
+  unsigned int status = 0;
+  return mariadb_get_infov(c->my, MARIADB_CONNECTION_SERVER_STATUS, &status) == 0 &&
+         (status & SERVER_STATUS_IN_TRANS);
+}
+
+/* The length of the statement at the start of `s`, up to a `;` outside quotes. */
+static size_t statement_length(const char *s) {
+  char quote = 0;
+  size_t i = 0;
+  for (; s[i]; i++) {
+    if (quote) {
+      if (s[i] == '\\' && quote != '`' && s[i + 1])
+        i++;
+      else if (s[i] == quote)
+        quote = 0;
+    } else if (s[i] == '\'' || s[i] == '"' || s[i] == '`')
+      quote = s[i];
+    else if (s[i] == ';')
+      break;
+  }
+  return i;
+}
+
+/* The dialect's begin text may hold several statements (SET TRANSACTION ...; START TRANSACTION):
+ * each runs on its own, since the connection takes no multi-statement text. */
+static int my_begin(tabq_conn *c, const char *begin_sql) {
+  /* The server would commit the open transaction and start another without a word. */
+  if (in_transaction(c))
+    return host()->fail(TABQ_INVALID, NULL, 0, "begin: a transaction is already open");
+  const char *s = begin_sql ? begin_sql : "START TRANSACTION";
+  while (*s) {
+    while (*s == ' ' || *s == '\t' || *s == '\n' || *s == '\r' || *s == ';')
+      s++;
+    size_t n = statement_length(s);
+    if (n == 0)
+      break;
+    int rc = run_sql(c, s, n, "begin");
+    if (rc != TABQ_OK) {
+      if (!c->broken && in_transaction(c))
+        mysql_rollback(c->my); /* a later part failed: no half-begun transaction stays open */
+      return rc;
+    }
+    s += n;
+  }
+  return TABQ_OK;
+}
+
+static int my_commit(tabq_conn *c) {
+  return mysql_commit(c->my) ? fail_conn(c, "commit") : TABQ_OK;
+}
+
+static int my_rollback(tabq_conn *c) {
+  if (!in_transaction(c))
+    return TABQ_OK; /* nothing open: no round trip */
+  return mysql_rollback(c->my) ? fail_conn(c, "rollback") : TABQ_OK;
+}
+
+/* ---- The rest ----------------------------------------------------------------------------- */
+
+/* From the handshake: no round trip. */
+static int my_server_version(tabq_conn *c, char *text, size_t cap, uint32_t *number) {
+  unsigned long v = mysql_get_server_version(c->my);
+  const char *info = mysql_get_server_info(c->my);
+  if (v == 0 || !info)
+    return host()->fail(TABQ_BACKEND, NULL, 0, "server version: the connection has none");
+  if (text && cap > 0)
+    snprintf(text, cap, "%s", info);
+  if (number)
+    *number = (uint32_t)v;
+  return TABQ_OK;
+}
+
+static int my_database(tabq_conn *c, char *name, size_t cap) {
+  static const char sql[] = "SELECT DATABASE()";
+  if (mysql_real_query(c->my, sql, sizeof sql - 1))
+    return fail_conn(c, "database");
+  MYSQL_RES *res = mysql_store_result(c->my);
+  if (!res)
+    return fail_conn(c, "database");
+  MYSQL_ROW row = mysql_fetch_row(res);
+  unsigned long *len = row ? mysql_fetch_lengths(res) : NULL;
+  size_t n = row && row[0] && len ? len[0] : 0;
+  int rc = TABQ_OK;
+  if (n >= cap)
+    rc = host()->fail(TABQ_INVALID, NULL, 0, "database: the name is longer than %zu bytes",
+                      cap ? cap - 1 : 0);
+  else if (cap > 0) {
+    if (n > 0)
+      memcpy(name, row[0], n);
+    name[n] = '\0';
+  }
+  mysql_free_result(res);
+  return rc;
+}
+
+/* An idle connection expects nothing from the server; anything readable means it went away
+ * (end of stream, or an error packet before it). Only data that might belong to TLS asks the
+ * server with a ping. */
+static bool my_alive(tabq_conn *c) {
+  if (!c || c->broken)
+    return false;
+  my_socket fd = mysql_get_socket(c->my);
+  if ((int)fd < 0) {
+    c->broken = true;
+    return false;
+  }
+  struct pollfd pfd = {.fd = (int)fd, .events = POLLIN};
+  if (poll(&pfd, 1, 0) <= 0)
+    return true;
+  char byte;
+  ssize_t got = recv((int)fd, &byte, 1, MSG_PEEK | MSG_DONTWAIT);
+  if (got == 0 || (got < 0 && errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR))
+    c->broken = true;
+  else if (got > 0 && mysql_ping(c->my))
+    c->broken = true;
+  return !c->broken;
+}
+
+const tabq_driver_v1 tabq_my_driver = {
+    .size = sizeof(tabq_driver_v1),
+    .version = 1,
+    .connect = my_connect,
+    .close = my_close,
+    .exec = my_exec,
+    .prepare = my_prepare,
+    .execute = my_execute,
+    .next = my_next,
+    .cell = my_cell,
+    .affected = my_affected,
+    .reset = my_reset,
+    .finalize = my_finalize,
+    .begin = my_begin,
+    .commit = my_commit,
+    .rollback = my_rollback,
+    .server_version = my_server_version,
+    .alive = my_alive,
+    .listen = NULL,
+    .wait_notify = NULL,
+    .database = my_database,
+};

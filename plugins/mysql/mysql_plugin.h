@@ -1,0 +1,28 @@
+/* tabq — the MySQL/MariaDB dialect's internal declarations, shared by its files and tests. */
+#ifndef TABQ_MYSQL_PLUGIN_H
+#define TABQ_MYSQL_PLUGIN_H
+
+#include <stdbool.h>
+#include <tabq/dialect.h>
+
+/* The host services the core handed the entry function (set once, read everywhere). */
+const tabq_host *tabq_my_host(void);
+void tabq_my_set_host(const tabq_host *host);
+
+extern const tabq_driver_v1 tabq_my_driver;     /* driver.c */
+extern const tabq_dialect_v1 tabq_my_dialect;   /* statements.c */
+extern const tabq_rowlock_v1 tabq_my_rowlock;   /* statements.c */
+extern const tabq_lease_v1 tabq_my_lease;       /* statements.c */
+extern const tabq_advisory_v1 tabq_my_advisory; /* statements.c */
+
+/* The server's version as server_version reports it: number = major*10000 + minor*100 + patch
+ * (MariaDB 10.11.19 is 101119, MySQL 8.0.36 is 80036); the text is the server's own, which
+ * names MariaDB when it is one. */
+#define TABQ_MY_MYSQL_FLOOR 80001   /* MySQL 8.0.1: SKIP LOCKED */
+#define TABQ_MY_MARIADB_FLOOR 100600 /* MariaDB 10.6: SKIP LOCKED */
+
+/* The floor check of statements.c, exposed for tests with given versions: TABQ_OK, or
+ * TABQ_SERVER_TOO_OLD reported through the host naming the server, its version and the floor. */
+int tabq_my_check_version(const char *table, uint32_t number, const char *text);
+
+#endif
