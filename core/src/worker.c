@@ -30,9 +30,10 @@ static void push_ready(tabq_subscription *s, tabq_delivery *d) {
   s->ready_count++;
 }
 
-/* Connections a claim may still take: the pool less one, less what deliveries and claims hold. */
+/* Connections a claim may still take: the pool less one, less what deliveries and claims hold,
+ * less the listener's. */
 static unsigned connection_room(const tabq_subscription *s) {
-  unsigned used = s->held + s->reserved + 1;
+  unsigned used = s->held + s->reserved + 1 + (s->b->listen_notify ? 1 : 0);
   return s->b->pool.size > used ? s->b->pool.size - used : 0;
 }
 
