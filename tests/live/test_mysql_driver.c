@@ -7,7 +7,6 @@
  * lock names and user with the pid, so runs side by side do not meet. */
 #include <inttypes.h>
 #include <pthread.h>
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -17,65 +16,10 @@
 #include <tabq/dialect.h>
 
 #include "cunit_main.h"
+#include "driver_calls.h"
 #include "mysql_plugin.h"
 
-/* ---- A tiny host --------------------------------------------------------------------------- */
-
-/* Per thread: the deadlock test reads a second thread's failure apart from the main one's. */
-static _Thread_local char g_msg[1024];
-static _Thread_local char g_state[8];
-static _Thread_local long g_native;
-static _Thread_local int g_code;
-
-static int test_fail(int code, const char *sqlstate, long native, const char *fmt, ...) {
-  va_list ap;
-  va_start(ap, fmt);
-  vsnprintf(g_msg, sizeof g_msg, fmt, ap);
-  va_end(ap);
-  snprintf(g_state, sizeof g_state, "%s", sqlstate ? sqlstate : "");
-  g_native = native;
-  g_code = code;
-  return code;
-}
-
-static void test_log(int level, const char *fmt, ...) {
-  if (level > TABQ_LOG_WARN)
-    return;
-  va_list ap;
-  va_start(ap, fmt);
-  vfprintf(stderr, fmt, ap);
-  va_end(ap);
-  fputc('\n', stderr);
-}
-
-/* Allocations made through the host, so a test can see that a loop makes none. */
-static unsigned long g_allocs;
-
-static void *test_alloc(size_t n) {
-  g_allocs++;
-  return malloc(n);
-}
-
-static void *test_realloc(void *p, size_t n) {
-  g_allocs++;
-  return realloc(p, n);
-}
-
-static const tabq_host test_host = {
-    .size = sizeof(tabq_host),
-    .abi = TABQ_ABI_VERSION,
-    .alloc = test_alloc,
-    .realloc = test_realloc,
-    .free = free,
-    .fail = test_fail,
-    .log = test_log,
-};
-
 static const tabq_driver_v1 *const drv = &tabq_my_driver;
-
-#define MSG_HAS(text) CU_ASSERT_PTR_NOT_NULL(strstr(g_msg, (text)))
-#define MSG_LACKS(text) CU_ASSERT_PTR_NULL(strstr(g_msg, (text)))
-#define STATE_IS(s) CU_ASSERT_STRING_EQUAL(g_state, (s))
 
 /* ---- Connections and helpers --------------------------------------------------------------- */
 
@@ -85,95 +29,13 @@ static tabq_conn *g_c1, *g_c2;
 
 #define NEED_DB() CU_ASSERT_PTR_NOT_NULL_FATAL(g_c2)
 
-static tabq_conn *connect_url(const char *url) {
-  tabq_conn *c = NULL;
-  int rc = drv->connect(url, &c);
-  if (rc != TABQ_OK)
-    fprintf(stderr, "connect: %s\n", g_msg);
-  CU_ASSERT_EQUAL_FATAL(rc, TABQ_OK);
-  CU_ASSERT_PTR_NOT_NULL_FATAL(c);
-  return c;
-}
-
-static void exec_ok(tabq_conn *c, const char *sql) {
-  int rc = drv->exec(c, sql);
-  if (rc != TABQ_OK)
-    fprintf(stderr, "exec %s: %s\n", sql, g_msg);
-  CU_ASSERT_EQUAL_FATAL(rc, TABQ_OK);
-}
-
-static tabq_prepared *prep(tabq_conn *c, const char *sql, unsigned nparams) {
-  tabq_prepared *p = NULL;
-  int rc = drv->prepare(c, sql, nparams, "test", &p);
-  if (rc != TABQ_OK)
-    fprintf(stderr, "prepare %s: %s\n", sql, g_msg);
-  CU_ASSERT_EQUAL_FATAL(rc, TABQ_OK);
-  return p;
-}
-
-static void run_ok(tabq_prepared *p, const tabq_value *v, unsigned n) {
-  int rc = drv->execute(p, v, n);
-  if (rc != TABQ_OK)
-    fprintf(stderr, "execute: %s\n", g_msg);
-  CU_ASSERT_EQUAL_FATAL(rc, TABQ_OK);
-}
-
-static bool next_row(tabq_prepared *p) {
-  bool row = false;
-  int rc = drv->next(p, &row);
-  if (rc != TABQ_OK)
-    fprintf(stderr, "next: %s\n", g_msg);
-  CU_ASSERT_EQUAL_FATAL(rc, TABQ_OK);
-  return row;
-}
-
-static tabq_value cell(tabq_prepared *p, unsigned col) {
-  tabq_value v = tabq_null();
-  int rc = drv->cell(p, col, &v);
-  if (rc != TABQ_OK)
-    fprintf(stderr, "cell %u: %s\n", col, g_msg);
-  CU_ASSERT_EQUAL_FATAL(rc, TABQ_OK);
-  return v;
-}
-
-static void expect_int(tabq_prepared *p, unsigned col, int64_t want) {
-  tabq_value v = cell(p, col);
-  CU_ASSERT_EQUAL(v.type, TABQ_T_INT);
-  CU_ASSERT_EQUAL(v.u.i, want);
-}
-
-static void expect_buf(tabq_prepared *p, unsigned col, tabq_type type, const char *want, size_t n) {
-  tabq_value v = cell(p, col);
-  CU_ASSERT_EQUAL(v.type, type);
-  CU_ASSERT_EQUAL_FATAL(v.u.buf.len, n);
-  CU_ASSERT_PTR_NOT_NULL_FATAL(v.u.buf.ptr);
-  CU_ASSERT(memcmp(v.u.buf.ptr, want, n) == 0);
-}
-
-static void expect_text(tabq_prepared *p, unsigned col, const char *want) {
-  expect_buf(p, col, TABQ_T_TEXT, want, strlen(want));
-}
-
 static void expect_time(tabq_prepared *p, unsigned col, int64_t want) {
   tabq_value v = cell(p, col);
   CU_ASSERT_EQUAL(v.type, TABQ_T_TIME);
   CU_ASSERT_EQUAL(v.u.time_us, want);
 }
 
-/* Runs a one-row query with the given parameters and returns its first cell as an integer. */
-static int64_t query_int(tabq_conn *c, const char *sql, const tabq_value *v, unsigned n) {
-  tabq_prepared *p = prep(c, sql, n);
-  run_ok(p, v, n);
-  int64_t out = INT64_MIN;
-  if (next_row(p)) {
-    tabq_value got = cell(p, 0);
-    CU_ASSERT_EQUAL(got.type, TABQ_T_INT);
-    out = got.type == TABQ_T_INT ? got.u.i : INT64_MIN;
-  }
-  drv->finalize(p);
-  return out;
-}
-
+/* The one cell of a one-row query, text or NULL (as ""); "" when there is no row. */
 static void query_text(tabq_conn *c, const char *sql, char *buf, size_t cap) {
   tabq_prepared *p = prep(c, sql, 0);
   run_ok(p, NULL, 0);
@@ -185,16 +47,6 @@ static void query_text(tabq_conn *c, const char *sql, char *buf, size_t cap) {
       snprintf(buf, cap, "%.*s", (int)v.u.buf.len, (const char *)v.u.buf.ptr);
   }
   drv->finalize(p);
-}
-
-static tabq_value text(const char *s) {
-  return tabq_text(s, strlen(s));
-}
-
-static tabq_value json(const char *s) {
-  tabq_value v = text(s);
-  v.type = TABQ_T_JSON;
-  return v;
 }
 
 /* The test URL with its database replaced by `db` (its query kept). */
@@ -842,6 +694,7 @@ static CU_TestInfo tests[] = {
 
 int register_tests(void) {
   tabq_my_set_host(&test_host);
+  driver_calls_use(drv);
   ADD_SUITE("mysql driver on a live server", NULL, suite_clean, tests);
   return 0;
 }

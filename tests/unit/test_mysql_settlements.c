@@ -99,22 +99,10 @@ static void test_settlements_advisory(void) {
   MSG_HAS("releasing the key");
 }
 
-static void expect_dead_letter(const tabq_build *b, const char *copy_sql, const char *remove_sql,
-                               int token) {
-  tabq_stmt copy, remove;
-  tabq_sql_init(&copy, &test_host);
-  tabq_sql_init(&remove, &test_host);
-  CU_ASSERT_EQUAL_FATAL(dia->dead_letter_table(b, &copy, &remove), TABQ_OK);
-  expect_stmt(&copy, copy_sql, TABQ_P_ID, token, 0);
-  expect_stmt(&remove, remove_sql, TABQ_P_ID, token, 0);
-  tabq_sql_free(&copy);
-  tabq_sql_free(&remove);
-}
-
 static void test_dead_letter_table(void) {
   tabq_build b = on(&jobs);
   b.dead_letter_table = "jobs_dead";
-  expect_dead_letter(&b,
+  expect_dead_letter(dia->dead_letter_table, &b,
                      "INSERT INTO `jobs_dead` (`id`, `queue`, `priority`, `pkey`, `retry_after`, "
                      "`attempt`, `processed_at`, `headers`, `payload`, `title`, `size`) SELECT "
                      "`id`, `queue`, `priority`, `pkey`, `retry_after`, `attempt`, "
@@ -126,7 +114,7 @@ static void test_dead_letter_table(void) {
   tabq_table t = leased_jobs();
   b = on(&t);
   b.dead_letter_table = "app.jobs_dead";
-  expect_dead_letter(&b,
+  expect_dead_letter(dia->dead_letter_table, &b,
                      "INSERT INTO `app`.`jobs_dead` (`id`, `queue`, `priority`, `pkey`, "
                      "`retry_after`, `attempt`, `processed_at`, `headers`, `payload`, `title`, "
                      "`size`) SELECT `id`, `queue`, `priority`, `pkey`, `retry_after`, `attempt`, "
@@ -136,7 +124,7 @@ static void test_dead_letter_table(void) {
 
   b = on(&thumbs);
   b.dead_letter_table = "ar`chive.th`umbs";
-  expect_dead_letter(&b,
+  expect_dead_letter(dia->dead_letter_table, &b,
                      "INSERT INTO `ar``chive`.`th``umbs` (`id`, `attempt`, `payload`) SELECT "
                      "`id`, `attempt`, `payload` FROM `app`.`thumbs` WHERE `id` = ? AND "
                      "`locked_until` = ?",
@@ -145,7 +133,7 @@ static void test_dead_letter_table(void) {
 
   b = on(&advj);
   b.dead_letter_table = "adv_dead";
-  expect_dead_letter(&b,
+  expect_dead_letter(dia->dead_letter_table, &b,
                      "INSERT INTO `adv_dead` (`id`, `queue`, `priority`, `retry_after`, "
                      "`attempt`, `processed_at`, `account`) SELECT `id`, `queue`, `priority`, "
                      "`retry_after`, `attempt`, `processed_at`, `account` FROM `adv_jobs` WHERE "
@@ -153,13 +141,8 @@ static void test_dead_letter_table(void) {
                      "DELETE FROM `adv_jobs` WHERE `id` = ?", 0);
 
   b = on(&jobs);
-  tabq_stmt copy, remove;
-  tabq_sql_init(&copy, &test_host);
-  tabq_sql_init(&remove, &test_host);
-  CU_ASSERT_EQUAL(dia->dead_letter_table(&b, &copy, &remove), TABQ_INVALID);
+  expect_dead_letter_refused(dia->dead_letter_table, &b, TABQ_INVALID);
   MSG_HAS("jobs");
-  tabq_sql_free(&copy);
-  tabq_sql_free(&remove);
 }
 
 /* ---- check --------------------------------------------------------------------------------- */
@@ -169,7 +152,7 @@ static int check_at(const tabq_table *t, uint32_t version, const char *text) {
   tabq_build b = on(t);
   b.server_version = version;
   b.server_version_text = text;
-  g_msg[0] = '\0';
+  test_host_reset();
   return dia->check(&b);
 }
 
@@ -198,7 +181,7 @@ static void test_check_versions(void) {
   /* Every form shares the floor. */
   const tabq_table *tables[] = {&jobs, &rl_fifo, &leased, &thumbs, &advj, &adv_min};
   for (size_t c = 0; c < sizeof cases / sizeof cases[0]; c++) {
-    g_msg[0] = '\0';
+    test_host_reset();
     int rc = tabq_my_check_version("t1", cases[c].number, cases[c].text);
     CU_ASSERT_EQUAL(rc, cases[c].refused ? TABQ_SERVER_TOO_OLD : TABQ_OK);
     if (cases[c].refused) {
@@ -271,7 +254,7 @@ static void test_check_levels(void) {
   MSG_HAS("table jobs: unknown isolation level");
   tabq_build b = on(&jobs);
   b.form = (tabq_form)3;
-  g_msg[0] = '\0';
+  test_host_reset();
   CU_ASSERT_EQUAL(dia->check(&b), TABQ_DIALECT);
   MSG_HAS("unknown form");
 

@@ -103,15 +103,13 @@ static void test_build_failures(void) {
   tabq_sql_free(&st);
 
   /* A host whose allocator always fails. */
-  tabq_host starved = test_host;
-  starved.realloc = no_realloc;
   b = on(&jobs);
-  tabq_sql_init(&st, &starved);
+  tabq_sql_init(&st, &starved_host);
   CU_ASSERT_EQUAL(rowlock->claim(&b, &st), TABQ_NOMEM);
   MSG_HAS("claim statement for table jobs: out of memory");
   tabq_sql_free(&st);
   b = on(&advj);
-  tabq_sql_init(&st, &starved);
+  tabq_sql_init(&st, &starved_host);
   CU_ASSERT_EQUAL(adv->candidates(&b, &st), TABQ_NOMEM);
   MSG_HAS("candidates statement for table adv_jobs: out of memory");
   tabq_sql_free(&st);

@@ -1,175 +1,28 @@
 /* tabq — unit tests of the PostgreSQL dialect's statement builders: the exact SQL text and
  * parameter ids of every statement in each form, and every refusal (no server). */
-#include <stdarg.h>
 #include <stdio.h>
-#include <stdlib.h>
 #include <string.h>
 
 #include <CUnit/Basic.h>
-#include <tabq/sql.h>
 
 #include "cunit_main.h"
 #include "postgres_plugin.h"
-
-/* ---- A tiny host --------------------------------------------------------------------------- */
-
-static char g_msg[1024];
-
-static int test_fail(int code, const char *sqlstate, long native, const char *fmt, ...) {
-  (void)sqlstate;
-  (void)native;
-  va_list ap;
-  va_start(ap, fmt);
-  vsnprintf(g_msg, sizeof g_msg, fmt, ap);
-  va_end(ap);
-  return code;
-}
-
-static void test_log(int level, const char *fmt, ...) {
-  (void)level;
-  (void)fmt;
-}
-
-static const tabq_host test_host = {
-    .size = sizeof(tabq_host),
-    .abi = TABQ_ABI_VERSION,
-    .alloc = malloc,
-    .realloc = realloc,
-    .free = free,
-    .fail = test_fail,
-    .log = test_log,
-};
-
-static void *no_realloc(void *p, size_t n) {
-  (void)p;
-  (void)n;
-  return NULL;
-}
+#include "server_tables.h"
+#include "stmt_expect.h"
 
 static const tabq_dialect_v1 *const dia = &tabq_pg_dialect;
 static const tabq_rowlock_v1 *const rowlock = &tabq_pg_rowlock;
 static const tabq_lease_v1 *const lease = &tabq_pg_lease;
 static const tabq_advisory_v1 *const adv = &tabq_pg_advisory;
 
-#define MSG_HAS(text)                                                                              \
-  do {                                                                                             \
-    CU_ASSERT_PTR_NOT_NULL(strstr(g_msg, (text)));                                                 \
-    if (!strstr(g_msg, (text)))                                                                    \
-      fprintf(stderr, "\nmessage \"%s\" lacks \"%s\"\n", g_msg, (text));                           \
-  } while (0)
-
-/* ---- Tables -------------------------------------------------------------------------------- */
-
-static const tabq_col job_data[] = {{.name = "title"}, {.name = "size", .generated = true}};
-
-/* Every role but locked_until, and one generated data column: the row lock form. */
-static const tabq_table jobs = {
-    .name = "jobs",
-    .id = {"id", .generated = true},
-    .group = {"queue"},
-    .priority = {"priority"},
-    .partition_key = {"pkey"},
-    .retry_after = {"retry_after"},
-    .attempt = {"attempt"},
-    .processed_at = {"processed_at"},
-    .headers = {"headers"},
-    .payload = {"payload"},
-    .data = job_data,
-    .ndata = 2,
-};
-
-/* The seed's thumbnail table, schema qualified: a lease and nothing else. */
-static const tabq_table thumbs = {
-    .name = "app.thumbs",
-    .id = {"id", .generated = true},
-    .attempt = {"attempt", .generated = true},
-    .locked_until = {"locked_until"},
-    .payload = {"payload"},
-};
-
-/* No attempt, no group, no time: a row lock claim that only selects. */
-static const tabq_table plain = {.name = "plain_jobs", .id = {"id"}, .payload = {"payload"}};
-static const tabq_table bare = {.name = "bare", .id = {"id"}, .locked_until = {"lu"}};
-static const tabq_table all_generated = {
-    .name = "ev", .id = {"id", .generated = true}, .locked_until = {"lu"}};
+/* Double quotes in every name. */
 static const tabq_table weird = {
     .name = "app.we\"ird", .id = {"i\"d"}, .attempt = {"attempt"}, .payload = {"payload"}};
 
-static const tabq_col adv_data[] = {{.name = "account"}};
-static const tabq_table advj = {
-    .name = "adv_jobs",
-    .id = {"id"},
-    .group = {"queue"},
-    .priority = {"priority"},
-    .retry_after = {"retry_after"},
-    .attempt = {"attempt"},
-    .processed_at = {"processed_at"},
-    .data = adv_data,
-    .ndata = 1,
-    .advisory_lock = "acct-{account}",
-};
-static const tabq_table adv_min = {
-    .name = "k", .id = {"id"}, .payload = {"payload"}, .advisory_lock = "k-{id}"};
-
-/* jobs with a lease: every role. */
-static tabq_table leased_jobs(void) {
-  tabq_table t = jobs;
-  t.locked_until = (tabq_col){.name = "locked_until"};
-  return t;
-}
-
+/* A build of `t` in its own form. */
 static tabq_build on(const tabq_table *t) {
   tabq_build b = {.table = t, .form = tabq_table_form(t)};
   return b;
-}
-
-/* ---- Helpers ------------------------------------------------------------------------------- */
-
-/* Checks a statement's text and its parameter ids (a 0-terminated list). */
-static void expect_stmt_v(const tabq_stmt *st, const char *sql, va_list ap) {
-  CU_ASSERT_PTR_NOT_NULL_FATAL(st->sql);
-  CU_ASSERT_STRING_EQUAL(st->sql, sql);
-  if (strcmp(st->sql, sql) != 0)
-    fprintf(stderr, "\n got: %s\nwant: %s\n", st->sql, sql);
-  unsigned n = 0;
-  for (int id = va_arg(ap, int); id != 0; id = va_arg(ap, int), n++) {
-    CU_ASSERT_FATAL(n < st->nparams);
-    CU_ASSERT_EQUAL(st->params[n], id);
-  }
-  CU_ASSERT_EQUAL(st->nparams, n);
-}
-
-static void expect_stmt(const tabq_stmt *st, const char *sql, ...) {
-  va_list ap;
-  va_start(ap, sql);
-  expect_stmt_v(st, sql, ap);
-  va_end(ap);
-}
-
-/* Builds with `fn` and checks the text and the parameter ids. */
-static void expect_built(tabq_build_fn fn, const tabq_build *b, const char *sql, ...) {
-  tabq_stmt st;
-  tabq_sql_init(&st, &test_host);
-  int rc = fn(b, &st);
-  CU_ASSERT_EQUAL(rc, TABQ_OK);
-  if (rc != TABQ_OK)
-    fprintf(stderr, "\nbuild failed: %s\n", g_msg);
-  else {
-    va_list ap;
-    va_start(ap, sql);
-    expect_stmt_v(&st, sql, ap);
-    va_end(ap);
-  }
-  tabq_sql_free(&st);
-}
-
-/* Builds with `fn`, expects `code`, and leaves the message in g_msg. */
-static void expect_refused(tabq_build_fn fn, const tabq_build *b, int code) {
-  tabq_stmt st;
-  tabq_sql_init(&st, &test_host);
-  g_msg[0] = '\0';
-  CU_ASSERT_EQUAL(fn(b, &st), code);
-  tabq_sql_free(&st);
 }
 
 /* ---- The vtables --------------------------------------------------------------------------- */
@@ -254,10 +107,8 @@ static void test_build_failures(void) {
   tabq_sql_free(&st);
 
   /* A host whose allocator always fails. */
-  tabq_host starved = test_host;
-  starved.realloc = no_realloc;
   b = on(&jobs);
-  tabq_sql_init(&st, &starved);
+  tabq_sql_init(&st, &starved_host);
   CU_ASSERT_EQUAL(rowlock->claim(&b, &st), TABQ_NOMEM);
   MSG_HAS("claim statement for table jobs: out of memory");
   tabq_sql_free(&st);
@@ -707,22 +558,10 @@ static void test_settlements_advisory(void) {
   expect_built(dia->discard, &b, "DELETE FROM \"k\" WHERE \"id\" = $1", TABQ_P_ID, 0);
 }
 
-static void expect_dead_letter(const tabq_build *b, const char *copy_sql, const char *remove_sql,
-                               int token) {
-  tabq_stmt copy, remove;
-  tabq_sql_init(&copy, &test_host);
-  tabq_sql_init(&remove, &test_host);
-  CU_ASSERT_EQUAL_FATAL(dia->dead_letter_table(b, &copy, &remove), TABQ_OK);
-  expect_stmt(&copy, copy_sql, TABQ_P_ID, token, 0);
-  expect_stmt(&remove, remove_sql, TABQ_P_ID, token, 0);
-  tabq_sql_free(&copy);
-  tabq_sql_free(&remove);
-}
-
 static void test_dead_letter_table(void) {
   tabq_build b = on(&jobs);
   b.dead_letter_table = "jobs_dead";
-  expect_dead_letter(&b,
+  expect_dead_letter(dia->dead_letter_table, &b,
                      "INSERT INTO \"jobs_dead\" (\"id\", \"queue\", \"priority\", \"pkey\", "
                      "\"retry_after\", \"attempt\", \"processed_at\", \"headers\", \"payload\", "
                      "\"title\", \"size\") SELECT \"id\", \"queue\", \"priority\", \"pkey\", "
@@ -734,7 +573,7 @@ static void test_dead_letter_table(void) {
   tabq_table t = leased_jobs();
   b = on(&t);
   b.dead_letter_table = "app.jobs_dead";
-  expect_dead_letter(&b,
+  expect_dead_letter(dia->dead_letter_table, &b,
                      "INSERT INTO \"app\".\"jobs_dead\" (\"id\", \"queue\", \"priority\", "
                      "\"pkey\", \"retry_after\", \"attempt\", \"processed_at\", \"headers\", "
                      "\"payload\", \"title\", \"size\") SELECT \"id\", \"queue\", \"priority\", "
@@ -746,7 +585,7 @@ static void test_dead_letter_table(void) {
 
   b = on(&advj);
   b.dead_letter_table = "adv_dead";
-  expect_dead_letter(&b,
+  expect_dead_letter(dia->dead_letter_table, &b,
                      "INSERT INTO \"adv_dead\" (\"id\", \"queue\", \"priority\", \"retry_after\", "
                      "\"attempt\", \"processed_at\", \"account\") SELECT \"id\", \"queue\", "
                      "\"priority\", \"retry_after\", \"attempt\", \"processed_at\", \"account\" "
@@ -754,13 +593,8 @@ static void test_dead_letter_table(void) {
                      "DELETE FROM \"adv_jobs\" WHERE \"id\" = $1", 0);
 
   b = on(&jobs);
-  tabq_stmt copy, remove;
-  tabq_sql_init(&copy, &test_host);
-  tabq_sql_init(&remove, &test_host);
-  CU_ASSERT_EQUAL(dia->dead_letter_table(&b, &copy, &remove), TABQ_INVALID);
+  expect_dead_letter_refused(dia->dead_letter_table, &b, TABQ_INVALID);
   MSG_HAS("jobs");
-  tabq_sql_free(&copy);
-  tabq_sql_free(&remove);
 }
 
 /* ---- check --------------------------------------------------------------------------------- */
@@ -770,7 +604,7 @@ static int check_at(const tabq_table *t, uint32_t version, const char *text) {
   tabq_build b = on(t);
   b.server_version = version;
   b.server_version_text = text;
-  g_msg[0] = '\0';
+  test_host_reset();
   return dia->check(&b);
 }
 

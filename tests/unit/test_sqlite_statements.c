@@ -166,24 +166,18 @@ static void test_settlements(void) {
 static void test_dead_letter_table(void) {
   tabq_build b = lease_of(&jobs);
   b.dead_letter_table = "jobs_dead";
-  tabq_stmt copy, remove;
-  tabq_sql_init(&copy, &test_host);
-  tabq_sql_init(&remove, &test_host);
-  CU_ASSERT_EQUAL_FATAL(dia->dead_letter_table(&b, &copy, &remove), TABQ_OK);
-  expect_stmt(&copy,
-              "INSERT INTO \"jobs_dead\" (\"id\", \"queue\", \"priority\", \"pkey\", "
-              "\"retry_after\", \"attempt\", \"processed_at\", \"headers\", \"payload\", "
-              "\"title\", \"size\") SELECT \"id\", \"queue\", \"priority\", \"pkey\", "
-              "\"retry_after\", \"attempt\", \"processed_at\", \"headers\", \"payload\", "
-              "\"title\", \"size\" FROM \"jobs\" WHERE \"id\" = ?1 AND \"locked_until\" = ?2",
-              TABQ_P_ID, TABQ_P_TOKEN, 0);
-  expect_stmt(&remove, "DELETE FROM \"jobs\" WHERE \"id\" = ?1 AND \"locked_until\" = ?2",
-              TABQ_P_ID, TABQ_P_TOKEN, 0);
-  tabq_sql_free(&copy);
-  tabq_sql_free(&remove);
+  expect_dead_letter(
+      dia->dead_letter_table, &b,
+      "INSERT INTO \"jobs_dead\" (\"id\", \"queue\", \"priority\", \"pkey\", "
+      "\"retry_after\", \"attempt\", \"processed_at\", \"headers\", \"payload\", "
+      "\"title\", \"size\") SELECT \"id\", \"queue\", \"priority\", \"pkey\", "
+      "\"retry_after\", \"attempt\", \"processed_at\", \"headers\", \"payload\", "
+      "\"title\", \"size\" FROM \"jobs\" WHERE \"id\" = ?1 AND \"locked_until\" = ?2",
+      "DELETE FROM \"jobs\" WHERE \"id\" = ?1 AND \"locked_until\" = ?2", TABQ_P_TOKEN);
 
   b = lease_of(&thumbs);
   b.dead_letter_table = "main.thumbs_dead";
+  tabq_stmt copy, remove;
   tabq_sql_init(&copy, &test_host);
   tabq_sql_init(&remove, &test_host);
   CU_ASSERT_EQUAL_FATAL(dia->dead_letter_table(&b, &copy, &remove), TABQ_OK);
@@ -310,7 +304,7 @@ static void test_time_text(void) {
 
 /* ---- URLs ---------------------------------------------------------------------------------- */
 
-static void expect_refused(const char *url, const char *named) {
+static void expect_url_refused(const char *url, const char *named) {
   static int dummy;
   tabq_conn *c = (tabq_conn *)&dummy; /* connect must clear it */
   CU_ASSERT_EQUAL(drv->connect(url, &c), TABQ_INVALID);
@@ -319,14 +313,14 @@ static void expect_refused(const char *url, const char *named) {
 }
 
 static void test_url_refusals(void) {
-  expect_refused("sqlite:/tmp/tabq-never.db?cache=shared", "\"cache\"");
-  expect_refused("sqlite::memory:", ":memory:");
-  expect_refused("sqlite://:memory:?synchronous=off", ":memory:");
-  expect_refused("sqlite:", "sqlite:");
-  expect_refused("sqlite:///tmp/tabq-never.db?synchronous=fast", "fast");
-  expect_refused("sqlite:/tmp/tabq-never.db?busy_timeout=-1", "-1");
-  expect_refused("sqlite:/tmp/tabq-never.db?busy_timeout", "busy_timeout");
-  expect_refused("postgres://localhost/x", "postgres://localhost/x");
+  expect_url_refused("sqlite:/tmp/tabq-never.db?cache=shared", "\"cache\"");
+  expect_url_refused("sqlite::memory:", ":memory:");
+  expect_url_refused("sqlite://:memory:?synchronous=off", ":memory:");
+  expect_url_refused("sqlite:", "sqlite:");
+  expect_url_refused("sqlite:///tmp/tabq-never.db?synchronous=fast", "fast");
+  expect_url_refused("sqlite:/tmp/tabq-never.db?busy_timeout=-1", "-1");
+  expect_url_refused("sqlite:/tmp/tabq-never.db?busy_timeout", "busy_timeout");
+  expect_url_refused("postgres://localhost/x", "postgres://localhost/x");
   CU_ASSERT_EQUAL(access("/tmp/tabq-never.db", F_OK), -1);
 }
 

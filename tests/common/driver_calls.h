@@ -1,0 +1,36 @@
+/* tabq — calls into a live driver under test (PostgreSQL, MySQL/MariaDB) through its vtable,
+ * and checks of the cells they read. A call that must succeed prints the host's message and
+ * stops the test when it fails: every later step would only fail for the same reason. */
+#ifndef TABQ_TEST_DRIVER_CALLS_H
+#define TABQ_TEST_DRIVER_CALLS_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include <tabq/dialect.h>
+
+#include "test_host.h"
+
+/* The driver the calls below go to: set once, before the first test. */
+void driver_calls_use(const tabq_driver_v1 *driver);
+
+tabq_conn *connect_url(const char *url);
+void exec_ok(tabq_conn *c, const char *sql);
+/* Prepares under the statement name "test". */
+tabq_prepared *prep(tabq_conn *c, const char *sql, unsigned nparams);
+void run_ok(tabq_prepared *p, const tabq_value *v, unsigned n);
+bool next_row(tabq_prepared *p);
+tabq_value cell(tabq_prepared *p, unsigned col);
+
+void expect_int(tabq_prepared *p, unsigned col, int64_t want);
+void expect_buf(tabq_prepared *p, unsigned col, tabq_type type, const char *want, size_t n);
+void expect_text(tabq_prepared *p, unsigned col, const char *want);
+
+/* Runs a one-row query with the given parameters and returns its first cell as an integer
+ * (INT64_MIN when there is no row or no integer). */
+int64_t query_int(tabq_conn *c, const char *sql, const tabq_value *v, unsigned n);
+
+tabq_value text(const char *s);
+tabq_value json(const char *s);
+
+#endif

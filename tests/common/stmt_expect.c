@@ -1,0 +1,88 @@
+/* tabq — checks of built statements: see stmt_expect.h. */
+#include "stmt_expect.h"
+
+#include <stdarg.h>
+
+void build(tabq_build_fn fn, const tabq_build *b, tabq_stmt *st) {
+  tabq_sql_init(st, &test_host);
+  int rc = fn(b, st);
+  CU_ASSERT_EQUAL(rc, TABQ_OK);
+  if (rc != TABQ_OK)
+    fprintf(stderr, "\nbuild failed: %s\n", g_msg);
+}
+
+static void expect_stmt_v(const tabq_stmt *st, const char *sql, va_list ap) {
+  CU_ASSERT_PTR_NOT_NULL_FATAL(st->sql);
+  CU_ASSERT_STRING_EQUAL(st->sql, sql);
+  if (strcmp(st->sql, sql) != 0)
+    fprintf(stderr, "\n got: %s\nwant: %s\n", st->sql, sql);
+  unsigned n = 0;
+  for (int id = va_arg(ap, int); id != 0; id = va_arg(ap, int), n++) {
+    CU_ASSERT_FATAL(n < st->nparams);
+    CU_ASSERT_EQUAL(st->params[n], id);
+  }
+  CU_ASSERT_EQUAL(st->nparams, n);
+}
+
+void expect_stmt(const tabq_stmt *st, const char *sql, ...) {
+  va_list ap;
+  va_start(ap, sql);
+  expect_stmt_v(st, sql, ap);
+  va_end(ap);
+}
+
+void expect_built(tabq_build_fn fn, const tabq_build *b, const char *sql, ...) {
+  tabq_stmt st;
+  tabq_sql_init(&st, &test_host);
+  int rc = fn(b, &st);
+  CU_ASSERT_EQUAL(rc, TABQ_OK);
+  if (rc != TABQ_OK) {
+    /* No text to compare: checking it would only stop the test at its first failure. */
+    fprintf(stderr, "\nbuild failed: %s\n", g_msg);
+  } else {
+    va_list ap;
+    va_start(ap, sql);
+    expect_stmt_v(&st, sql, ap);
+    va_end(ap);
+  }
+  tabq_sql_free(&st);
+}
+
+void expect_none(tabq_build_fn fn, const tabq_build *b) {
+  tabq_stmt st;
+  tabq_sql_init(&st, &test_host);
+  CU_ASSERT_EQUAL(fn(b, &st), TABQ_OK);
+  CU_ASSERT_PTR_NULL(st.sql);
+  CU_ASSERT_EQUAL(st.nparams, 0);
+  tabq_sql_free(&st);
+}
+
+void expect_refused(tabq_build_fn fn, const tabq_build *b, int code) {
+  tabq_stmt st;
+  tabq_sql_init(&st, &test_host);
+  test_host_reset();
+  CU_ASSERT_EQUAL(fn(b, &st), code);
+  tabq_sql_free(&st);
+}
+
+void expect_dead_letter(tabq_dead_letter_fn fn, const tabq_build *b, const char *copy_sql,
+                        const char *remove_sql, int token) {
+  tabq_stmt copy, remove;
+  tabq_sql_init(&copy, &test_host);
+  tabq_sql_init(&remove, &test_host);
+  CU_ASSERT_EQUAL_FATAL(fn(b, &copy, &remove), TABQ_OK);
+  expect_stmt(&copy, copy_sql, TABQ_P_ID, token, 0);
+  expect_stmt(&remove, remove_sql, TABQ_P_ID, token, 0);
+  tabq_sql_free(&copy);
+  tabq_sql_free(&remove);
+}
+
+void expect_dead_letter_refused(tabq_dead_letter_fn fn, const tabq_build *b, int code) {
+  tabq_stmt copy, remove;
+  tabq_sql_init(&copy, &test_host);
+  tabq_sql_init(&remove, &test_host);
+  test_host_reset();
+  CU_ASSERT_EQUAL(fn(b, &copy, &remove), code);
+  tabq_sql_free(&copy);
+  tabq_sql_free(&remove);
+}
