@@ -18,7 +18,7 @@ extern const tabq_advisory_v1 tabq_my_advisory; /* statements.c */
 /* The server's version as server_version reports it: number = major*10000 + minor*100 + patch
  * (MariaDB 10.11.19 is 101119, MySQL 8.0.36 is 80036); the text is the server's own, which
  * names MariaDB when it is one. */
-#define TABQ_MY_MYSQL_FLOOR 80001   /* MySQL 8.0.1: SKIP LOCKED */
+#define TABQ_MY_MYSQL_FLOOR 80001    /* MySQL 8.0.1: SKIP LOCKED */
 #define TABQ_MY_MARIADB_FLOOR 100600 /* MariaDB 10.6: SKIP LOCKED */
 
 /* The floor check of statements.c, exposed for tests with given versions: TABQ_OK, or

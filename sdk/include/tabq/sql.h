@@ -1,4 +1,5 @@
-/* tabq — small helpers to build SQL text in a tabq_stmt.
+/* tabq — small helpers to build SQL text in a tabq_stmt (the whole statements most databases
+ * share are in tabq/sql_build.h).
  *
  * Header-only, so a dialect needs nothing but the SDK headers. Every helper is a no-op once the
  * statement has failed (st->status != TABQ_OK): a builder appends freely and checks the status

@@ -1,0 +1,456 @@
+/* tabq — the statements dialects share: see tabq/sql_build.h for what each one writes. */
+#include <string.h>
+
+#include <tabq/sql_build.h>
+
+/* ---- Refusals ----------------------------------------------------------------------------- */
+
+int tabq_sqlb_finish(const tabq_sql_style *s, const tabq_build *b, const tabq_stmt *out,
+                     const char *what) {
+  if (out->status == TABQ_OK)
+    return TABQ_OK;
+  return s->host()->fail(
+      out->status, NULL, 0, "%s statement for table %s: %s", what, b->table->name,
+      out->status == TABQ_NOMEM ? "out of memory" : "more parameters than a statement holds");
+}
+
+int tabq_sqlb_no_lease(const tabq_sql_style *s, const tabq_build *b, const char *what) {
+  return s->host()->fail(TABQ_DIALECT, NULL, 0, "table %s: a lease %s needs locked_until",
+                         b->table->name, what);
+}
+
+/* ---- Pieces ------------------------------------------------------------------------------- */
+
+bool tabq_sqlb_leased(const tabq_build *b) {
+  return b->form == TABQ_FORM_LEASE && b->table->locked_until.name;
+}
+
+bool tabq_sqlb_fifo(const tabq_table *t) {
+  return t->fifo && t->group.name;
+}
+
+void tabq_sqlb_col(const tabq_sql_style *s, tabq_stmt *st, const tabq_col *c) {
+  tabq_sql_quoted(st, c->name, s->quote, 0);
+}
+
+void tabq_sqlb_name(const tabq_sql_style *s, tabq_stmt *st, const char *name, size_t n) {
+  tabq_sql_append(st, &s->quote, 1);
+  for (size_t i = 0; i < n; i++) {
+    tabq_sql_append(st, name + i, 1);
+    if (name[i] == s->quote)
+      tabq_sql_append(st, &s->quote, 1);
+  }
+  tabq_sql_append(st, &s->quote, 1);
+}
+
+void tabq_sqlb_table(const tabq_sql_style *s, tabq_stmt *st, const char *name) {
+  tabq_sql_quoted(st, name, s->quote, 1);
+}
+
+void tabq_sqlb_param(const tabq_sql_style *s, tabq_stmt *st, tabq_param id) {
+  tabq_sql_param(st, id, s->placeholder);
+}
+
+void tabq_sqlb_now(const tabq_sql_style *s, tabq_stmt *st, const tabq_table *t) {
+  if (t->clock == TABQ_CLOCK_DATABASE && s->db_now)
+    tabq_sql_raw(st, s->db_now);
+  else
+    tabq_sqlb_param(s, st, TABQ_P_NOW);
+}
+
+void tabq_sqlb_sep(tabq_stmt *st, bool *first) {
+  if (!*first)
+    tabq_sql_raw(st, ", ");
+  *first = false;
+}
+
+void tabq_sqlb_and(tabq_stmt *st, bool *first, const char *lead) {
+  tabq_sql_raw(st, *first ? lead : " AND ");
+  *first = false;
+}
+
+void tabq_sqlb_update(const tabq_sql_style *s, tabq_stmt *st, const tabq_table *t) {
+  tabq_sql_raw(st, "UPDATE ");
+  tabq_sqlb_table(s, st, t->name);
+  tabq_sql_raw(st, " SET ");
+}
+
+/* "c = " and then the caller's value. */
+static void assign(const tabq_sql_style *s, tabq_stmt *st, const tabq_col *c) {
+  tabq_sqlb_col(s, st, c);
+  tabq_sql_raw(st, " = ");
+}
+
+void tabq_sqlb_count_attempt(const tabq_sql_style *s, tabq_stmt *st, const tabq_table *t) {
+  assign(s, st, &t->attempt);
+  tabq_sqlb_col(s, st, &t->attempt);
+  tabq_sql_raw(st, " + 1");
+}
+
+void tabq_sqlb_set_lease(const tabq_sql_style *s, tabq_stmt *st, const tabq_table *t) {
+  assign(s, st, &t->locked_until);
+  tabq_sqlb_param(s, st, TABQ_P_LEASE_UNTIL);
+  if (t->attempt.name) {
+    tabq_sql_raw(st, ", ");
+    tabq_sqlb_count_attempt(s, st, t);
+  }
+}
+
+void tabq_sqlb_where_id(const tabq_sql_style *s, tabq_stmt *st, const tabq_table *t) {
+  tabq_sql_raw(st, " WHERE ");
+  assign(s, st, &t->id);
+  tabq_sqlb_param(s, st, TABQ_P_ID);
+}
+
+void tabq_sqlb_where_row(const tabq_sql_style *s, const tabq_build *b, tabq_stmt *st) {
+  const tabq_table *t = b->table;
+  tabq_sqlb_where_id(s, st, t);
+  if (tabq_sqlb_leased(b)) {
+    tabq_sql_raw(st, " AND ");
+    assign(s, st, &t->locked_until);
+    tabq_sqlb_param(s, st, TABQ_P_TOKEN);
+  }
+}
+
+void tabq_sqlb_reached(const tabq_sql_style *s, tabq_stmt *st, const tabq_table *t,
+                       const tabq_col *c) {
+  tabq_sql_raw(st, "(");
+  tabq_sqlb_col(s, st, c);
+  tabq_sql_raw(st, " IS NULL OR ");
+  tabq_sqlb_col(s, st, c);
+  tabq_sql_raw(st, " <= ");
+  tabq_sqlb_now(s, st, t);
+  tabq_sql_raw(st, ")");
+}
+
+void tabq_sqlb_due(const tabq_sql_style *s, const tabq_build *b, tabq_stmt *st, const char *lead) {
+  const tabq_table *t = b->table;
+  bool first = true;
+  if (tabq_sqlb_leased(b)) {
+    tabq_sqlb_and(st, &first, lead);
+    tabq_sqlb_reached(s, st, t, &t->locked_until);
+  }
+  if (t->retry_after.name) {
+    tabq_sqlb_and(st, &first, lead);
+    tabq_sqlb_reached(s, st, t, &t->retry_after);
+  }
+  if (t->processed_at.name) {
+    tabq_sqlb_and(st, &first, lead);
+    tabq_sqlb_col(s, st, &t->processed_at);
+    tabq_sql_raw(st, " IS NULL");
+  }
+  if (t->group.name) {
+    tabq_sqlb_and(st, &first, lead);
+    assign(s, st, &t->group);
+    tabq_sqlb_param(s, st, TABQ_P_GROUP);
+  }
+}
+
+void tabq_sqlb_claim_order(const tabq_sql_style *s, tabq_stmt *st, const tabq_table *t) {
+  tabq_sql_raw(st, " ORDER BY ");
+  if (t->priority.name) {
+    tabq_sqlb_col(s, st, &t->priority);
+    tabq_sql_raw(st, ", ");
+  }
+  if (t->retry_after.name) {
+    tabq_sqlb_col(s, st, &t->retry_after);
+    tabq_sql_raw(st, ", ");
+  }
+  tabq_sqlb_col(s, st, &t->id);
+}
+
+void tabq_sqlb_first_due(const tabq_sql_style *s, const tabq_build *b, tabq_stmt *st) {
+  tabq_sqlb_due(s, b, st, " WHERE ");
+  tabq_sqlb_claim_order(s, st, b->table);
+  tabq_sql_raw(st, " LIMIT ");
+  tabq_sqlb_param(s, st, TABQ_P_LIMIT);
+}
+
+void tabq_sqlb_group_rows(const tabq_sql_style *s, tabq_stmt *st, const tabq_table *t) {
+  tabq_sql_raw(st, "SELECT ");
+  tabq_sqlb_col(s, st, &t->id);
+  tabq_sql_raw(st, " FROM ");
+  tabq_sqlb_table(s, st, t->name);
+  tabq_sql_raw(st, " WHERE ");
+  assign(s, st, &t->group);
+  tabq_sqlb_param(s, st, TABQ_P_GROUP);
+  if (t->processed_at.name) {
+    tabq_sql_raw(st, " AND ");
+    tabq_sqlb_col(s, st, &t->processed_at);
+    tabq_sql_raw(st, " IS NULL");
+  }
+}
+
+void tabq_sqlb_group_head(const tabq_sql_style *s, tabq_stmt *st, const tabq_table *t) {
+  tabq_sqlb_group_rows(s, st, t);
+  tabq_sqlb_claim_order(s, st, t);
+  tabq_sql_raw(st, " LIMIT 1");
+}
+
+typedef struct {
+  const tabq_sql_style *s;
+  bool first, plus_one;
+} projecting;
+
+static void projected(tabq_stmt *st, const tabq_col *c, int is_attempt, void *ctx) {
+  projecting *p = ctx;
+  tabq_sqlb_sep(st, &p->first);
+  tabq_sqlb_col(p->s, st, c);
+  if (is_attempt && p->plus_one)
+    tabq_sql_raw(st, " + 1");
+}
+
+void tabq_sqlb_projection(const tabq_sql_style *s, tabq_stmt *st, const tabq_table *t,
+                          bool attempt_plus_one) {
+  projecting p = {s, true, attempt_plus_one};
+  tabq_sql_each_projected(st, t, projected, &p);
+}
+
+void tabq_sqlb_select_projection(const tabq_sql_style *s, tabq_stmt *st, const tabq_table *t,
+                                 bool attempt_plus_one) {
+  tabq_sql_raw(st, "SELECT ");
+  tabq_sqlb_projection(s, st, t, attempt_plus_one);
+  tabq_sql_raw(st, " FROM ");
+  tabq_sqlb_table(s, st, t->name);
+}
+
+int tabq_sqlb_key_template(const tabq_sql_style *s, const tabq_build *b, tabq_stmt *st,
+                           tabq_sqlb_key_part_fn part, void *ctx) {
+  const tabq_table *t = b->table;
+  const char *p = t->advisory_lock;
+  if (!p || !*p)
+    return s->host()->fail(TABQ_DECLARATION, NULL, 0,
+                           "table %s: the advisory_lock template is empty", t->name);
+  for (unsigned index = 0; *p; index++) {
+    if (*p != '{') {
+      size_t n = strcspn(p, "{");
+      part(st, p, n, false, index, ctx);
+      p += n;
+      continue;
+    }
+    const char *end = strchr(p, '}');
+    if (!end || end == p + 1)
+      return s->host()->fail(
+          TABQ_DECLARATION, NULL, 0,
+          "table %s: unclosed or empty placeholder in advisory_lock template '%s'", t->name,
+          t->advisory_lock);
+    part(st, p + 1, (size_t)(end - p - 1), true, index, ctx);
+    p = end + 1;
+  }
+  return TABQ_OK;
+}
+
+/* ---- Builders: tabq_dialect_v1 ------------------------------------------------------------ */
+
+int tabq_sqlb_insert(const tabq_sql_style *s, const tabq_build *b, tabq_stmt *out) {
+  const tabq_table *t = b->table;
+  const struct {
+    const tabq_col *col;
+    tabq_param id;
+  } roles[] = {
+      {&t->id, TABQ_P_ID},
+      {&t->group, TABQ_P_GROUP},
+      {&t->priority, TABQ_P_PRIORITY},
+      {&t->partition_key, TABQ_P_PARTITION_KEY},
+      {&t->retry_after, TABQ_P_RETRY_AT},
+      {&t->attempt, TABQ_P_ATTEMPT},
+      {&t->headers, TABQ_P_HEADERS},
+      {&t->payload, TABQ_P_PAYLOAD},
+  };
+  const size_t nroles = sizeof roles / sizeof roles[0];
+  tabq_sql_raw(out, "INSERT INTO ");
+  tabq_sqlb_table(s, out, t->name);
+  /* Two passes over the same columns: their names, then their placeholders in that order. */
+  for (int pass = 0; pass < 2; pass++) {
+    bool first = true;
+    for (size_t i = 0; i < nroles + t->ndata; i++) {
+      const tabq_col *c = i < nroles ? roles[i].col : &t->data[i - nroles];
+      if (!c->name || c->generated)
+        continue;
+      if (first)
+        tabq_sql_raw(out, pass == 0 ? " (" : " VALUES (");
+      tabq_sqlb_sep(out, &first);
+      if (pass == 0)
+        tabq_sqlb_col(s, out, c);
+      else
+        tabq_sqlb_param(s, out,
+                        i < nroles ? roles[i].id : (tabq_param)(TABQ_P_DATA + (i - nroles)));
+    }
+    if (first) {
+      tabq_sql_raw(out, s->empty_insert ? s->empty_insert : " DEFAULT VALUES");
+      break;
+    }
+    tabq_sql_raw(out, ")");
+  }
+  return tabq_sqlb_finish(s, b, out, "insert");
+}
+
+/* ", locked_until = NULL" when leased: a settled row holds no lease. */
+static void clear_lease(const tabq_sql_style *s, const tabq_build *b, tabq_stmt *st) {
+  if (tabq_sqlb_leased(b)) {
+    tabq_sql_raw(st, ", ");
+    assign(s, st, &b->table->locked_until);
+    tabq_sql_raw(st, "NULL");
+  }
+}
+
+static void delete_from(const tabq_sql_style *s, tabq_stmt *st, const char *table) {
+  tabq_sql_raw(st, "DELETE FROM ");
+  tabq_sqlb_table(s, st, table);
+}
+
+static int finished(const tabq_sql_style *s, const tabq_build *b, tabq_stmt *out,
+                    const char *what) {
+  const tabq_table *t = b->table;
+  if (t->processed_at.name) {
+    tabq_sqlb_update(s, out, t);
+    assign(s, out, &t->processed_at);
+    tabq_sqlb_now(s, out, t);
+    clear_lease(s, b, out);
+  } else {
+    delete_from(s, out, t->name);
+  }
+  tabq_sqlb_where_row(s, b, out);
+  return tabq_sqlb_finish(s, b, out, what);
+}
+
+int tabq_sqlb_ack(const tabq_sql_style *s, const tabq_build *b, tabq_stmt *out) {
+  return finished(s, b, out, "ack");
+}
+
+int tabq_sqlb_discard(const tabq_sql_style *s, const tabq_build *b, tabq_stmt *out) {
+  return finished(s, b, out, "discard");
+}
+
+static int requeue(const tabq_sql_style *s, const tabq_build *b, tabq_stmt *out, bool delayed,
+                   const char *what) {
+  const tabq_table *t = b->table;
+  bool leased = tabq_sqlb_leased(b), set_time = delayed && t->retry_after.name;
+  const char *returns = b->form == TABQ_FORM_ADVISORY ? "releasing the key returns the row"
+                                                      : "the claim's commit returns the row";
+  if (!leased && !delayed)
+    return s->host()->fail(TABQ_DIALECT, NULL, 0,
+                           "table %s: outside the lease form a retry runs no statement on %s (%s)",
+                           t->name, s->product, returns);
+  if (!leased && !set_time)
+    return s->host()->fail(TABQ_DIALECT, NULL, 0,
+                           "table %s: without a retry_after column a delayed retry is a plain "
+                           "retry, which outside the lease form runs no statement (%s)",
+                           t->name, returns);
+  bool first = true;
+  tabq_sqlb_update(s, out, t);
+  if (leased) {
+    tabq_sqlb_sep(out, &first);
+    assign(s, out, &t->locked_until);
+    tabq_sql_raw(out, "NULL");
+  }
+  if (set_time) {
+    tabq_sqlb_sep(out, &first);
+    assign(s, out, &t->retry_after);
+    tabq_sqlb_param(s, out, TABQ_P_RETRY_AT);
+  }
+  tabq_sqlb_where_row(s, b, out);
+  return tabq_sqlb_finish(s, b, out, what);
+}
+
+int tabq_sqlb_retry(const tabq_sql_style *s, const tabq_build *b, tabq_stmt *out) {
+  return requeue(s, b, out, false, "retry");
+}
+
+int tabq_sqlb_retry_after(const tabq_sql_style *s, const tabq_build *b, tabq_stmt *out) {
+  return requeue(s, b, out, true, "retry_after");
+}
+
+int tabq_sqlb_dead_letter_group(const tabq_sql_style *s, const tabq_build *b, tabq_stmt *out) {
+  const tabq_table *t = b->table;
+  if (!t->group.name)
+    return s->host()->fail(TABQ_DECLARATION, NULL, 0,
+                           "table %s: a dead letter into a group needs a group column", t->name);
+  tabq_sqlb_update(s, out, t);
+  assign(s, out, &t->group);
+  tabq_sqlb_param(s, out, TABQ_P_DEST);
+  clear_lease(s, b, out);
+  tabq_sqlb_where_row(s, b, out);
+  return tabq_sqlb_finish(s, b, out, "dead_letter");
+}
+
+/* Every role but the lease (it means nothing in the other table), then the data columns,
+ * generated ones too since their values are copied. */
+static void copied_columns(const tabq_sql_style *s, tabq_stmt *st, const tabq_table *t) {
+  const tabq_col *roles[] = {&t->id,          &t->group,   &t->priority,     &t->partition_key,
+                             &t->retry_after, &t->attempt, &t->processed_at, &t->headers,
+                             &t->payload};
+  bool first = true;
+  for (size_t i = 0; i < sizeof roles / sizeof roles[0]; i++)
+    if (roles[i]->name) {
+      tabq_sqlb_sep(st, &first);
+      tabq_sqlb_col(s, st, roles[i]);
+    }
+  for (size_t i = 0; i < t->ndata; i++) {
+    tabq_sqlb_sep(st, &first);
+    tabq_sqlb_col(s, st, &t->data[i]);
+  }
+}
+
+int tabq_sqlb_dead_letter_table(const tabq_sql_style *s, const tabq_build *b, tabq_stmt *copy,
+                                tabq_stmt *remove) {
+  const tabq_table *t = b->table;
+  if (!b->dead_letter_table)
+    return s->host()->fail(TABQ_INVALID, NULL, 0, "table %s: no dead-letter table named", t->name);
+  tabq_sql_raw(copy, "INSERT INTO ");
+  tabq_sqlb_table(s, copy, b->dead_letter_table);
+  tabq_sql_raw(copy, " (");
+  copied_columns(s, copy, t);
+  tabq_sql_raw(copy, ") SELECT ");
+  copied_columns(s, copy, t);
+  tabq_sql_raw(copy, " FROM ");
+  tabq_sqlb_table(s, copy, t->name);
+  tabq_sqlb_where_row(s, b, copy);
+  int code = tabq_sqlb_finish(s, b, copy, "dead_letter copy");
+  if (code != TABQ_OK)
+    return code;
+  delete_from(s, remove, t->name);
+  tabq_sqlb_where_row(s, b, remove);
+  return tabq_sqlb_finish(s, b, remove, "dead_letter delete");
+}
+
+/* ---- Builders: tabq_advisory_v1 ---------------------------------------------------------- */
+
+int tabq_sqlb_candidates(const tabq_sql_style *s, const tabq_build *b, tabq_stmt *out,
+                         tabq_sqlb_key_fn key) {
+  const tabq_table *t = b->table;
+  tabq_sql_raw(out, "SELECT ");
+  tabq_sqlb_col(s, out, &t->id);
+  tabq_sql_raw(out, ", ");
+  int code = key(b, out);
+  if (code != TABQ_OK)
+    return code;
+  tabq_sql_raw(out, " FROM ");
+  tabq_sqlb_table(s, out, t->name);
+  tabq_sqlb_first_due(s, b, out);
+  return tabq_sqlb_finish(s, b, out, "candidates");
+}
+
+/* ---- Builders: tabq_lease_v1 -------------------------------------------------------------- */
+
+int tabq_sqlb_lease_extend(const tabq_sql_style *s, const tabq_build *b, tabq_stmt *out) {
+  const tabq_table *t = b->table;
+  if (!tabq_sqlb_leased(b))
+    return tabq_sqlb_no_lease(s, b, "extend");
+  tabq_sqlb_update(s, out, t);
+  assign(s, out, &t->locked_until);
+  tabq_sqlb_param(s, out, TABQ_P_LEASE_UNTIL);
+  tabq_sqlb_where_row(s, b, out);
+  return tabq_sqlb_finish(s, b, out, "extend");
+}
+
+int tabq_sqlb_lease_release(const tabq_sql_style *s, const tabq_build *b, tabq_stmt *out) {
+  const tabq_table *t = b->table;
+  if (!tabq_sqlb_leased(b))
+    return tabq_sqlb_no_lease(s, b, "release");
+  tabq_sqlb_update(s, out, t);
+  assign(s, out, &t->locked_until);
+  tabq_sql_raw(out, "NULL");
+  tabq_sqlb_where_row(s, b, out);
+  return tabq_sqlb_finish(s, b, out, "release");
+}
