@@ -181,7 +181,9 @@ TABQ_API const char *tabq_delivery_header(tabq_delivery *d, const char *name);
 /* Row mode: a data column by name. TABQ_INVALID when the description has no such column. */
 TABQ_API int tabq_delivery_column(const tabq_delivery *d, const char *name, tabq_value *out);
 /* Settles now, inside the handler, and says whether it took effect (TABQ_LEASE_LOST when the
- * lease had ended). The handler then returns tabq_no_outcome(), or anything: it is ignored. */
+ * lease had ended, TABQ_CLOSED when shutdown released an advisory lock). The handler then
+ * returns tabq_no_outcome(), or anything: it is ignored. Not for the rows of a row lock batch,
+ * which settle together (TABQ_INVALID). */
 TABQ_API int tabq_delivery_settle(tabq_delivery *d, tabq_outcome outcome, tabq_error *err);
 
 /* ---- Publishing ---------------------------------------------------------------------------- */
