@@ -50,6 +50,15 @@ int tabq_delivery_fill(tabq_delivery *d, const tabq_driver_v1 *drv, tabq_prepare
   return TABQ_OK;
 }
 
+void tabq_delivery_unclaim(tabq_delivery **slots, unsigned n) {
+  for (unsigned i = 0; i < n; i++) {
+    pthread_mutex_lock(&slots[i]->mu); /* the extender and shutdown read these under it */
+    slots[i]->in_work = false;
+    slots[i]->conn = NULL;
+    pthread_mutex_unlock(&slots[i]->mu);
+  }
+}
+
 void tabq_delivery_done(tabq_delivery *d) {
   if (d->headers) {
     json_decref(d->headers);

@@ -194,6 +194,8 @@ void tabq_sub_unhold(tabq_subscription *s, unsigned n);
 int tabq_delivery_fill(tabq_delivery *d, const tabq_driver_v1 *drv, tabq_prepared *p,
                        tabq_error *err);
 void tabq_delivery_done(tabq_delivery *d);
+/* Takes claimed deliveries back out of work (their claim failed or rolled back). */
+void tabq_delivery_unclaim(tabq_delivery **slots, unsigned n);
 
 /* settle.c */
 int tabq_settle(tabq_delivery *d, tabq_outcome outcome, tabq_error *err);

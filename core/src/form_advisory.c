@@ -173,7 +173,7 @@ int tabq_advisory_claim(tabq_subscription *s, tabq_delivery **slots, unsigned li
     }
     /* Settled meanwhile (or not stamped): release the key; a release not confirmed ends the
      * session. */
-    slots[*got]->in_work = false;
+    tabq_delivery_unclaim(&slots[*got], 1);
     bool released = false;
     if (ask(s, c, s->st[SQ_UNLOCK], &key, &released, err) || !released) {
       tabq_pool_discard(&b->pool, c);

@@ -90,8 +90,7 @@ int tabq_lease_claim(tabq_subscription *s, tabq_delivery **slots, unsigned limit
     tabq_err_from_plugin(err, rc, s->t->name, "commit");
   if (in_txn && rc) {
     b->drv->rollback(c->conn);
-    for (unsigned i = 0; i < *got; i++)
-      slots[i]->in_work = false;
+    tabq_delivery_unclaim(slots, *got);
     *got = 0;
   }
   tabq_pool_release(&b->pool, c);

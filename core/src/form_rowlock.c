@@ -109,10 +109,7 @@ int tabq_rowlock_claim(tabq_subscription *s, tabq_delivery **slots, unsigned lim
   }
   if (rc || !*got) {
     /* Nothing to hold: end the transaction (a failed claim's rows return at once). */
-    for (unsigned i = 0; i < *got; i++) {
-      slots[i]->in_work = false;
-      slots[i]->conn = NULL;
-    }
+    tabq_delivery_unclaim(slots, *got);
     *got = 0;
     b->drv->rollback(c->conn);
     tabq_pool_release(&b->pool, c);
