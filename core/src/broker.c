@@ -98,7 +98,7 @@ int tabq_exec(tabq_broker *b, const char *sql, tabq_error *err) {
   int rc = tabq_pool_acquire(&b->pool, &c, err);
   if (rc)
     return rc;
-  rc = b->drv->exec(c->conn, sql);
+  rc = tabq_pconn_check(c, b->drv->exec(c->conn, sql));
   if (rc)
     tabq_err_from_plugin(err, rc, NULL, "exec");
   tabq_pool_release(&b->pool, c);

@@ -52,7 +52,7 @@ int tabq_lease_claim(tabq_subscription *s, tabq_delivery **slots, unsigned limit
   bool guarded = s->st[SQ_GUARD] != TABQ_NO_STMT, mine = true;
   bool in_txn = guarded || s->st[SQ_STAMP] != TABQ_NO_STMT;
   if (in_txn) {
-    if ((rc = b->drv->begin(c->conn, s->begin_sql)))
+    if ((rc = tabq_pconn_check(c, b->drv->begin(c->conn, s->begin_sql))))
       tabq_err_from_plugin(err, rc, s->t->name, "begin");
     else if (guarded)
       rc = tabq_guard_group(s, c, &mine, err);
@@ -86,7 +86,7 @@ int tabq_lease_claim(tabq_subscription *s, tabq_delivery **slots, unsigned limit
   }
   if (!rc && *got && s->st[SQ_STAMP] != TABQ_NO_STMT)
     rc = tabq_stamp_claimed(s, c, slots, *got, v.lease_until, err);
-  if (in_txn && !rc && (rc = b->drv->commit(c->conn)))
+  if (in_txn && !rc && (rc = tabq_pconn_check(c, b->drv->commit(c->conn))))
     tabq_err_from_plugin(err, rc, s->t->name, "commit");
   if (in_txn && rc) {
     b->drv->rollback(c->conn);

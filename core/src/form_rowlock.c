@@ -75,7 +75,7 @@ int tabq_rowlock_claim(tabq_subscription *s, tabq_delivery **slots, unsigned lim
   int rc = tabq_pool_acquire(&b->pool, &c, err);
   if (rc)
     return rc;
-  if ((rc = b->drv->begin(c->conn, s->begin_sql))) {
+  if ((rc = tabq_pconn_check(c, b->drv->begin(c->conn, s->begin_sql)))) {
     tabq_err_from_plugin(err, rc, s->t->name, "begin");
     tabq_pool_release(&b->pool, c);
     return rc;

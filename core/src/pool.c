@@ -7,6 +7,10 @@
 #include "clock.h"
 #include "error.h"
 
+#define IDLE_CHECK_MS 1000
+
+static void disconnect(tabq_pool *p, tabq_pconn *c);
+
 int tabq_pool_init(tabq_pool *p, const tabq_driver_v1 *drv, const char *url, unsigned size,
                    unsigned timeout_ms, tabq_error *err) {
   memset(p, 0, sizeof *p);
@@ -63,6 +67,8 @@ int tabq_pool_acquire(tabq_pool *p, tabq_pconn **out, tabq_error *err) {
       break;
   }
   pthread_mutex_unlock(&p->mu);
+  if (c->conn && tabq_mono_ms() - c->idle_since_ms > IDLE_CHECK_MS && !p->drv->alive(c->conn))
+    disconnect(p, c); /* ended while idle: connect anew below */
   if (!c->conn) {
     if (!c->prepared && !(c->prepared = calloc(TABQ_MAX_STATEMENTS, sizeof *c->prepared))) {
       tabq_pool_release(p, c);
@@ -91,8 +97,10 @@ static void disconnect(tabq_pool *p, tabq_pconn *c) {
 }
 
 void tabq_pool_release(tabq_pool *p, tabq_pconn *c) {
-  if (c->conn && !p->drv->alive(c->conn))
+  if (c->conn && c->suspect && !p->drv->alive(c->conn))
     disconnect(p, c); /* the next acquire of this slot connects anew */
+  c->suspect = false;
+  c->idle_since_ms = tabq_mono_ms();
   pthread_mutex_lock(&p->mu);
   c->in_use = false;
   pthread_cond_signal(&p->freed);

@@ -4,6 +4,7 @@
 
 #include <pthread.h>
 #include <stdbool.h>
+#include <stdint.h>
 #include <tabq/dialect.h>
 #include <tabq/tabq.h>
 
@@ -13,7 +14,17 @@ typedef struct tabq_pconn {
   tabq_conn *conn;
   tabq_prepared **prepared; /* by statement id; prepared on first use on this connection */
   bool in_use;
+  bool suspect;          /* a call failed on it: ask the driver whether it still lives */
+  int64_t idle_since_ms; /* when it was last given back */
 } tabq_pconn;
+
+/* Marks a connection whose call failed, so the pool asks the driver about it when it comes back.
+ * Returns rc, for `return tabq_pconn_check(c, rc);`. */
+static inline int tabq_pconn_check(tabq_pconn *c, int rc) {
+  if (rc)
+    c->suspect = true;
+  return rc;
+}
 
 typedef struct tabq_pool {
   pthread_mutex_t mu;
@@ -29,7 +40,9 @@ int tabq_pool_init(tabq_pool *p, const tabq_driver_v1 *drv, const char *url, uns
                    unsigned timeout_ms, tabq_error *err);
 /* Waits up to the acquire timeout for a free connection (TABQ_POOL_TIMEOUT). */
 int tabq_pool_acquire(tabq_pool *p, tabq_pconn **out, tabq_error *err);
-/* Gives a connection back; a connection the driver knows broken is closed and replaced later. */
+/* Gives a connection back; one whose call failed and that the driver finds broken is closed and
+ * replaced later. The driver is not asked on the hot path: only after a failure, or when a
+ * connection comes out of the pool after more than a second idle (a server may have ended it). */
 void tabq_pool_release(tabq_pool *p, tabq_pconn *c);
 /* Gives a connection back closed: its session ends (and every session lock with it). */
 void tabq_pool_discard(tabq_pool *p, tabq_pconn *c);

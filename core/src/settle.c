@@ -71,7 +71,7 @@ static int expect_one(tabq_subscription *s, uint64_t changed, const char *what, 
 static int dead_letter_table(tabq_subscription *s, tabq_pconn *c, const tabq_bind *v, bool in_txn,
                              tabq_error *err) {
   tabq_broker *b = s->b;
-  int rc = in_txn ? TABQ_OK : b->drv->begin(c->conn, s->begin_sql);
+  int rc = in_txn ? TABQ_OK : tabq_pconn_check(c, b->drv->begin(c->conn, s->begin_sql));
   if (rc)
     return tabq_err_from_plugin(err, rc, s->t->name, "begin");
   uint64_t changed = 0;
@@ -84,7 +84,7 @@ static int dead_letter_table(tabq_subscription *s, tabq_pconn *c, const tabq_bin
     rc = expect_one(s, changed, "dead_letter_delete", err);
   if (in_txn)
     return rc;
-  if (!rc && (rc = b->drv->commit(c->conn)))
+  if (!rc && (rc = tabq_pconn_check(c, b->drv->commit(c->conn))))
     tabq_err_from_plugin(err, rc, s->t->name, "commit");
   if (rc)
     b->drv->rollback(c->conn);
@@ -175,7 +175,7 @@ static int settle_lease(tabq_delivery *d, tabq_outcome o, action *a, tabq_error 
 
 static int finish_transaction(tabq_subscription *s, tabq_pconn *c, int rc, tabq_error *err) {
   const tabq_driver_v1 *drv = s->b->drv;
-  if (!rc && (rc = drv->commit(c->conn)))
+  if (!rc && (rc = tabq_pconn_check(c, drv->commit(c->conn))))
     tabq_err_from_plugin(err, rc, s->t->name, "commit");
   if (rc)
     drv->rollback(c->conn);

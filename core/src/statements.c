@@ -67,7 +67,8 @@ int tabq_stmt_prepare(tabq_registry *r, const tabq_driver_v1 *drv, tabq_pconn *c
                       tabq_prepared **out, tabq_error *err) {
   if (!c->prepared[id]) {
     const tabq_sdef *d = &r->defs[id];
-    int rc = drv->prepare(c->conn, d->sql, d->nparams, d->name, &c->prepared[id]);
+    int rc = tabq_pconn_check(c, drv->prepare(c->conn, d->sql, d->nparams, d->name,
+                                               &c->prepared[id]));
     if (rc) {
       c->prepared[id] = NULL;
       return tabq_err_from_plugin(err, rc, d->table, d->name);
@@ -128,7 +129,7 @@ int tabq_stmt_run(tabq_registry *r, const tabq_driver_v1 *drv, tabq_pconn *c, un
   tabq_value values[TABQ_STMT_MAX_PARAMS];
   for (unsigned i = 0; i < d->nparams; i++)
     values[i] = value_of(v, d->params[i]);
-  rc = drv->execute(p, values, d->nparams);
+  rc = tabq_pconn_check(c, drv->execute(p, values, d->nparams));
   if (rc) {
     drv->reset(p);
     return tabq_err_from_plugin(err, rc, d->table, d->name);

@@ -237,6 +237,29 @@ static void shutdown_releases_advisory_locks(void) {
   testdb_remove(&db);
 }
 
+static void ended_connections_are_replaced(void) {
+  testdb_create(&db);
+  tabq_broker *b = connect_broker(&db, 50);
+  recorder r;
+  recorder_init(&r);
+  tabq_subscription_options o = {.queue = "q", .handler = recorder_handler, .user = &r};
+  CU_ASSERT_EQUAL_FATAL(tabq_subscribe(b, jobs_table(), &o, NULL, &err), TABQ_OK);
+  publish_n(b, "q", 1);
+  CU_ASSERT(recorder_wait(&r, 1, 10000));
+  /* The server ends every session of the broker's pool while they sit idle... */
+  CU_ASSERT(testdb_int(&db, "SELECT count(pg_terminate_backend(pid)) FROM pg_stat_activity "
+                            "WHERE datname = current_database() AND application_name = 'tabq' "
+                            "AND pid <> pg_backend_pid()") >= 1);
+  sleep_ms(1200);
+  /* ... and the pool finds out before using them: publishing and claiming go on. */
+  tabq_message m = {.group = "q", .payload = "again", .payload_len = 5};
+  CU_ASSERT_EQUAL(tabq_publish(b, jobs_table(), &m, &err), TABQ_OK);
+  CU_ASSERT(recorder_wait(&r, 2, 10000));
+  tabq_close(b);
+  recorder_free(&r);
+  testdb_remove(&db);
+}
+
 static void long_channel_stops_at_startup(void) {
   testdb_create(&db);
   char sql[256], name[160];
@@ -395,6 +418,7 @@ int register_tests(void) {
       {"NOTIFY from another process wakes a 60 s poller", notify_from_another_process_wakes},
       {"a lost listener reconnects and wakes", lost_listener_reconnects_and_wakes},
       {"a channel over 63 bytes stops the subscription at startup", long_channel_stops_at_startup},
+      {"connections the server ended are replaced", ended_connections_are_replaced},
       CU_TEST_INFO_NULL,
   };
   static CU_TestInfo rowlock_any_tests[] = {
