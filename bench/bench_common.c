@@ -1,0 +1,292 @@
+/* What the benchmarks share (see bench_common.h). */
+#include "bench_common.h"
+
+#include <errno.h>
+#include <pthread.h>
+#include <stdarg.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/resource.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <tabq/sql.h>
+
+/* A drain whose handler has seen no row for this long is stuck: the run ends instead of
+ * waiting for ever. */
+#define STALL_S 60
+
+static const char *program = "bench";
+static atomic_bool interrupted;
+
+void bench_init(const char *name) {
+  program = name;
+}
+
+void bench_interrupted(void) {
+  atomic_store(&interrupted, true);
+}
+
+bool bench_is_interrupted(void) {
+  return atomic_load(&interrupted);
+}
+
+void bench_die(const char *fmt, ...) {
+  while (atomic_load(&interrupted))
+    pause();
+  va_list ap;
+  va_start(ap, fmt);
+  fprintf(stderr, "%s: ", program);
+  vfprintf(stderr, fmt, ap);
+  fputc('\n', stderr);
+  va_end(ap);
+  exit(1);
+}
+
+/* ---- A tiny host for the dialect's builders ------------------------------------------------- */
+
+static int host_fail(int code, const char *sqlstate, long native, const char *fmt, ...) {
+  (void)sqlstate;
+  (void)native;
+  va_list ap;
+  va_start(ap, fmt);
+  fprintf(stderr, "%s: dialect: ", program);
+  vfprintf(stderr, fmt, ap);
+  fputc('\n', stderr);
+  va_end(ap);
+  return code;
+}
+
+static void host_log(int level, const char *fmt, ...) {
+  if (level > TABQ_LOG_WARN)
+    return;
+  va_list ap;
+  va_start(ap, fmt);
+  vfprintf(stderr, fmt, ap);
+  fputc('\n', stderr);
+  va_end(ap);
+}
+
+const tabq_host bench_host = {
+    .size = sizeof(tabq_host),
+    .abi = TABQ_ABI_VERSION,
+    .alloc = malloc,
+    .realloc = realloc,
+    .free = free,
+    .fail = host_fail,
+    .log = host_log,
+};
+
+void bench_build(tabq_build_fn fn, const tabq_table *table, tabq_form form, const char *what,
+                 tabq_stmt *st) {
+  tabq_build b = {.table = table, .form = form};
+  tabq_sql_init(st, &bench_host);
+  int rc = fn(&b, st);
+  if (rc == TABQ_OK)
+    rc = st->status;
+  if (rc != TABQ_OK || !st->sql)
+    bench_die("the dialect built no %s statement (%s)", what, tabq_code_name((tabq_code)rc));
+}
+
+typedef struct locating {
+  const tabq_table *table;
+  bench_projection p;
+} locating;
+
+static void locate(tabq_stmt *st, const tabq_col *c, int is_attempt, void *ctx) {
+  (void)st;
+  (void)is_attempt;
+  locating *l = ctx;
+  if (c == &l->table->id)
+    l->p.id = l->p.n;
+  else if (c == &l->table->attempt)
+    l->p.attempt = l->p.n;
+  else if (c == &l->table->payload)
+    l->p.payload = l->p.n;
+  l->p.n++;
+}
+
+bench_projection bench_project(tabq_stmt *claim, const tabq_table *table) {
+  locating l = {table, {-1, -1, -1, 0}};
+  tabq_sql_each_projected(claim, table, locate, &l);
+  if (l.p.id < 0 || l.p.attempt < 0 || l.p.payload < 0)
+    bench_die("the claim's projection lacks id, attempt or payload");
+  return l.p;
+}
+
+/* ---- Clocks --------------------------------------------------------------------------------- */
+
+int64_t bench_now_us(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_REALTIME, &ts);
+  return (int64_t)ts.tv_sec * 1000000 + ts.tv_nsec / 1000;
+}
+
+double bench_mono_s(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
+}
+
+double bench_cpu_s(void) {
+  struct rusage ru;
+  getrusage(RUSAGE_SELF, &ru);
+  return (double)(ru.ru_utime.tv_sec + ru.ru_stime.tv_sec) +
+         (double)(ru.ru_utime.tv_usec + ru.ru_stime.tv_usec) / 1e6;
+}
+
+static void sleep_us(long us) {
+  struct timespec ts = {.tv_sec = 0, .tv_nsec = us * 1000};
+  nanosleep(&ts, NULL);
+}
+
+/* ---- Tallies and threads -------------------------------------------------------------------- */
+
+void bench_tally_add(bench_tally *into, const bench_tally *t) {
+  into->rows += t->rows;
+  into->id_sum += t->id_sum;
+  into->attempt_sum += t->attempt_sum;
+  into->bytes += t->bytes;
+}
+
+void bench_expect_tally(const bench_tally *t, int64_t rows, int64_t id_sum, const char *side) {
+  if (t->rows != rows || t->id_sum != id_sum || t->attempt_sum != rows ||
+      t->bytes != rows * BENCH_PAYLOAD_LEN)
+    bench_die("%s read %lld rows of %lld (id sum %lld, want %lld; attempts %lld; %lld bytes)", side,
+              (long long)t->rows, (long long)rows, (long long)t->id_sum, (long long)id_sum,
+              (long long)t->attempt_sum, (long long)t->bytes);
+}
+
+void bench_threads(unsigned n, void *(*fn)(void *), void *args, size_t arg_size) {
+  pthread_t *th = calloc(n, sizeof *th);
+  if (!th)
+    bench_die("out of memory");
+  for (unsigned i = 0; i < n; i++)
+    if (pthread_create(&th[i], NULL, fn, (char *)args + i * arg_size))
+      bench_die("cannot start raw thread %u", i);
+  for (unsigned i = 0; i < n; i++)
+    pthread_join(th[i], NULL);
+  free(th);
+}
+
+/* ---- tabq ----------------------------------------------------------------------------------- */
+
+typedef struct drain {
+  atomic_int_fast64_t rows, id_sum, attempt_sum, bytes;
+  int64_t target;
+  pthread_mutex_t mu;
+  pthread_cond_t cv;
+  bool done;
+} drain;
+
+static tabq_outcome on_job(tabq_delivery *d, void *user) {
+  drain *dr = user;
+  size_t len = 0;
+  const void *payload = tabq_delivery_payload(d, &len);
+  atomic_fetch_add_explicit(&dr->id_sum, tabq_delivery_id(d), memory_order_relaxed);
+  atomic_fetch_add_explicit(&dr->attempt_sum, tabq_delivery_attempt(d), memory_order_relaxed);
+  atomic_fetch_add_explicit(&dr->bytes, payload ? (int64_t)len : 0, memory_order_relaxed);
+  if (atomic_fetch_add(&dr->rows, 1) + 1 == dr->target) {
+    pthread_mutex_lock(&dr->mu);
+    dr->done = true;
+    pthread_cond_signal(&dr->cv);
+    pthread_mutex_unlock(&dr->mu);
+  }
+  return tabq_ack();
+}
+
+/* Until the handler has seen every row; a drain that stops moving ends the run. */
+static void wait_handled(drain *dr) {
+  int64_t seen = -1;
+  pthread_mutex_lock(&dr->mu);
+  while (!dr->done) {
+    struct timespec until;
+    clock_gettime(CLOCK_REALTIME, &until);
+    until.tv_sec += STALL_S;
+    if (pthread_cond_timedwait(&dr->cv, &dr->mu, &until) == ETIMEDOUT && !dr->done) {
+      int64_t now = atomic_load(&dr->rows);
+      if (now == seen)
+        bench_die("tabq handled no row for %d s (%lld of %lld)", STALL_S, (long long)now,
+                  (long long)dr->target);
+      seen = now;
+    }
+  }
+  pthread_mutex_unlock(&dr->mu);
+}
+
+/* tabq's warnings and errors, as its default logger writes them, until an interruption. */
+static void tabq_log(int level, const char *message, void *user) {
+  (void)user;
+  if (!bench_is_interrupted())
+    fprintf(stderr, "tabq %s: %s\n", level == TABQ_LOG_ERROR ? "error" : "warning", message);
+}
+
+double bench_run_tabq(const char *url, const tabq_table *table, unsigned workers, int64_t rows,
+                      bench_tally *out) {
+  tabq_broker_options bo = {.poll_interval_ms = BENCH_POLL_MS,
+                            .pool_size = workers + 2 > 8 ? workers + 2 : 8,
+                            .log = tabq_log};
+  tabq_broker *b = NULL;
+  tabq_error err;
+  if (tabq_connect(url, &bo, &b, &err))
+    bench_die("tabq_connect: %s", err.message);
+  drain dr = {.target = rows, .done = false};
+  pthread_mutex_init(&dr.mu, NULL);
+  pthread_cond_init(&dr.cv, NULL);
+  tabq_subscription_options so = {
+      .queue = BENCH_QUEUE,
+      .handler = on_job,
+      .user = &dr,
+      .workers = workers,
+      .poll_interval_ms = BENCH_POLL_MS,
+  };
+  tabq_subscription *sub = NULL;
+
+  double t0 = bench_mono_s();
+  if (tabq_subscribe(b, table, &so, &sub, &err))
+    bench_die("tabq_subscribe: %s", err.message);
+  wait_handled(&dr);
+  /* The last handler has returned; its ack runs right after, so wait for the settlement too. */
+  tabq_stats st;
+  for (;;) {
+    tabq_subscription_stats(sub, &st);
+    if (st.acked + st.failed + st.lease_lost + st.retried + st.released >= (uint64_t)rows)
+      break;
+    sleep_us(20);
+  }
+  double elapsed = bench_mono_s() - t0;
+
+  if (st.acked != (uint64_t)rows)
+    bench_die("tabq acked %llu rows of %lld (failed %llu, lease lost %llu)",
+              (unsigned long long)st.acked, (long long)rows, (unsigned long long)st.failed,
+              (unsigned long long)st.lease_lost);
+  tabq_close(b);
+  *out = (bench_tally){atomic_load(&dr.rows), atomic_load(&dr.id_sum), atomic_load(&dr.attempt_sum),
+                       atomic_load(&dr.bytes)};
+  pthread_mutex_destroy(&dr.mu);
+  pthread_cond_destroy(&dr.cv);
+  return elapsed;
+}
+
+/* ---- Options and medians -------------------------------------------------------------------- */
+
+unsigned bench_parse_count(const char *opt, const char *s, unsigned max) {
+  char *end;
+  errno = 0;
+  long v = s ? strtol(s, &end, 10) : 0;
+  if (!s || errno || *end || v < 1 || v > (long)max)
+    bench_die("%s takes a whole number from 1 to %u", opt, max);
+  return (unsigned)v;
+}
+
+static int cmp_double(const void *a, const void *b) {
+  double x = *(const double *)a, y = *(const double *)b;
+  return (x > y) - (x < y);
+}
+
+double bench_median(double *v, unsigned n) {
+  qsort(v, n, sizeof *v, cmp_double);
+  return n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
+}

@@ -1,0 +1,74 @@
+/* What the benchmarks share: errors, a host for the dialects' builders, where a claim's
+ * projection puts its columns, clocks, the read-back tally every drain is checked against, raw
+ * loops on threads of their own, the tabq side of a drain, and medians. */
+#ifndef TABQ_BENCH_COMMON_H
+#define TABQ_BENCH_COMMON_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include <tabq/dialect.h>
+#include <tabq/tabq.h>
+
+#define BENCH_PAYLOAD_LEN 64
+#define BENCH_QUEUE "bench"
+#define BENCH_LEASE_S 30 /* the broker's default lease, which the tabq side runs with */
+#define BENCH_POLL_MS 1000
+
+/* Names the program in every message ("tabq_bench"). */
+void bench_init(const char *program);
+
+/* Ends the run with status 1; atexit handlers clean up. */
+void bench_die(const char *fmt, ...) __attribute__((format(printf, 1, 2), noreturn));
+/* From a signal's cleanup on: the failures it causes elsewhere (connections it ended) are not
+ * the run's, so bench_die waits for the signal to end the process instead. */
+void bench_interrupted(void);
+bool bench_is_interrupted(void);
+
+/* The services the core would lend a plugin, so the builders can be called directly. */
+extern const tabq_host bench_host;
+
+/* Builds one statement of `table` in `form`, or ends the run naming `what`. */
+void bench_build(tabq_build_fn fn, const tabq_table *table, tabq_form form, const char *what,
+                 tabq_stmt *st);
+
+/* Where id, attempt and payload sit in a claim's projection, in the order the ABI fixes. */
+typedef struct bench_projection {
+  int id, attempt, payload, n;
+} bench_projection;
+
+bench_projection bench_project(tabq_stmt *claim, const tabq_table *table);
+
+/* The core's "now": wall-clock microseconds. */
+int64_t bench_now_us(void);
+double bench_mono_s(void);
+/* The CPU time (user + system) every thread of this process has used, in seconds. */
+double bench_cpu_s(void);
+
+/* What a drain read back, to check both sides saw every row exactly once. */
+typedef struct bench_tally {
+  int64_t rows, id_sum, attempt_sum, bytes;
+} bench_tally;
+
+void bench_tally_add(bench_tally *into, const bench_tally *t);
+/* Every row once, each at its first attempt, with its whole payload; else the run ends. */
+void bench_expect_tally(const bench_tally *t, int64_t rows, int64_t id_sum, const char *side);
+
+/* Runs fn on n threads, the i-th with (char *)args + i * arg_size, and joins them. Raw loops run
+ * on threads as tabq's workers do: the main thread's malloc arena (brk) and a thread's (mmap)
+ * trim and fault differently, and that alone moved results by 10%. */
+void bench_threads(unsigned n, void *(*fn)(void *), void *args, size_t arg_size);
+
+/* Drains `rows` rows through tabq with a no-op handler that acks: connects (untimed), then
+ * times from subscribe until every row is settled. Returns the seconds; the run ends unless
+ * every row was acked. */
+double bench_run_tabq(const char *url, const tabq_table *table, unsigned workers, int64_t rows,
+                      bench_tally *out);
+
+/* A whole number from 1 to max for option `opt`, or the run ends. */
+unsigned bench_parse_count(const char *opt, const char *s, unsigned max);
+/* Sorts v. */
+double bench_median(double *v, unsigned n);
+
+#endif
