@@ -67,8 +67,8 @@ int tabq_stmt_prepare(tabq_registry *r, const tabq_driver_v1 *drv, tabq_pconn *c
                       tabq_prepared **out, tabq_error *err) {
   if (!c->prepared[id]) {
     const tabq_sdef *d = &r->defs[id];
-    int rc = tabq_pconn_check(c, drv->prepare(c->conn, d->sql, d->nparams, d->name,
-                                               &c->prepared[id]));
+    int rc =
+        tabq_pconn_check(c, drv->prepare(c->conn, d->sql, d->nparams, d->name, &c->prepared[id]));
     if (rc) {
       c->prepared[id] = NULL;
       return tabq_err_from_plugin(err, rc, d->table, d->name);

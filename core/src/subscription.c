@@ -62,9 +62,9 @@ static int read_server(tabq_subscription *s, tabq_error *err) {
   int rc = tabq_pool_acquire(&b->pool, &c, err);
   if (rc)
     return rc;
-  rc = tabq_pconn_check(c, b->drv->server_version(c->conn, s->server_version_text,
-                                                   sizeof s->server_version_text,
-                                                   &s->server_version));
+  rc = tabq_pconn_check(c,
+                        b->drv->server_version(c->conn, s->server_version_text,
+                                               sizeof s->server_version_text, &s->server_version));
   if (rc)
     tabq_err_from_plugin(err, rc, s->t->name, "server_version");
   else if (b->drv->database && (rc = b->drv->database(c->conn, s->database, sizeof s->database)))
