@@ -4,6 +4,7 @@
 #include <libpq-fe.h>
 #include <mysql.h>
 #include <poll.h>
+#include <stdatomic.h>
 #include <signal.h>
 #include <sqlite3.h>
 #include <stdio.h>
@@ -520,4 +521,31 @@ int child_wait(child *c) {
   close(c->out);
   close(c->in);
   return status;
+}
+
+static atomic_int once_seen[ONCE_MAX + 1];
+static int once_n;
+
+void once_reset(int n) {
+  once_n = n;
+  for (int i = 0; i <= ONCE_MAX; i++)
+    atomic_store(&once_seen[i], 0);
+}
+
+tabq_outcome once_handler(tabq_delivery *d, void *user) {
+  (void)user;
+  int64_t id = tabq_delivery_id(d);
+  if (id >= 1 && id <= once_n)
+    atomic_fetch_add(&once_seen[id], 1);
+  return tabq_ack();
+}
+
+void once_check(void) {
+  int twice = 0, never = 0;
+  for (int i = 1; i <= once_n; i++) {
+    twice += atomic_load(&once_seen[i]) > 1;
+    never += atomic_load(&once_seen[i]) == 0;
+  }
+  CU_ASSERT_EQUAL(twice, 0);
+  CU_ASSERT_EQUAL(never, 0);
 }

@@ -94,4 +94,11 @@ int child_wait(child *c);
 
 void sleep_ms(int ms);
 
+/* Counts how often each id 1..n was handled, for the exactly-once checks: reset, mount
+ * once_handler (it acks), then once_check asserts every id came exactly once. */
+#define ONCE_MAX 20000
+void once_reset(int n);
+tabq_outcome once_handler(tabq_delivery *d, void *user);
+void once_check(void);
+
 #endif
