@@ -140,6 +140,17 @@ static void claim_round(worker *w, unsigned limit) {
       for (unsigned i = 0; i < got; i++)
         s->free_slots[s->nfree++] = w->claimed[i];
     }
+  } else if (!s->serial) {
+    /* A claim for this worker alone: handle it here, no hand-off to another thread. */
+    for (unsigned i = 0; i < got; i++) {
+      s->busy++;
+      pthread_cond_broadcast(&s->cv); /* another idle worker may claim meanwhile */
+      pthread_mutex_unlock(&s->mu);
+      handle_one(s, w->claimed[i]);
+      pthread_mutex_lock(&s->mu);
+      s->busy--;
+      s->free_slots[s->nfree++] = w->claimed[i];
+    }
   } else {
     for (unsigned i = 0; i < got; i++)
       push_ready(s, w->claimed[i]);
