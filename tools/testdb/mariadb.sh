@@ -4,6 +4,8 @@
 #                      exports TABQ_TEST_MYSQL_URL
 #   maria_test_stop    shut the server down and remove its folder
 
+. "$(dirname "${BASH_SOURCE[0]}")/common.sh"
+
 maria_test_start() {
   command -v mariadbd >/dev/null || [ -x /usr/sbin/mariadbd ] ||
     { echo "dev: no MariaDB server (package mariadb-server)" >&2; return 1; }

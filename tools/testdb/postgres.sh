@@ -3,6 +3,8 @@
 #   pg_test_start   initdb + start + create the database; exports TABQ_TEST_POSTGRES_URL
 #   pg_test_stop    stop the server and remove its folder
 
+. "$(dirname "${BASH_SOURCE[0]}")/common.sh"
+
 pg_bin() {
   local d
   d=$(ls -d /usr/lib/postgresql/*/bin 2>/dev/null | sort -V | tail -n 1)
@@ -17,12 +19,6 @@ as_db_user() {
   else
     "$@"
   fi
-}
-
-free_port() {
-  local p=$1
-  while (exec 3<>"/dev/tcp/127.0.0.1/$p") 2>/dev/null; do p=$((p + 1)); done
-  echo "$p"
 }
 
 pg_test_start() {
