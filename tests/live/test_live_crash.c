@@ -31,6 +31,11 @@ static void killed_child_row_returns(void) {
   kill(c.pid, SIGKILL);
   int status = child_wait(&c);
   CU_ASSERT(WIFSIGNALED(status) && WTERMSIG(status) == SIGKILL);
+  if (test_form() == TABQ_FORM_LEASE) {
+    /* the attempt is spent and the lease still stands: the row waits for it to end */
+    CU_ASSERT_EQUAL(testdb_int(&db, "SELECT attempt FROM jobs"), 2);
+    CU_ASSERT_EQUAL(testdb_int(&db, "SELECT count(*) FROM jobs WHERE locked_until IS NOT NULL"), 1);
+  }
   if (db.kind == TEST_POSTGRES && test_form() != TABQ_FORM_LEASE)
     /* the server ends the dead client's session: no lock of it remains */
     CU_ASSERT(wait_count(&db,

@@ -1,7 +1,7 @@
 /* The lease form under time, crashes and concurrency, on a real SQLite file: extensions keep a
  * long handler's row, a lapsed lease goes to another claim and the late ack changes nothing, a
- * SIGKILLed process's row returns after its lease, SIGTERM lets work settle, and four workers
- * handle each of 10,000 rows exactly once. */
+ * SIGTERM lets work settle, and four workers handle each of 10,000 rows exactly once (a
+ * SIGKILLed process's row returning after its lease is in test_live_crash.c, for every form). */
 #include <signal.h>
 #include <stdatomic.h>
 #include <stdio.h>
@@ -118,33 +118,6 @@ static void lapsed_lease_ack_fails_and_changes_nothing(void) {
   testdb_remove(&db);
 }
 
-static void killed_child_row_returns_after_lease(void) {
-  testdb_create(&db);
-  tabq_broker *b = connect_broker(&db, 50);
-  publish_n(b, "q", 1);
-  child c;
-  child_start(&c, "crash", &db);
-  char line[64];
-  CU_ASSERT_FATAL(child_line(&c, line, sizeof line, 10000));
-  CU_ASSERT(!strncmp(line, "claimed", 7));
-  kill(c.pid, SIGKILL);
-  int status = child_wait(&c);
-  CU_ASSERT(WIFSIGNALED(status) && WTERMSIG(status) == SIGKILL);
-  /* The attempt is spent and the lease still stands. */
-  CU_ASSERT_EQUAL(testdb_int(&db, "SELECT attempt FROM jobs"), 2);
-  CU_ASSERT_EQUAL(testdb_int(&db, "SELECT count(*) FROM jobs WHERE locked_until IS NOT NULL"), 1);
-  recorder r;
-  recorder_init(&r);
-  tabq_subscription_options o = {.queue = "q", .handler = recorder_handler, .user = &r};
-  CU_ASSERT_EQUAL_FATAL(tabq_subscribe(b, jobs_table(), &o, NULL, &err), TABQ_OK);
-  CU_ASSERT(recorder_wait(&r, 1, 10000));
-  CU_ASSERT_EQUAL(r.attempts[0], 2);
-  CU_ASSERT(wait_count(&db, "SELECT count(*) FROM jobs", 0, 10000));
-  tabq_close(b);
-  recorder_free(&r);
-  testdb_remove(&db);
-}
-
 static void sigterm_lets_work_settle(void) {
   testdb_create(&db);
   tabq_broker *b = connect_broker(&db, 50);
@@ -232,8 +205,6 @@ int register_tests(void) {
       {"extensions keep a handler three leases long", extensions_keep_the_row},
       {"a lapsed lease: the late ack fails with LEASE_LOST and changes nothing",
        lapsed_lease_ack_fails_and_changes_nothing},
-      {"a SIGKILLed child's row returns after its lease, attempt spent",
-       killed_child_row_returns_after_lease},
       {"SIGTERM lets the delivery in work settle", sigterm_lets_work_settle},
       {"a failed settlement keeps the row until its lease ends",
        failed_settlement_keeps_row_until_lease_ends},
