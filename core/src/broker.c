@@ -136,6 +136,9 @@ void tabq_sub_free(tabq_subscription *s) {
   free(s->slots);
   free(s->candidates);
   tabq_buf_free(&s->scratch);
+  free(s->id_list);
+  free(s->refetch);
+  tabq_buf_free(&s->refetch_buf);
   free(s->free_slots);
   free(s->ready);
   free(s->threads);

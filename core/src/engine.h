@@ -86,8 +86,17 @@ typedef enum tabq_sq {
   SQ_LOCK,
   SQ_UNLOCK,
   SQ_TAKE,
+  SQ_FETCH,     /* rows by ids: a fetch of the service's own, or the dialect's by a list */
+  SQ_LEASE_ONE, /* lease form, a claim of the service's own: leases one claimed id */
   SQ_COUNT
 } tabq_sq;
+
+/* A claimed id (and, in the advisory form, its key), copied into the subscription's scratch
+ * buffer: the next statement on the connection ends the driver's buffers. */
+typedef struct candidate {
+  tabq_value id;
+  size_t id_at, key_at, key_len; /* offsets into the scratch buffer */
+} candidate;
 
 struct tabq_subscription {
   tabq_broker *b;
@@ -109,8 +118,13 @@ struct tabq_subscription {
   char database[128]; /* the connection's current database, "" when the driver does not say */
   int (*claim)(tabq_subscription *s, tabq_delivery **slots, unsigned limit, unsigned *got,
                tabq_error *err);
-  struct candidate *candidates; /* advisory: the claim's scratch space */
+  candidate *candidates; /* advisory, and claims by ids: the claim's scratch space */
   unsigned ncandidates;
+  int64_t *id_list;   /* a fetch by a list of ids: the list */
+  candidate *refetch; /* a fetch of the service's own: the ids of the rows it reads again */
+  tabq_buf refetch_buf;
+  uint32_t custom;    /* bit 1 << tabq_sq: the statement in that slot is the service's own */
+  bool fetch_by_list; /* SQ_FETCH binds :ids (one run) rather than :id (one run an id) */
   tabq_buf scratch;
   unsigned lease_s, poll_ms, workers, batch;
   struct tabq_subscription *next;
@@ -158,7 +172,39 @@ int tabq_workers_start(tabq_subscription *s, tabq_error *err);
 void tabq_workers_stop(tabq_subscription *s);
 void tabq_sub_wake(tabq_subscription *s);
 
+/* custom.c: the service's own statements (SPEC 8), registered before the forms build theirs. */
+int tabq_custom_open(tabq_subscription *s, tabq_error *err);
+/* After the form opened: the claim and the claimer the service's own statements need. */
+int tabq_custom_after_open(tabq_subscription *s, tabq_error *err);
+static inline bool tabq_sub_own(const tabq_subscription *s, tabq_sq q) {
+  return s->custom & (1u << q);
+}
+/* Builds a statement into slot q with the dialect's builder, unless the service gave its own. */
+int tabq_sub_stmt(tabq_subscription *s, tabq_build_fn fn, const char *name, tabq_sq q,
+                  tabq_error *err);
+
+/* claim_ids.c: claims that read ids first and the rows after. */
+/* Runs `stmt` and copies its rows' first cell (the id) and, with_key, second (the key) into
+ * s->candidates, at most s->ncandidates of them. */
+int tabq_ids_read(tabq_subscription *s, tabq_pconn *c, unsigned stmt, const tabq_bind *v,
+                  bool with_key, unsigned *n, tabq_error *err);
+/* Reads the rows of ids [0, n) with SQ_FETCH into slots, in candidate order, each
+ * delivery holding `token` and `conn`; a claimed id without a row is dropped with the discard
+ * statement and logged. *got is the number of slots filled. */
+int tabq_fetch_into(tabq_subscription *s, tabq_pconn *c, const candidate *ids, unsigned n,
+                    tabq_delivery **slots, unsigned *got, int64_t token, tabq_pconn *conn,
+                    tabq_error *err);
+/* A built-in claim's rows read again by the service's own fetch; the slots past *got are taken
+ * out of work. */
+int tabq_refetch(tabq_subscription *s, tabq_pconn *c, tabq_delivery **slots, unsigned *got,
+                 int64_t token, tabq_pconn *conn, tabq_error *err);
+/* The claim of the service's own in the lease and row lock forms. */
+int tabq_custom_claim(tabq_subscription *s, tabq_delivery **slots, unsigned limit, unsigned *got,
+                      tabq_error *err);
+
 /* form_lease.c */
+/* The expiry of a lease taken or extended at `now`. */
+int64_t tabq_lease_expiry(const tabq_subscription *s, int64_t now);
 int tabq_lease_open(tabq_subscription *s, tabq_error *err);
 int tabq_lease_claim(tabq_subscription *s, tabq_delivery **slots, unsigned limit, unsigned *got,
                      tabq_error *err);

@@ -9,12 +9,6 @@
 #include "engine.h"
 #include "error.h"
 
-struct candidate {
-  tabq_value id;
-  size_t id_at, key_at, key_len; /* offsets into the scratch buffer */
-};
-typedef struct candidate candidate;
-
 int tabq_advisory_open(tabq_subscription *s, tabq_error *err) {
   tabq_broker *b = s->b;
   const tabq_advisory_v1 *adv = b->plugin.plugin->advisory;
@@ -24,17 +18,17 @@ int tabq_advisory_open(tabq_subscription *s, tabq_error *err) {
                         "the %s dialect needs",
                         s->t->name, b->plugin.plugin->name);
   tabq_build build = tabq_sub_build(s);
-  int rc = tabq_stmt_build(&b->stmts, b->host, adv->candidates, &build, "candidates",
-                           &s->st[SQ_CANDIDATES], err);
+  int rc = tabq_sub_stmt(s, adv->candidates, "candidates", SQ_CANDIDATES, err);
   if (!rc)
-    rc = tabq_stmt_build(&b->stmts, b->host, adv->lock, &build, "lock", &s->st[SQ_LOCK], err);
+    rc = tabq_sub_stmt(s, adv->lock, "lock", SQ_LOCK, err);
   if (!rc)
-    rc = tabq_stmt_build(&b->stmts, b->host, adv->unlock, &build, "unlock", &s->st[SQ_UNLOCK], err);
+    rc = tabq_sub_stmt(s, adv->unlock, "unlock", SQ_UNLOCK, err);
   if (!rc)
     rc = tabq_stmt_build(&b->stmts, b->host, adv->take, &build, "take", &s->st[SQ_TAKE], err);
   if (!rc && adv->stamp && s->t->attempt.name)
     rc = tabq_stmt_build(&b->stmts, b->host, adv->stamp, &build, "stamp", &s->st[SQ_STAMP], err);
-  /* Room for the rows in work here (still due) and one claim's worth past them. */
+  /* Room for the rows in work here (still due) and one claim's worth past them. The service's
+   * own fetch reads the taken row again, one row a take. */
   s->ncandidates = 2 * s->nslots;
   if (!rc && !(s->candidates = calloc(s->ncandidates, sizeof *s->candidates)))
     rc = tabq_err_set(err, TABQ_NOMEM, s->t->name, NULL, "cannot allocate the candidates");
@@ -67,51 +61,12 @@ static int ask(tabq_subscription *s, tabq_pconn *c, unsigned stmt, const tabq_va
   return TABQ_OK;
 }
 
-/* Reads the candidates into the subscription's scratch space (copied: the next statement on the
- * connection ends the driver's buffers). */
+/* Due rows with their keys, in claim order. */
 static int read_candidates(tabq_subscription *s, tabq_pconn *c, unsigned want, unsigned *n,
                            tabq_error *err) {
-  tabq_broker *b = s->b;
   tabq_bind v = {.now = tabq_now_us(), .limit = want};
   v.group = s->queue ? tabq_text(s->queue, strlen(s->queue)) : tabq_null();
-  tabq_prepared *p = NULL;
-  *n = 0;
-  int rc = tabq_stmt_run(&b->stmts, b->drv, c, s->st[SQ_CANDIDATES], &v, &p, err);
-  if (rc)
-    return rc;
-  candidate *cand = s->candidates;
-  s->scratch.len = 0;
-  bool row = false;
-  while (*n < s->ncandidates && !(rc = b->drv->next(p, &row)) && row) {
-    tabq_value id, key;
-    if ((rc = b->drv->cell(p, 0, &id)) || (rc = b->drv->cell(p, 1, &key)))
-      break;
-    size_t id_len = id.type == TABQ_T_TEXT ? id.u.buf.len : 0;
-    size_t key_len = key.type == TABQ_T_TEXT ? key.u.buf.len : 0;
-    if (tabq_buf_reserve(&s->scratch, s->scratch.len + id_len + key_len + 2)) {
-      rc = TABQ_NOMEM;
-      break;
-    }
-    candidate *k = &cand[(*n)++];
-    k->id = id;
-    k->id_at = s->scratch.len;
-    if (id_len)
-      memcpy(s->scratch.p + k->id_at, id.u.buf.ptr, id_len);
-    k->key_at = k->id_at + id_len + 1;
-    k->key_len = key_len;
-    if (key_len)
-      memcpy(s->scratch.p + k->key_at, key.u.buf.ptr, key_len);
-    s->scratch.len = k->key_at + key_len + 1;
-  }
-  b->drv->reset(p);
-  if (rc == TABQ_NOMEM)
-    return tabq_err_set(err, rc, s->t->name, "candidates", "cannot hold the candidates");
-  if (rc)
-    return tabq_err_from_plugin(err, rc, s->t->name, "candidates");
-  for (unsigned i = 0; i < *n; i++) /* the buffer may have moved while it grew */
-    if (cand[i].id.type == TABQ_T_TEXT)
-      cand[i].id.u.buf.ptr = s->scratch.p + cand[i].id_at;
-  return TABQ_OK;
+  return tabq_ids_read(s, c, s->st[SQ_CANDIDATES], &v, true, n, err);
 }
 
 /* Takes a locked candidate's row: true when it was still claimable. */
@@ -162,11 +117,13 @@ int tabq_advisory_claim(tabq_subscription *s, tabq_delivery **slots, unsigned li
       break;
     bool locked = false, taken = false;
     if ((rc = ask(s, c, s->st[SQ_LOCK], &key, &locked, err)) || !locked)
-      continue; /* held elsewhere (or failed): pass it over */ /* held elsewhere (or failed): pass
-                                                                  it over */
+      continue; /* held elsewhere (or failed): pass it over */
+    unsigned one = 1;
     if (!(rc = take(s, c, k, slots[*got], &taken, err)) && taken &&
         (s->st[SQ_STAMP] == TABQ_NO_STMT ||
-         !(rc = tabq_stamp_claimed(s, c, &slots[*got], 1, 0, err)))) {
+         !(rc = tabq_stamp_claimed(s, c, &slots[*got], 1, 0, err))) &&
+        (s->st[SQ_FETCH] == TABQ_NO_STMT ||
+         (!(rc = tabq_refetch(s, c, &slots[*got], &one, 0, c, err)) && one))) {
       (*got)++;
       c = NULL; /* the delivery holds it now */
       continue;

@@ -12,11 +12,9 @@ int tabq_lease_open(tabq_subscription *s, tabq_error *err) {
   const tabq_lease_v1 *lease = b->plugin.plugin->lease;
   tabq_build build = tabq_sub_build(s);
   s->claim_flags = lease->flags;
-  int rc =
-      tabq_stmt_build(&b->stmts, b->host, lease->claim, &build, "claim", &s->st[SQ_CLAIM], err);
+  int rc = tabq_sub_stmt(s, lease->claim, "claim", SQ_CLAIM, err);
   if (!rc)
-    rc = tabq_stmt_build(&b->stmts, b->host, lease->extend, &build, "extend", &s->st[SQ_EXTEND],
-                         err);
+    rc = tabq_sub_stmt(s, lease->extend, "extend", SQ_EXTEND, err);
   if (!rc)
     rc = tabq_stmt_build(&b->stmts, b->host, lease->release, &build, "release", &s->st[SQ_RELEASE],
                          err);
@@ -32,7 +30,7 @@ int tabq_lease_open(tabq_subscription *s, tabq_error *err) {
 
 /* The expiry of a lease taken or extended at `now`, rounded up to a whole second where the
  * dialect keeps whole seconds (a DATETIME without fractions then holds the token exactly). */
-static int64_t expiry(const tabq_subscription *s, int64_t now) {
+int64_t tabq_lease_expiry(const tabq_subscription *s, int64_t now) {
   int64_t until = now + (int64_t)s->lease_s * 1000000;
   if (s->claim_flags & TABQ_LEASE_WHOLE_SECONDS)
     until = (until + 999999) / 1000000 * 1000000;
@@ -64,7 +62,7 @@ int tabq_lease_claim(tabq_subscription *s, tabq_delivery **slots, unsigned limit
   }
   /* "now" is read once: due rows, ended leases and the new expiry all start from it. */
   tabq_bind v = {.now = tabq_now_us(), .limit = limit};
-  v.lease_until = expiry(s, v.now);
+  v.lease_until = tabq_lease_expiry(s, v.now);
   v.group = s->queue ? tabq_text(s->queue, strlen(s->queue)) : tabq_null();
   tabq_prepared *p = NULL;
   rc = tabq_stmt_run(&b->stmts, b->drv, c, s->st[SQ_CLAIM], &v, &p, err);
@@ -86,6 +84,8 @@ int tabq_lease_claim(tabq_subscription *s, tabq_delivery **slots, unsigned limit
   }
   if (!rc && *got && s->st[SQ_STAMP] != TABQ_NO_STMT)
     rc = tabq_stamp_claimed(s, c, slots, *got, v.lease_until, err);
+  if (!rc && *got && s->st[SQ_FETCH] != TABQ_NO_STMT)
+    rc = tabq_refetch(s, c, slots, got, v.lease_until, NULL, err);
   if (in_txn && !rc && (rc = tabq_pconn_check(c, b->drv->commit(c->conn))))
     tabq_err_from_plugin(err, rc, s->t->name, "commit");
   if (in_txn && rc) {
@@ -113,7 +113,7 @@ static void extend_all(tabq_subscription *s) {
     pthread_mutex_lock(&d->mu);
     if (d->in_work && !d->lease_lost) {
       tabq_bind v = {.id = d->id, .token = d->token};
-      v.lease_until = expiry(s, tabq_now_us());
+      v.lease_until = tabq_lease_expiry(s, tabq_now_us());
       uint64_t changed = 0;
       int rc = tabq_stmt_change(&b->stmts, b->drv, c, s->st[SQ_EXTEND], &v, &changed, &err);
       if (!rc && changed == 1) {

@@ -11,8 +11,7 @@ int tabq_rowlock_open(tabq_subscription *s, tabq_error *err) {
   tabq_broker *b = s->b;
   const tabq_plugin *p = b->plugin.plugin;
   tabq_build build = tabq_sub_build(s);
-  int rc = tabq_stmt_build(&b->stmts, b->host, p->rowlock->claim, &build, "claim", &s->st[SQ_CLAIM],
-                           err);
+  int rc = tabq_sub_stmt(s, p->rowlock->claim, "claim", SQ_CLAIM, err);
   if (!rc && s->t->fifo) {
     if (!p->dialect->fifo_guard)
       return tabq_err_set(err, TABQ_DIALECT, s->t->name, "fifo_guard",
@@ -22,8 +21,7 @@ int tabq_rowlock_open(tabq_subscription *s, tabq_error *err) {
                          &s->st[SQ_GUARD], err);
   }
   if (!rc && p->rowlock->stamp && s->t->attempt.name)
-    rc = tabq_stmt_build(&b->stmts, b->host, p->rowlock->stamp, &build, "stamp", &s->st[SQ_STAMP],
-                         err);
+    rc = tabq_sub_stmt(s, p->rowlock->stamp, "stamp", SQ_STAMP, err);
   s->claim = tabq_rowlock_claim;
   s->holds_conn = true;
   s->serial = (p->rowlock->flags & TABQ_CLAIM_SERIAL) || s->t->fifo;
@@ -80,7 +78,7 @@ int tabq_rowlock_claim(tabq_subscription *s, tabq_delivery **slots, unsigned lim
     tabq_pool_release(&b->pool, c);
     return rc;
   }
-  bool mine = true;
+  bool mine = true, dropped = false;
   if (s->st[SQ_GUARD] != TABQ_NO_STMT)
     rc = tabq_guard_group(s, c, &mine, err);
   if (!rc && mine) {
@@ -105,13 +103,20 @@ int tabq_rowlock_claim(tabq_subscription *s, tabq_delivery **slots, unsigned lim
       b->drv->reset(p);
       if (!rc && *got && s->st[SQ_STAMP] != TABQ_NO_STMT)
         rc = tabq_stamp_claimed(s, c, slots, *got, 0, err);
+      if (!rc && *got && s->st[SQ_FETCH] != TABQ_NO_STMT) {
+        rc = tabq_refetch(s, c, slots, got, 0, c, err);
+        dropped = !rc && !*got; /* a claimed id without a row: its drop must commit */
+      }
     }
   }
   if (rc || !*got) {
     /* Nothing to hold: end the transaction (a failed claim's rows return at once). */
     tabq_delivery_unclaim(slots, *got);
     *got = 0;
-    b->drv->rollback(c->conn);
+    if (dropped && (rc = tabq_pconn_check(c, b->drv->commit(c->conn))))
+      tabq_err_from_plugin(err, rc, s->t->name, "commit");
+    if (!dropped || rc)
+      b->drv->rollback(c->conn);
     tabq_pool_release(&b->pool, c);
   }
   atomic_fetch_add(&s->stats.claimed, *got);

@@ -3,7 +3,10 @@
  *   settlement changes nothing and fails with LEASE_LOST; a failed statement leaves the row
  *   leased until its lease ends;
  * - row lock: in the claim's transaction, then commit (a batch commits once at its end);
- * - advisory: on the delivery's connection in autocommit, then the key's release. */
+ * - advisory: on the delivery's connection in autocommit, then the key's release.
+ * A statement of the service's own (SPEC 8) runs in a transaction tabq commits: the claim's in
+ * the row lock form; in the lease form one that first confirms the delivery still holds its
+ * lease; in the advisory form one on the key's connection, ended before the release. */
 #include <string.h>
 
 #include "clock.h"
@@ -91,31 +94,79 @@ static int dead_letter_table(tabq_subscription *s, tabq_pconn *c, const tabq_bin
   return rc;
 }
 
+static int finish_transaction(tabq_subscription *s, tabq_pconn *c, int rc, tabq_error *err) {
+  const tabq_driver_v1 *drv = s->b->drv;
+  if (!rc && (rc = tabq_pconn_check(c, drv->commit(c->conn))))
+    tabq_err_from_plugin(err, rc, s->t->name, "commit");
+  if (rc)
+    drv->rollback(c->conn);
+  return rc;
+}
+
+static const tabq_sq stmt_of[] = {
+    [ACT_RELEASE] = SQ_RELEASE,         [ACT_ACK] = SQ_ACK,
+    [ACT_DISCARD] = SQ_DISCARD,         [ACT_RETRY] = SQ_RETRY,
+    [ACT_RETRY_AFTER] = SQ_RETRY_AFTER, [ACT_DEAD] = SQ_DL_GROUP,
+};
+static const char *const name_of[] = {
+    [ACT_RELEASE] = "release",         [ACT_ACK] = "ack",
+    [ACT_DISCARD] = "discard",         [ACT_RETRY] = "retry",
+    [ACT_RETRY_AFTER] = "retry_after", [ACT_DEAD] = "dead_letter",
+};
+
+/* The lease form's confirmation: the extension written over itself, true while the delivery's
+ * token still holds the row (and, on most databases, the row now locked until the commit). */
+static int confirm_lease(tabq_delivery *d, tabq_pconn *c, const tabq_bind *v, tabq_error *err) {
+  tabq_subscription *s = d->sub;
+  tabq_bind same = *v;
+  same.lease_until = d->token;
+  uint64_t changed = 0;
+  int rc = tabq_stmt_change(&s->b->stmts, s->b->drv, c, s->st[SQ_EXTEND], &same, &changed, err);
+  if (!rc && changed != 1)
+    rc = tabq_err_set(err, TABQ_LEASE_LOST, s->t->name, "extend",
+                      "table %s: the lease ended before the settlement; another claim may own "
+                      "the row, and the service's own statement did not run",
+                      s->t->name);
+  return rc;
+}
+
+/* A statement of the service's own outside a claim's transaction: in one of its own. */
+static int run_own(tabq_delivery *d, action a, tabq_pconn *c, const tabq_bind *v, tabq_error *err) {
+  tabq_subscription *s = d->sub;
+  tabq_broker *b = s->b;
+  int rc = tabq_pconn_check(c, b->drv->begin(c->conn, s->begin_sql));
+  if (rc)
+    return tabq_err_from_plugin(err, rc, s->t->name, "begin");
+  if (s->form == TABQ_FORM_LEASE)
+    rc = confirm_lease(d, c, v, err);
+  uint64_t changed = 0;
+  if (!rc)
+    rc = tabq_stmt_change(&b->stmts, b->drv, c, s->st[stmt_of[a]], v, &changed, err);
+  return finish_transaction(s, c, rc, err);
+}
+
 /* The statements of an action. Retry and release run none outside the lease form: the row lock
  * form's commit (or rollback) and the advisory form's key release put the row back. */
 static int run_action(tabq_delivery *d, action a, tabq_outcome o, tabq_pconn *c, bool in_txn,
                       tabq_error *err) {
   tabq_subscription *s = d->sub;
   tabq_broker *b = s->b;
-  if (s->form != TABQ_FORM_LEASE && (a == ACT_RETRY || a == ACT_RELEASE))
+  bool own = a != ACT_RELEASE && tabq_sub_own(s, stmt_of[a]);
+  if (s->form != TABQ_FORM_LEASE && (a == ACT_RELEASE || (a == ACT_RETRY && !own)))
     return TABQ_OK;
   tabq_bind v = {.id = d->id, .token = d->token, .now = tabq_now_us()};
   v.retry_at = v.now + (int64_t)o.delay_ms * 1000;
-  if (s->dead_letter_group)
-    v.dest = tabq_text(s->dead_letter_group, strlen(s->dead_letter_group));
+  v.group = s->queue ? tabq_text(s->queue, strlen(s->queue)) : tabq_null();
+  const char *dest = s->dead_letter_group ? s->dead_letter_group : s->dead_letter_table;
+  if (dest)
+    v.dest = tabq_text(dest, strlen(dest));
+  if (own && !in_txn)
+    return run_own(d, a, c, &v, err);
+  uint64_t changed = 0;
+  if (own) /* the service's statement may change any number of rows */
+    return tabq_stmt_change(&b->stmts, b->drv, c, s->st[stmt_of[a]], &v, &changed, err);
   if (a == ACT_DEAD && s->dead_letter_table)
     return dead_letter_table(s, c, &v, in_txn, err);
-  static const tabq_sq stmt_of[] = {
-      [ACT_RELEASE] = SQ_RELEASE,         [ACT_ACK] = SQ_ACK,
-      [ACT_DISCARD] = SQ_DISCARD,         [ACT_RETRY] = SQ_RETRY,
-      [ACT_RETRY_AFTER] = SQ_RETRY_AFTER, [ACT_DEAD] = SQ_DL_GROUP,
-  };
-  static const char *const name_of[] = {
-      [ACT_RELEASE] = "release",         [ACT_ACK] = "ack",
-      [ACT_DISCARD] = "discard",         [ACT_RETRY] = "retry",
-      [ACT_RETRY_AFTER] = "retry_after", [ACT_DEAD] = "dead_letter",
-  };
-  uint64_t changed = 0;
   int rc = tabq_stmt_change(&b->stmts, b->drv, c, s->st[stmt_of[a]], &v, &changed, err);
   if (!rc)
     rc = expect_one(s, changed, name_of[a], err);
@@ -170,15 +221,6 @@ static int settle_lease(tabq_delivery *d, tabq_outcome o, action *a, tabq_error 
   }
   pthread_mutex_unlock(&d->mu);
   tabq_pool_release(&b->pool, c);
-  return rc;
-}
-
-static int finish_transaction(tabq_subscription *s, tabq_pconn *c, int rc, tabq_error *err) {
-  const tabq_driver_v1 *drv = s->b->drv;
-  if (!rc && (rc = tabq_pconn_check(c, drv->commit(c->conn))))
-    tabq_err_from_plugin(err, rc, s->t->name, "commit");
-  if (rc)
-    drv->rollback(c->conn);
   return rc;
 }
 

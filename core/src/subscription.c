@@ -131,20 +131,20 @@ static int build_settlements(tabq_subscription *s, tabq_error *err) {
   tabq_broker *b = s->b;
   const tabq_dialect_v1 *dl = b->plugin.plugin->dialect;
   tabq_build build = tabq_sub_build(s);
-  int rc = tabq_stmt_build(&b->stmts, b->host, dl->ack, &build, "ack", &s->st[SQ_ACK], err);
+  int rc = tabq_sub_stmt(s, dl->ack, "ack", SQ_ACK, err);
   if (!rc)
-    rc = tabq_stmt_build(&b->stmts, b->host, dl->discard, &build, "discard", &s->st[SQ_DISCARD],
-                         err);
-  /* Outside the lease form a retry runs no statement: a commit or a key's release does it. */
+    rc = tabq_sub_stmt(s, dl->discard, "discard", SQ_DISCARD, err);
+  /* Outside the lease form a retry runs no statement (unless the service gives its own): a
+   * commit or a key's release does it. */
   if (!rc && s->form == TABQ_FORM_LEASE)
-    rc = tabq_stmt_build(&b->stmts, b->host, dl->retry, &build, "retry", &s->st[SQ_RETRY], err);
+    rc = tabq_sub_stmt(s, dl->retry, "retry", SQ_RETRY, err);
   if (!rc && s->t->retry_after.name)
-    rc = tabq_stmt_build(&b->stmts, b->host, dl->retry_after, &build, "retry_after",
-                         &s->st[SQ_RETRY_AFTER], err);
+    rc = tabq_sub_stmt(s, dl->retry_after, "retry_after", SQ_RETRY_AFTER, err);
+  /* The service's own dead letter serves a group and a table alike, in one statement. */
+  bool own_dead = tabq_sub_own(s, SQ_DL_GROUP);
   if (!rc && s->dead_letter_group)
-    rc = tabq_stmt_build(&b->stmts, b->host, dl->dead_letter_group, &build, "dead_letter",
-                         &s->st[SQ_DL_GROUP], err);
-  if (!rc && s->dead_letter_table) {
+    rc = tabq_sub_stmt(s, dl->dead_letter_group, "dead_letter", SQ_DL_GROUP, err);
+  if (!rc && s->dead_letter_table && !own_dead) {
     tabq_stmt copy, remove;
     tabq_sql_init(&copy, b->host);
     tabq_sql_init(&remove, b->host);
@@ -270,7 +270,11 @@ int tabq_subscribe(tabq_broker *b, const tabq_table *t, const tabq_subscription_
   if (!rc)
     rc = build_begin(s, err);
   if (!rc)
+    rc = tabq_custom_open(s, err);
+  if (!rc)
     rc = open_form(s, err);
+  if (!rc)
+    rc = tabq_custom_after_open(s, err);
   if (!rc)
     rc = build_settlements(s, err);
   if (!rc)

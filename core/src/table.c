@@ -168,6 +168,44 @@ static int check_form(const tabq_table *t, tabq_error *err) {
   return TABQ_OK;
 }
 
+/* The events of the service's own: each a statement, in the form it belongs to, lock and
+ * unlock together. */
+static int check_events(const tabq_table *t, tabq_error *err) {
+  const tabq_events *e = &t->events;
+  const struct {
+    const char *name, *sql;
+  } all[] = {{"claim", e->claim},
+             {"fetch", e->fetch},
+             {"ack", e->ack},
+             {"retry", e->retry},
+             {"retry_after", e->retry_after},
+             {"discard", e->discard},
+             {"dead_letter", e->dead_letter},
+             {"extend", e->extend},
+             {"lock", e->lock},
+             {"unlock", e->unlock}};
+  char detail[256];
+  for (size_t i = 0; i < sizeof all / sizeof all[0]; i++)
+    if (all[i].sql && (!all[i].sql[0] || !valid_utf8(all[i].sql))) {
+      snprintf(detail, sizeof detail, "the %s event's statement is empty or not UTF-8",
+               all[i].name);
+      return broken(err, t, "custom events", detail);
+    }
+  if (!e->lock != !e->unlock)
+    return broken(err, t, "custom lock without custom unlock",
+                  e->lock ? "events.lock is set without events.unlock: a lock of the service's own "
+                            "is released by its own unlock, so give both"
+                          : "events.unlock is set without events.lock: give both");
+  if (e->lock && !t->advisory_lock)
+    return broken(err, t, "lock and unlock are advisory events",
+                  "events.lock and events.unlock belong to the advisory lock form: set "
+                  "advisory_lock or drop them");
+  if (e->extend && !t->locked_until.name)
+    return broken(err, t, "extend is a lease event",
+                  "events.extend belongs to the lease form: set locked_until or drop it");
+  return TABQ_OK;
+}
+
 int tabq_table_rules(const tabq_table *t, tabq_error *err) {
   if (!t)
     return tabq_err_set(err, TABQ_INVALID, NULL, NULL, "no table description given");
@@ -176,6 +214,8 @@ int tabq_table_rules(const tabq_table *t, tabq_error *err) {
     rc = check_columns(t, err);
   if (!rc)
     rc = check_form(t, err);
+  if (!rc)
+    rc = check_events(t, err);
   return rc;
 }
 

@@ -178,6 +178,11 @@ TABQ_SQLB_MEMBER(style, discard)
 TABQ_SQLB_MEMBER(style, retry)
 TABQ_SQLB_MEMBER(style, retry_after)
 TABQ_SQLB_MEMBER(style, dead_letter_group)
+TABQ_SQLB_MEMBER(style, count_attempt_row)
+
+static int placeholder(tabq_stmt *out, tabq_param id) {
+  return tabq_sqlb_placeholder(&style, out, id);
+}
 
 /* A copy then a delete; the core runs both in one transaction. */
 static int dead_letter_table(const tabq_build *b, tabq_stmt *copy, tabq_stmt *remove) {
@@ -247,6 +252,8 @@ const tabq_dialect_v1 tabq_my_dialect = {
     .fifo_guard = fifo_guard,
     .channel = NULL, /* no notifications */
     .notify = NULL,
+    .placeholder = placeholder,
+    .count_attempt = count_attempt_row,
 };
 
 /* ---- RowLock ------------------------------------------------------------------------------ */
@@ -290,6 +297,7 @@ static int lease_stamp(const tabq_build *b, tabq_stmt *out) {
 
 TABQ_SQLB_MEMBER(style, lease_extend)
 TABQ_SQLB_MEMBER(style, lease_release)
+TABQ_SQLB_MEMBER(style, lease_one)
 
 const tabq_lease_v1 tabq_my_lease = {
     .size = sizeof(tabq_lease_v1),
@@ -301,6 +309,7 @@ const tabq_lease_v1 tabq_my_lease = {
     .stamp = lease_stamp,
     .extend = lease_extend,
     .release = lease_release,
+    .lease_one = lease_one,
 };
 
 /* ---- Advisory ----------------------------------------------------------------------------- */

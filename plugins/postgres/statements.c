@@ -147,6 +147,11 @@ TABQ_SQLB_MEMBER(style, discard)
 TABQ_SQLB_MEMBER(style, retry)
 TABQ_SQLB_MEMBER(style, retry_after)
 TABQ_SQLB_MEMBER(style, dead_letter_group)
+TABQ_SQLB_MEMBER(style, count_attempt_row)
+
+static int placeholder(tabq_stmt *out, tabq_param id) {
+  return tabq_sqlb_placeholder(&style, out, id);
+}
 
 static int dead_letter_table(const tabq_build *b, tabq_stmt *copy, tabq_stmt *remove) {
   return tabq_sqlb_dead_letter_table(&style, b, copy, remove);
@@ -241,6 +246,8 @@ const tabq_dialect_v1 tabq_pg_dialect = {
     .fifo_guard = fifo_guard,
     .channel = channel,
     .notify = notify,
+    .placeholder = placeholder,
+    .count_attempt = count_attempt_row,
 };
 
 /* ---- RowLock ------------------------------------------------------------------------------ */
@@ -296,6 +303,7 @@ static int lease_claim(const tabq_build *b, tabq_stmt *out) {
 
 TABQ_SQLB_MEMBER(style, lease_extend)
 TABQ_SQLB_MEMBER(style, lease_release)
+TABQ_SQLB_MEMBER(style, lease_one)
 
 const tabq_lease_v1 tabq_pg_lease = {
     .size = sizeof(tabq_lease_v1),
@@ -305,6 +313,7 @@ const tabq_lease_v1 tabq_pg_lease = {
     .stamp = NULL, /* the claim writes the lease itself */
     .extend = lease_extend,
     .release = lease_release,
+    .lease_one = lease_one,
 };
 
 /* ---- Advisory ----------------------------------------------------------------------------- */

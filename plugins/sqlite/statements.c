@@ -68,6 +68,11 @@ TABQ_SQLB_MEMBER(style, insert)
 TABQ_SQLB_MEMBER(style, ack)
 TABQ_SQLB_MEMBER(style, discard)
 TABQ_SQLB_MEMBER(style, dead_letter_group)
+TABQ_SQLB_MEMBER(style, count_attempt_row)
+
+static int placeholder(tabq_stmt *out, tabq_param id) {
+  return tabq_sqlb_placeholder(&style, out, id);
+}
 
 /* retry and retry_after. The dialect serves the lease form alone, so its refusal names what the
  * table lacks, before the shared builder's refusals, which speak of the other forms. */
@@ -95,7 +100,9 @@ static int dead_letter_table(const tabq_build *b, tabq_stmt *copy, tabq_stmt *re
 
 static int begin(const tabq_build *b, tabq_stmt *out) {
   static const char *const modes[] = {
-      [TABQ_SQLITE_MODE_DEFAULT] = "BEGIN",
+      /* Every transaction tabq opens here writes (a claim of the service's own, a dead letter
+       * into a table): taking the write lock at once spares a busy upgrade halfway through. */
+      [TABQ_SQLITE_MODE_DEFAULT] = "BEGIN IMMEDIATE",
       [TABQ_SQLITE_DEFERRED] = "BEGIN DEFERRED",
       [TABQ_SQLITE_IMMEDIATE] = "BEGIN IMMEDIATE",
       [TABQ_SQLITE_EXCLUSIVE] = "BEGIN EXCLUSIVE",
@@ -123,6 +130,8 @@ const tabq_dialect_v1 tabq_sqlite_dialect = {
     .begin = begin,
     .fetch = NULL,      /* no list binding: a custom claim needs a custom fetch */
     .fifo_guard = NULL, /* one writer at a time already keeps FIFO claims apart */
+    .placeholder = placeholder,
+    .count_attempt = count_attempt_row,
 };
 
 /* ---- Lease -------------------------------------------------------------------------------- */
@@ -164,6 +173,7 @@ static int lease_claim(const tabq_build *b, tabq_stmt *out) {
 
 TABQ_SQLB_MEMBER(style, lease_extend)
 TABQ_SQLB_MEMBER(style, lease_release)
+TABQ_SQLB_MEMBER(style, lease_one)
 
 const tabq_lease_v1 tabq_sqlite_lease = {
     .size = sizeof(tabq_lease_v1),
@@ -173,4 +183,5 @@ const tabq_lease_v1 tabq_sqlite_lease = {
     .stamp = NULL,
     .extend = lease_extend,
     .release = lease_release,
+    .lease_one = lease_one,
 };

@@ -454,3 +454,38 @@ int tabq_sqlb_lease_release(const tabq_sql_style *s, const tabq_build *b, tabq_s
   tabq_sqlb_where_row(s, b, out);
   return tabq_sqlb_finish(s, b, out, "release");
 }
+
+int tabq_sqlb_count_attempt_row(const tabq_sql_style *s, const tabq_build *b, tabq_stmt *out) {
+  const tabq_table *t = b->table;
+  if (!t->attempt.name)
+    return s->host()->fail(TABQ_DECLARATION, NULL, 0,
+                           "table %s: counting an attempt needs a column that plays the attempt "
+                           "role",
+                           t->name);
+  tabq_sqlb_update(s, out, t);
+  tabq_sqlb_count_attempt(s, out, t);
+  tabq_sqlb_where_id(s, out, t);
+  return tabq_sqlb_finish(s, b, out, "count_attempt");
+}
+
+int tabq_sqlb_lease_one(const tabq_sql_style *s, const tabq_build *b, tabq_stmt *out) {
+  const tabq_table *t = b->table;
+  if (!tabq_sqlb_leased(b))
+    return tabq_sqlb_no_lease(s, b, "lease_one");
+  tabq_sqlb_update(s, out, t);
+  tabq_sqlb_set_lease(s, out, t);
+  tabq_sqlb_where_id(s, out, t);
+  tabq_sql_raw(out, " AND ");
+  tabq_sqlb_reached(s, out, t, &t->locked_until);
+  if (t->processed_at.name) {
+    tabq_sql_raw(out, " AND ");
+    tabq_sqlb_col(s, out, &t->processed_at);
+    tabq_sql_raw(out, " IS NULL");
+  }
+  return tabq_sqlb_finish(s, b, out, "lease_one");
+}
+
+int tabq_sqlb_placeholder(const tabq_sql_style *s, tabq_stmt *out, tabq_param id) {
+  tabq_sqlb_param(s, out, id);
+  return out->status;
+}

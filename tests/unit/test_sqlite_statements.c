@@ -191,7 +191,7 @@ static void test_dead_letter_table(void) {
 }
 
 static void test_begin(void) {
-  static const char *const want[] = {"BEGIN", "BEGIN DEFERRED", "BEGIN IMMEDIATE",
+  static const char *const want[] = {"BEGIN IMMEDIATE", "BEGIN DEFERRED", "BEGIN IMMEDIATE",
                                      "BEGIN EXCLUSIVE"};
   for (int mode = 0; mode < 4; mode++) {
     tabq_table t = jobs;

@@ -38,10 +38,15 @@
 #include <tabq/value.h>
 
 #define TABQ_ABI_MAJOR 1
-#define TABQ_ABI_MINOR 0
+#define TABQ_ABI_MINOR 1
 #define TABQ_ABI_VERSION ((uint32_t)(TABQ_ABI_MAJOR << 16 | TABQ_ABI_MINOR))
 #define TABQ_ABI_MAJOR_OF(v) ((uint32_t)(v) >> 16)
 #define TABQ_ABI_MINOR_OF(v) ((uint32_t)(v)&0xffffu)
+
+/* Whether vtable `vt` (of type `type`) is large enough to hold `member`: members added in a
+ * later minor version are read only where the plugin's table has them. */
+#define TABQ_HAS_MEMBER(vt, type, member)                                                          \
+  ((vt) && (vt)->size >= offsetof(type, member) + sizeof(((type *)0)->member) && (vt)->member)
 
 /* The name of the one exported symbol. */
 #define TABQ_PLUGIN_ENTRY_SYMBOL "tabq_plugin_entry"
@@ -202,6 +207,14 @@ typedef struct tabq_dialect_v1 {
   tabq_build_fn channel;
   /* Optional: announces a row written (CHANNEL, GROUP), run right after a publish's insert. */
   tabq_build_fn notify;
+
+  /* ---- ABI 1.1 ---- */
+  /* Appends the placeholder binding `id` in the database's style: the core renders the
+   * service's own statements (tabq_events) with it. Without it custom events are refused. */
+  int (*placeholder)(tabq_stmt *out, tabq_param id);
+  /* Counts the attempt of one claimed row (ID), for a claim of the service's own in the row
+   * lock and advisory forms: "UPDATE T SET attempt = attempt + 1 WHERE id = :ID". */
+  tabq_build_fn count_attempt;
 } tabq_dialect_v1;
 
 /* Claim flags. */
@@ -237,6 +250,11 @@ typedef struct tabq_lease_v1 {
   tabq_build_fn extend;
   /* Ends a lease without settling (a delivery dropped unsettled): ID, TOKEN. */
   tabq_build_fn release;
+
+  /* ---- ABI 1.1 ---- */
+  /* Leases one row a claim of the service's own returned (ID, NOW, LEASE_UNTIL): changes it
+   * only while no lease holds it and it is unfinished, and counts the attempt. */
+  tabq_build_fn lease_one;
 } tabq_lease_v1;
 
 /* ---- Advisory: a lock on a key rendered from the row ------------------------------------- */

@@ -50,7 +50,8 @@ typedef struct tabq_sql_style {
 
 /* Defines `static int name(const tabq_build *b, tabq_stmt *out)` as tabq_sqlb_<name> in `style`,
  * a vtable member: TABQ_SQLB_MEMBER(pg_style, ack) then `.ack = ack`. For insert, ack, discard,
- * retry, retry_after, dead_letter_group, lease_extend and lease_release. */
+ * retry, retry_after, dead_letter_group, lease_extend, lease_release, count_attempt_row and
+ * lease_one. */
 #define TABQ_SQLB_MEMBER(style, name)                                                              \
   static int name(const tabq_build *b, tabq_stmt *out) {                                           \
     return tabq_sqlb_##name(&(style), b, out);                                                     \
@@ -154,6 +155,12 @@ int tabq_sqlb_dead_letter_group(const tabq_sql_style *s, const tabq_build *b, ta
 int tabq_sqlb_dead_letter_table(const tabq_sql_style *s, const tabq_build *b, tabq_stmt *copy,
                                 tabq_stmt *remove);
 
+/* count_attempt (ABI 1.1): "UPDATE T SET attempt = attempt + 1 WHERE id = :ID"; TABQ_DECLARATION
+ * without an attempt column. */
+int tabq_sqlb_count_attempt_row(const tabq_sql_style *s, const tabq_build *b, tabq_stmt *out);
+/* placeholder (ABI 1.1): appends :ID-style placeholder `id` in the style; returns out->status. */
+int tabq_sqlb_placeholder(const tabq_sql_style *s, tabq_stmt *out, tabq_param id);
+
 /* ---- Builders: tabq_advisory_v1 ---------------------------------------------------------- */
 
 /* Appends the dialect's advisory key of the row as a text expression; returns a tabq_code. */
@@ -169,5 +176,8 @@ int tabq_sqlb_candidates(const tabq_sql_style *s, const tabq_build *b, tabq_stmt
 int tabq_sqlb_lease_extend(const tabq_sql_style *s, const tabq_build *b, tabq_stmt *out);
 /* "UPDATE T SET locked_until = NULL WHERE id = :ID AND locked_until = :TOKEN". */
 int tabq_sqlb_lease_release(const tabq_sql_style *s, const tabq_build *b, tabq_stmt *out);
+/* lease_one (ABI 1.1): "UPDATE T SET locked_until = :LEASE_UNTIL[, attempt = attempt + 1] WHERE
+ * id = :ID AND (locked_until IS NULL OR locked_until <= :NOW)[ AND processed_at IS NULL]". */
+int tabq_sqlb_lease_one(const tabq_sql_style *s, const tabq_build *b, tabq_stmt *out);
 
 #endif

@@ -44,6 +44,33 @@ typedef enum tabq_sqlite_mode {
   TABQ_SQLITE_EXCLUSIVE,
 } tabq_sqlite_mode;
 
+/* Statements of the service's own, each replacing the one tabq builds for that event (SPEC 8).
+ * Each is SQL text in the database's own dialect, written with tabq's named parameters, which
+ * tabq renders into the database's placeholders when the subscription opens and prepares once:
+ *
+ *   :id        the row's id                  :ids       the claimed ids, as a list (PostgreSQL)
+ *   :queue     the subscription's queue      :limit     the most rows a claim may return
+ *   :now       the time of the call          :until     a lease's new expiry
+ *   :held      the lease the delivery holds  :retry_at  when a delayed retry falls due
+ *   :destination  the dead letter group or table     :key  an advisory lock key
+ *
+ * A `::` (a PostgreSQL cast) and text inside quotes or comments are left as they are. Which
+ * names each event may use, and what it returns, is in docs/custom-events.md. Every member is
+ * optional; a NULL one keeps tabq's statement. */
+typedef struct tabq_events {
+  const char *claim;       /* :queue :limit :now -> the ids of the rows to claim, in claim order
+                              (advisory form: the id and the rendered key) */
+  const char *fetch;       /* :id (or :ids) -> the projection of the claimed rows (dialect.h) */
+  const char *ack;         /* :id */
+  const char *retry;       /* :id */
+  const char *retry_after; /* :id :retry_at */
+  const char *discard;     /* :id */
+  const char *dead_letter; /* :id :destination */
+  const char *extend;      /* lease form: :id :held :until, changes one row while :held holds */
+  const char *lock;        /* advisory form, with unlock: :key -> one row, 1 when taken */
+  const char *unlock;      /* advisory form, with lock: :key -> one row, 1 when released */
+} tabq_events;
+
 typedef struct tabq_table {
   const char *name; /* "table" or "schema.table" */
 
@@ -66,6 +93,8 @@ typedef struct tabq_table {
 
   const tabq_col *data; /* row mode data columns, `ndata` of them */
   size_t ndata;
+
+  tabq_events events; /* statements of the service's own (ABI 1.1) */
 } tabq_table;
 
 /* The claim forms. A table takes its rows in exactly one. */

@@ -1,0 +1,281 @@
+/* Claims that read ids first and the rows after (SPEC 8): a claim of the service's own returns
+ * ids, which the form then leases (lease) or counts (row lock), and a fetch reads their rows; a
+ * fetch of the service's own also reads again the rows a built-in claim took. */
+#include <string.h>
+
+#include "clock.h"
+#include "engine.h"
+#include "error.h"
+
+int tabq_ids_read(tabq_subscription *s, tabq_pconn *c, unsigned stmt, const tabq_bind *v,
+                  bool with_key, unsigned *n, tabq_error *err) {
+  tabq_broker *b = s->b;
+  const char *name = b->stmts.defs[stmt].name;
+  tabq_prepared *p = NULL;
+  *n = 0;
+  int rc = tabq_stmt_run(&b->stmts, b->drv, c, stmt, v, &p, err);
+  if (rc)
+    return rc;
+  candidate *cand = s->candidates;
+  s->scratch.len = 0;
+  bool row = false;
+  while (*n < s->ncandidates && !(rc = b->drv->next(p, &row)) && row) {
+    tabq_value id, key = tabq_null();
+    if ((rc = b->drv->cell(p, 0, &id)) || (with_key && (rc = b->drv->cell(p, 1, &key))))
+      break;
+    size_t id_len = id.type == TABQ_T_TEXT ? id.u.buf.len : 0;
+    size_t key_len = key.type == TABQ_T_TEXT ? key.u.buf.len : 0;
+    if (tabq_buf_reserve(&s->scratch, s->scratch.len + id_len + key_len + 2)) {
+      rc = TABQ_NOMEM;
+      break;
+    }
+    candidate *k = &cand[(*n)++];
+    k->id = id;
+    k->id_at = s->scratch.len;
+    if (id_len)
+      memcpy(s->scratch.p + k->id_at, id.u.buf.ptr, id_len);
+    s->scratch.p[k->id_at + id_len] = '\0';
+    k->key_at = k->id_at + id_len + 1;
+    k->key_len = key_len;
+    if (key_len)
+      memcpy(s->scratch.p + k->key_at, key.u.buf.ptr, key_len);
+    s->scratch.p[k->key_at + key_len] = '\0';
+    s->scratch.len = k->key_at + key_len + 1;
+  }
+  b->drv->reset(p);
+  if (rc == TABQ_NOMEM)
+    return tabq_err_set(err, rc, s->t->name, name, "cannot hold the claimed ids");
+  if (rc)
+    return tabq_err_from_plugin(err, rc, s->t->name, name);
+  for (unsigned i = 0; i < *n; i++) /* the buffer may have moved while it grew */
+    if (cand[i].id.type == TABQ_T_TEXT)
+      cand[i].id.u.buf.ptr = s->scratch.p + cand[i].id_at;
+  return TABQ_OK;
+}
+
+static bool same_id(const tabq_value *a, const tabq_value *b) {
+  if (a->type != b->type)
+    return false;
+  if (a->type == TABQ_T_INT)
+    return a->u.i == b->u.i;
+  return a->type == TABQ_T_TEXT && a->u.buf.len == b->u.buf.len &&
+         !memcmp(a->u.buf.ptr, b->u.buf.ptr, a->u.buf.len);
+}
+
+static int fill(tabq_delivery *d, tabq_prepared *p, int64_t token, tabq_pconn *conn,
+                tabq_error *err) {
+  pthread_mutex_lock(&d->mu);
+  int rc = tabq_delivery_fill(d, d->sub->b->drv, p, err);
+  d->token = token;
+  d->conn = conn;
+  pthread_mutex_unlock(&d->mu);
+  return rc;
+}
+
+/* One run with every id: the rows come in any order and go to the slot of their id's place. */
+static int fetch_list(tabq_subscription *s, tabq_pconn *c, const candidate *ids, unsigned n,
+                      tabq_delivery **slots, bool *found, int64_t token, tabq_pconn *conn,
+                      tabq_error *err) {
+  tabq_broker *b = s->b;
+  for (unsigned i = 0; i < n; i++) {
+    if (ids[i].id.type != TABQ_T_INT)
+      return tabq_err_set(err, TABQ_DECLARATION, s->t->name, "fetch",
+                          "table %s: the fetch by a list reads integer ids; give the table a "
+                          "fetch of its own by :id",
+                          s->t->name);
+    s->id_list[i] = ids[i].id.u.i;
+  }
+  tabq_bind v = {.now = tabq_now_us()};
+  v.ids.type = TABQ_T_INT_LIST;
+  v.ids.u.list.items = s->id_list;
+  v.ids.u.list.count = n;
+  v.group = s->queue ? tabq_text(s->queue, strlen(s->queue)) : tabq_null();
+  tabq_prepared *p = NULL;
+  int rc = tabq_stmt_run(&b->stmts, b->drv, c, s->st[SQ_FETCH], &v, &p, err);
+  if (rc)
+    return rc;
+  bool row = false;
+  while (!(rc = b->drv->next(p, &row)) && row) {
+    tabq_value id;
+    if ((rc = b->drv->cell(p, (unsigned)s->proj.id, &id)))
+      break;
+    unsigned i = 0;
+    while (i < n && (found[i] || !same_id(&id, &ids[i].id)))
+      i++;
+    if (i == n)
+      continue; /* not asked for, or twice */
+    if ((rc = fill(slots[i], p, token, conn, err)))
+      break;
+    found[i] = true;
+  }
+  b->drv->reset(p);
+  if (rc && rc != TABQ_NOMEM)
+    tabq_err_from_plugin(err, rc, s->t->name, "fetch");
+  return rc;
+}
+
+/* One run an id. */
+static int fetch_each(tabq_subscription *s, tabq_pconn *c, const candidate *ids, unsigned n,
+                      tabq_delivery **slots, bool *found, int64_t token, tabq_pconn *conn,
+                      tabq_error *err) {
+  tabq_broker *b = s->b;
+  int rc = TABQ_OK;
+  for (unsigned i = 0; i < n && !rc; i++) {
+    tabq_bind v = {.id = ids[i].id, .now = tabq_now_us()};
+    v.group = s->queue ? tabq_text(s->queue, strlen(s->queue)) : tabq_null();
+    tabq_prepared *p = NULL;
+    if ((rc = tabq_stmt_run(&b->stmts, b->drv, c, s->st[SQ_FETCH], &v, &p, err)))
+      break;
+    bool row = false;
+    if (!(rc = b->drv->next(p, &row)) && row && !(rc = fill(slots[i], p, token, conn, err)))
+      found[i] = true;
+    b->drv->reset(p);
+    if (rc && rc != TABQ_NOMEM)
+      tabq_err_from_plugin(err, rc, s->t->name, "fetch");
+  }
+  return rc;
+}
+
+/* A claimed id the fetch found no row for cannot be delivered: dropped, as a row that does not
+ * read is (SPEC 7), so it is not claimed again and again. */
+static int drop_missing(tabq_subscription *s, tabq_pconn *c, const candidate *k, int64_t token,
+                        tabq_error *err) {
+  tabq_broker *b = s->b;
+  tabq_bind v = {.id = k->id, .token = token, .now = tabq_now_us()};
+  v.group = s->queue ? tabq_text(s->queue, strlen(s->queue)) : tabq_null();
+  if (k->id.type == TABQ_T_INT)
+    tabq_logf(&b->log, TABQ_LOG_WARN, "table %s: the fetch found no row for claimed id %lld; it "
+              "is dropped", s->t->name, (long long)k->id.u.i);
+  else
+    tabq_logf(&b->log, TABQ_LOG_WARN, "table %s: the fetch found no row for claimed id '%s'; it "
+              "is dropped", s->t->name, (const char *)k->id.u.buf.ptr);
+  uint64_t changed = 0;
+  return tabq_stmt_change(&b->stmts, b->drv, c, s->st[SQ_DISCARD], &v, &changed, err);
+}
+
+int tabq_fetch_into(tabq_subscription *s, tabq_pconn *c, const candidate *ids, unsigned n,
+                    tabq_delivery **slots, unsigned *got, int64_t token, tabq_pconn *conn,
+                    tabq_error *err) {
+  *got = 0;
+  if (!n)
+    return TABQ_OK;
+  bool found[n];
+  memset(found, 0, sizeof found);
+  int rc =
+      (s->fetch_by_list ? fetch_list : fetch_each)(s, c, ids, n, slots, found, token, conn, err);
+  /* In claim order, the slots with a row first; the others leave work. */
+  tabq_delivery *empty[n];
+  unsigned nempty = 0;
+  for (unsigned i = 0; i < n; i++) {
+    if (!rc && !found[i])
+      rc = drop_missing(s, c, &ids[i], token, err);
+    if (found[i])
+      slots[(*got)++] = slots[i];
+    else
+      empty[nempty++] = slots[i];
+  }
+  memcpy(slots + *got, empty, nempty * sizeof *empty);
+  if (rc) {
+    tabq_delivery_unclaim(slots, n);
+    *got = 0;
+  } else {
+    tabq_delivery_unclaim(slots + *got, nempty);
+  }
+  return rc;
+}
+
+int tabq_refetch(tabq_subscription *s, tabq_pconn *c, tabq_delivery **slots, unsigned *got,
+                 int64_t token, tabq_pconn *conn, tabq_error *err) {
+  /* The ids are copied out of the rows the fetch overwrites, into space of the refetch's own:
+   * the advisory claim still walks its candidates. */
+  unsigned n = *got;
+  tabq_buf *buf = &s->refetch_buf;
+  buf->len = 0;
+  for (unsigned i = 0; i < n; i++) {
+    candidate *k = &s->refetch[i];
+    const tabq_value *id = &slots[i]->id;
+    size_t len = id->type == TABQ_T_TEXT ? id->u.buf.len : 0;
+    if (tabq_buf_reserve(buf, buf->len + len + 1))
+      return tabq_err_set(err, TABQ_NOMEM, s->t->name, "fetch", "cannot hold the claimed ids");
+    k->id = *id;
+    k->id_at = buf->len;
+    k->key_at = k->key_len = 0;
+    if (len)
+      memcpy(buf->p + k->id_at, id->u.buf.ptr, len);
+    buf->p[k->id_at + len] = '\0';
+    buf->len += len + 1;
+  }
+  for (unsigned i = 0; i < n; i++)
+    if (s->refetch[i].id.type == TABQ_T_TEXT)
+      s->refetch[i].id.u.buf.ptr = buf->p + s->refetch[i].id_at;
+  return tabq_fetch_into(s, c, s->refetch, n, slots, got, token, conn, err);
+}
+
+/* Leases (lease form) or counts (row lock form) each claimed id, keeping those it took: a
+ * lease another claim holds is passed over. */
+static int take_ids(tabq_subscription *s, tabq_pconn *c, unsigned *n, int64_t now,
+                    int64_t lease_until, tabq_error *err) {
+  tabq_broker *b = s->b;
+  unsigned stmt = s->form == TABQ_FORM_LEASE ? s->st[SQ_LEASE_ONE] : s->st[SQ_STAMP];
+  if (stmt == TABQ_NO_STMT)
+    return TABQ_OK; /* a row lock table without an attempt column */
+  unsigned kept = 0;
+  for (unsigned i = 0; i < *n; i++) {
+    tabq_bind v = {.id = s->candidates[i].id, .now = now, .lease_until = lease_until};
+    uint64_t changed = 0;
+    int rc = tabq_stmt_change(&b->stmts, b->drv, c, stmt, &v, &changed, err);
+    if (rc)
+      return rc;
+    if (changed == 1)
+      s->candidates[kept++] = s->candidates[i];
+  }
+  *n = kept;
+  return TABQ_OK;
+}
+
+int tabq_custom_claim(tabq_subscription *s, tabq_delivery **slots, unsigned limit, unsigned *got,
+                      tabq_error *err) {
+  tabq_broker *b = s->b;
+  bool rowlock = s->form == TABQ_FORM_ROWLOCK;
+  *got = 0;
+  tabq_pconn *c;
+  int rc = tabq_pool_acquire(&b->pool, &c, err);
+  if (rc)
+    return rc;
+  if ((rc = tabq_pconn_check(c, b->drv->begin(c->conn, s->begin_sql)))) {
+    tabq_err_from_plugin(err, rc, s->t->name, "begin");
+    tabq_pool_release(&b->pool, c);
+    return rc;
+  }
+  bool mine = true;
+  if (s->st[SQ_GUARD] != TABQ_NO_STMT)
+    rc = tabq_guard_group(s, c, &mine, err);
+  tabq_bind v = {.now = tabq_now_us(), .limit = limit};
+  v.lease_until = rowlock ? 0 : tabq_lease_expiry(s, v.now);
+  v.group = s->queue ? tabq_text(s->queue, strlen(s->queue)) : tabq_null();
+  unsigned n = 0;
+  if (!rc && mine)
+    rc = tabq_ids_read(s, c, s->st[SQ_CLAIM], &v, false, &n, err);
+  if (n > limit)
+    n = limit;
+  if (!rc && n)
+    rc = take_ids(s, c, &n, v.now, v.lease_until, err);
+  if (!rc && n)
+    rc = tabq_fetch_into(s, c, s->candidates, n, slots, got, v.lease_until, rowlock ? c : NULL,
+                         err);
+  /* A row lock claim that took rows keeps its transaction for their settlement. */
+  if (!rc && rowlock && *got) {
+    atomic_fetch_add(&s->stats.claimed, *got);
+    return TABQ_OK;
+  }
+  if (!rc && (rc = tabq_pconn_check(c, b->drv->commit(c->conn))))
+    tabq_err_from_plugin(err, rc, s->t->name, "commit");
+  if (rc) {
+    b->drv->rollback(c->conn);
+    tabq_delivery_unclaim(slots, *got);
+    *got = 0;
+  }
+  tabq_pool_release(&b->pool, c);
+  atomic_fetch_add(&s->stats.claimed, *got);
+  return rc;
+}
