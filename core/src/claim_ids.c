@@ -144,11 +144,15 @@ static int drop_missing(tabq_subscription *s, tabq_pconn *c, const candidate *k,
   tabq_bind v = {.id = k->id, .token = token, .now = tabq_now_us()};
   v.group = s->queue ? tabq_text(s->queue, strlen(s->queue)) : tabq_null();
   if (k->id.type == TABQ_T_INT)
-    tabq_logf(&b->log, TABQ_LOG_WARN, "table %s: the fetch found no row for claimed id %lld; it "
-              "is dropped", s->t->name, (long long)k->id.u.i);
+    tabq_logf(&b->log, TABQ_LOG_WARN,
+              "table %s: the fetch found no row for claimed id %lld; it "
+              "is dropped",
+              s->t->name, (long long)k->id.u.i);
   else
-    tabq_logf(&b->log, TABQ_LOG_WARN, "table %s: the fetch found no row for claimed id '%s'; it "
-              "is dropped", s->t->name, (const char *)k->id.u.buf.ptr);
+    tabq_logf(&b->log, TABQ_LOG_WARN,
+              "table %s: the fetch found no row for claimed id '%s'; it "
+              "is dropped",
+              s->t->name, (const char *)k->id.u.buf.ptr);
   uint64_t changed = 0;
   return tabq_stmt_change(&b->stmts, b->drv, c, s->st[SQ_DISCARD], &v, &changed, err);
 }
@@ -261,8 +265,8 @@ int tabq_custom_claim(tabq_subscription *s, tabq_delivery **slots, unsigned limi
   if (!rc && n)
     rc = take_ids(s, c, &n, v.now, v.lease_until, err);
   if (!rc && n)
-    rc = tabq_fetch_into(s, c, s->candidates, n, slots, got, v.lease_until, rowlock ? c : NULL,
-                         err);
+    rc =
+        tabq_fetch_into(s, c, s->candidates, n, slots, got, v.lease_until, rowlock ? c : NULL, err);
   /* A row lock claim that took rows keeps its transaction for their settlement. */
   if (!rc && rowlock && *got) {
     atomic_fetch_add(&s->stats.claimed, *got);

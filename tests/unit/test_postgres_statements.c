@@ -9,6 +9,7 @@
 #include "postgres_plugin.h"
 #include "server_tables.h"
 #include "stmt_expect.h"
+#include <tabq/sql_named.h>
 
 static const tabq_dialect_v1 *const dia = &tabq_pg_dialect;
 static const tabq_rowlock_v1 *const rowlock = &tabq_pg_rowlock;
@@ -702,6 +703,45 @@ static void test_check_levels(void) {
   CU_ASSERT_EQUAL(check_at(&bare, 150000, "15.4"), TABQ_OK);
 }
 
+/* ---- Named parameters of a service's own statements --------------------------------------- */
+
+static int render(const char *sql, uint32_t allowed, tabq_stmt *st, char *why, size_t cap) {
+  uint32_t used = 0;
+  tabq_sql_init(st, &test_host);
+  return tabq_sql_render_named(st, sql, dia->placeholder, allowed, &used, why, cap);
+}
+
+static void test_named(void) {
+  tabq_stmt st;
+  char why[256];
+  uint32_t all = TABQ_N_ID | TABQ_N_HELD | TABQ_N_QUEUE;
+  /* a repeated name reuses its number; casts, text, identifiers and comments stay as they are */
+  CU_ASSERT_EQUAL(render("UPDATE jobs SET note = ':id', \"x:id\" = :held::timestamptz -- :id\n"
+                         "WHERE id = :id /* :queue */ AND queue = :queue AND id = :id",
+                         all, &st, why, sizeof why),
+                  TABQ_OK);
+  CU_ASSERT_STRING_EQUAL(st.sql, "UPDATE jobs SET note = ':id', \"x:id\" = $1::timestamptz -- "
+                                 ":id\nWHERE id = $2 /* :queue */ AND queue = $3 AND id = $2");
+  CU_ASSERT_EQUAL(st.nparams, 3);
+  CU_ASSERT_EQUAL(st.params[0], TABQ_P_TOKEN);
+  CU_ASSERT_EQUAL(st.params[1], TABQ_P_ID);
+  CU_ASSERT_EQUAL(st.params[2], TABQ_P_GROUP);
+  tabq_sql_free(&st);
+  /* a name not known, a name not this statement's, a database placeholder */
+  CU_ASSERT_EQUAL(render("DELETE FROM jobs WHERE id = :row", all, &st, why, sizeof why),
+                  TABQ_DECLARATION);
+  CU_ASSERT_PTR_NOT_NULL(strstr(why, "':row' is no parameter tabq knows"));
+  CU_ASSERT_PTR_NOT_NULL(strstr(why, ":id, :queue, :held"));
+  tabq_sql_free(&st);
+  CU_ASSERT_EQUAL(render("SELECT :limit", all, &st, why, sizeof why), TABQ_DECLARATION);
+  CU_ASSERT_PTR_NOT_NULL(strstr(why, "not a parameter of this statement"));
+  tabq_sql_free(&st);
+  CU_ASSERT_EQUAL(render("DELETE FROM jobs WHERE id = $1", all, &st, why, sizeof why),
+                  TABQ_DECLARATION);
+  CU_ASSERT_PTR_NOT_NULL(strstr(why, "database placeholder"));
+  tabq_sql_free(&st);
+}
+
 /* ---- Registration ------------------------------------------------------------------------ */
 
 static CU_TestInfo shared_tests[] = {
@@ -713,6 +753,7 @@ static CU_TestInfo shared_tests[] = {
     {"begin", test_begin},
     {"fifo guard", test_fifo_guard},
     {"channel and notify", test_channel_notify},
+    {"named parameters", test_named},
     CU_TEST_INFO_NULL,
 };
 

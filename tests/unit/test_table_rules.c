@@ -146,6 +146,29 @@ static void code_names(void) {
   CU_ASSERT_PTR_NOT_NULL(strstr(tabq_strerror(TABQ_POOL_TIMEOUT), "pooled connection"));
 }
 
+static void custom_event_rules(void) {
+  tabq_table t = lease_table;
+  t.events.ack = "";
+  refused(&t, "custom events");
+  t = lease_table;
+  t.events.lock = "SELECT 1";
+  refused(&t, "custom lock without custom unlock");
+  t = lease_table;
+  t.events.unlock = "SELECT 1";
+  refused(&t, "custom lock without custom unlock");
+  t.events.lock = "SELECT 1";
+  refused(&t, "lock and unlock are advisory events");
+  tabq_table advisory = {.name = "jobs", .id = {"id"}, .advisory_lock = "job-{id}"};
+  advisory.events.lock = advisory.events.unlock = "SELECT 1";
+  CU_ASSERT_EQUAL(tabq_table_check(&advisory, &err), TABQ_OK);
+  advisory.events.extend = "UPDATE jobs SET id = id WHERE id = :id";
+  refused(&advisory, "extend is a lease event");
+  t = lease_table;
+  t.events.extend = advisory.events.extend;
+  t.events.claim = "SELECT id FROM jobs";
+  CU_ASSERT_EQUAL(tabq_table_check(&t, &err), TABQ_OK);
+}
+
 int register_tests(void) {
   static CU_TestInfo tests[] = {
       {"a valid description passes", valid_description_passes},
@@ -159,6 +182,7 @@ int register_tests(void) {
       {"advisory key template", advisory_template},
       {"isolation and mode together", isolation_and_mode},
       {"generated locked_until", generated_lease},
+      {"custom event rules", custom_event_rules},
       {"data count without columns", data_without_array},
       {"NULL description", null_description},
       {"code names", code_names},
