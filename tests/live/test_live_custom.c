@@ -163,6 +163,101 @@ static void bad_names(void) {
   testdb_remove(&db);
 }
 
+static tabq_outcome always_retry(recorder *r, tabq_delivery *d, unsigned call) {
+  (void)r;
+  (void)d;
+  (void)call;
+  return tabq_retry();
+}
+
+/* A dead letter of the service's own: one statement, given the destination. */
+static void own_dead_letter(void) {
+  testdb_create(&db);
+  testdb_fill(&db, "q", 2);
+  tabq_table t = *jobs_table();
+  t.events.dead_letter = "UPDATE jobs SET queue = :destination WHERE id = :id";
+  tabq_broker *b = connect_broker(&db, 20);
+  recorder r;
+  recorder_init(&r);
+  r.script = always_retry;
+  tabq_subscription_options o = {.queue = "q",
+                                 .handler = recorder_handler,
+                                 .user = &r,
+                                 .max_attempts = 1,
+                                 .dead_letter_group = "q.dead"};
+  CU_ASSERT_EQUAL_FATAL(tabq_subscribe(b, &t, &o, NULL, &err), TABQ_OK);
+  CU_ASSERT(wait_count(&db, "SELECT count(*) FROM jobs WHERE queue = 'q.dead'", 2, 20000));
+  tabq_close(b);
+  CU_ASSERT_EQUAL(r.calls, 2);
+  recorder_free(&r);
+  testdb_remove(&db);
+}
+
+static tabq_outcome slow_ack(recorder *r, tabq_delivery *d, unsigned call) {
+  (void)r;
+  (void)d;
+  (void)call;
+  sleep_ms(1600); /* past three half leases of one second */
+  return tabq_ack();
+}
+
+/* Lease form: an extension of the service's own keeps a slow handler's lease, and confirms it
+ * before an acknowledgement of the service's own. */
+static void own_extend(void) {
+  testdb_create(&db);
+  testdb_fill(&db, "q", 1);
+  tabq_table t = *jobs_table();
+  t.events.extend = "UPDATE jobs SET locked_until = :until WHERE id = :id AND locked_until = :held";
+  t.events.ack = "UPDATE jobs SET queue = 'done' WHERE id = :id";
+  tabq_broker *b = connect_broker(&db, 20);
+  recorder r;
+  recorder_init(&r);
+  r.script = slow_ack;
+  tabq_subscription *sub = NULL;
+  tabq_subscription_options o = {
+      .queue = "q", .handler = recorder_handler, .user = &r, .lease_s = 1};
+  CU_ASSERT_EQUAL_FATAL(tabq_subscribe(b, &t, &o, &sub, &err), TABQ_OK);
+  CU_ASSERT(wait_count(&db, "SELECT count(*) FROM jobs WHERE queue = 'done'", 1, 20000));
+  tabq_stats st;
+  tabq_subscription_stats(sub, &st);
+  CU_ASSERT(st.extensions >= 2);
+  CU_ASSERT_EQUAL(st.lease_lost, 0);
+  CU_ASSERT_EQUAL(st.acked, 1);
+  tabq_close(b);
+  CU_ASSERT_EQUAL(r.calls, 1);
+  recorder_free(&r);
+  testdb_remove(&db);
+}
+
+/* Advisory form: a lock and an unlock of the service's own, on the key tabq renders; its lock
+ * refuses row 2's key, which is then never claimed. */
+static void own_lock(void) {
+  testdb_create(&db);
+  testdb_fill(&db, "q", 3);
+  tabq_table t = *jobs_table();
+  if (test_db_kind() == TEST_POSTGRES) {
+    t.events.lock = "SELECT CASE WHEN :key LIKE '%job-2' THEN 0 WHEN "
+                    "pg_try_advisory_lock(hashtext(:key)) THEN 1 ELSE 0 END";
+    t.events.unlock = "SELECT CASE WHEN pg_advisory_unlock(hashtext(:key)) THEN 1 ELSE 0 END";
+  } else {
+    t.events.lock = "SELECT CASE WHEN :key LIKE '%job-2' THEN 0 ELSE GET_LOCK(CONCAT('own.', "
+                    ":key), 0) END";
+    t.events.unlock = "SELECT RELEASE_LOCK(CONCAT('own.', :key))";
+  }
+  tabq_broker *b = connect_broker(&db, 20);
+  recorder r;
+  recorder_init(&r);
+  tabq_subscription_options o = {.queue = "q", .handler = recorder_handler, .user = &r};
+  CU_ASSERT_EQUAL_FATAL(tabq_subscribe(b, &t, &o, NULL, &err), TABQ_OK);
+  CU_ASSERT(wait_count(&db, "SELECT count(*) FROM jobs", 1, 20000));
+  sleep_ms(200);
+  tabq_close(b);
+  CU_ASSERT_EQUAL(r.calls, 2);
+  CU_ASSERT_EQUAL(testdb_int(&db, "SELECT id FROM jobs"), 2);
+  recorder_free(&r);
+  testdb_remove(&db);
+}
+
 int register_tests(void) {
   static CU_TestInfo claims[] = {
       {"a claim of its own without a fetch of its own", claim_without_fetch},
@@ -170,6 +265,11 @@ int register_tests(void) {
       {"a fetch of its own after tabq's claim", fetch_after_builtin_claim},
       {"an ack of its own", own_ack},
       {"unknown names and placeholders stop it at startup", bad_names},
+      {"a dead letter of its own", own_dead_letter},
+      CU_TEST_INFO_NULL,
+  };
+  static CU_TestInfo lease[] = {
+      {"an extension of its own", own_extend},
       CU_TEST_INFO_NULL,
   };
   /* The advisory form's claim of its own returns rendered keys, which differ per database: the
@@ -178,6 +278,8 @@ int register_tests(void) {
       {"a fetch of its own after tabq's claim", fetch_after_builtin_claim},
       {"an ack of its own", own_ack},
       {"unknown names and placeholders stop it at startup", bad_names},
+      {"a dead letter of its own", own_dead_letter},
+      {"a lock and an unlock of its own", own_lock},
       CU_TEST_INFO_NULL,
   };
   static char suite[64];
@@ -186,5 +288,9 @@ int register_tests(void) {
     ADD_SUITE(suite, NULL, NULL, advisory);
   else
     ADD_SUITE(suite, NULL, NULL, claims);
+  static char lease_suite[64];
+  snprintf(lease_suite, sizeof lease_suite, "custom lease events on %s", test_db_name());
+  if (test_form() == TABQ_FORM_LEASE)
+    ADD_SUITE(lease_suite, NULL, NULL, lease);
   return 0;
 }
