@@ -242,18 +242,11 @@ int tabq_custom_claim(tabq_subscription *s, tabq_delivery **slots, unsigned limi
   tabq_broker *b = s->b;
   bool rowlock = s->form == TABQ_FORM_ROWLOCK;
   *got = 0;
-  tabq_pconn *c;
-  int rc = tabq_pool_acquire(&b->pool, &c, err);
-  if (rc)
-    return rc;
-  if ((rc = tabq_pconn_check(c, b->drv->begin(c->conn, s->begin_sql)))) {
-    tabq_err_from_plugin(err, rc, s->t->name, "begin");
-    tabq_pool_release(&b->pool, c);
-    return rc;
-  }
+  tabq_pconn *c = NULL;
   bool mine = true;
-  if (s->st[SQ_GUARD] != TABQ_NO_STMT)
-    rc = tabq_guard_group(s, c, &mine, err);
+  int rc = tabq_claim_begin(s, &c, &mine, err);
+  if (!c)
+    return rc;
   tabq_bind v = {.now = tabq_now_us(), .limit = limit};
   v.lease_until = rowlock ? 0 : tabq_lease_expiry(s, v.now);
   v.group = s->queue ? tabq_text(s->queue, strlen(s->queue)) : tabq_null();

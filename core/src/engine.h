@@ -220,6 +220,10 @@ int tabq_rowlock_claim(tabq_subscription *s, tabq_delivery **slots, unsigned lim
 int tabq_stamp_claimed(tabq_subscription *s, tabq_pconn *c, tabq_delivery **slots, unsigned n,
                        int64_t lease_until, tabq_error *err);
 
+/* Takes a connection and begins a claim's transaction, then runs the FIFO guard where there is
+ * one (*mine false: another transaction holds the group). *out is NULL when nothing is held. */
+int tabq_claim_begin(tabq_subscription *s, tabq_pconn **out, bool *mine, tabq_error *err);
+
 /* The FIFO guard: *held is true when the claim's transaction now holds the group. */
 int tabq_guard_group(tabq_subscription *s, tabq_pconn *c, bool *held, tabq_error *err);
 

@@ -48,6 +48,23 @@ int tabq_guard_group(tabq_subscription *s, tabq_pconn *c, bool *held, tabq_error
   return TABQ_OK;
 }
 
+int tabq_claim_begin(tabq_subscription *s, tabq_pconn **out, bool *mine, tabq_error *err) {
+  tabq_broker *b = s->b;
+  tabq_pconn *c;
+  *out = NULL;
+  *mine = true;
+  int rc = tabq_pool_acquire(&b->pool, &c, err);
+  if (rc)
+    return rc;
+  if ((rc = tabq_pconn_check(c, b->drv->begin(c->conn, s->begin_sql)))) {
+    tabq_err_from_plugin(err, rc, s->t->name, "begin");
+    tabq_pool_release(&b->pool, c);
+    return rc;
+  }
+  *out = c;
+  return s->st[SQ_GUARD] != TABQ_NO_STMT ? tabq_guard_group(s, c, mine, err) : TABQ_OK;
+}
+
 int tabq_stamp_claimed(tabq_subscription *s, tabq_pconn *c, tabq_delivery **slots, unsigned n,
                        int64_t lease_until, tabq_error *err) {
   tabq_broker *b = s->b;
@@ -69,18 +86,11 @@ int tabq_rowlock_claim(tabq_subscription *s, tabq_delivery **slots, unsigned lim
                        tabq_error *err) {
   tabq_broker *b = s->b;
   *got = 0;
-  tabq_pconn *c;
-  int rc = tabq_pool_acquire(&b->pool, &c, err);
-  if (rc)
-    return rc;
-  if ((rc = tabq_pconn_check(c, b->drv->begin(c->conn, s->begin_sql)))) {
-    tabq_err_from_plugin(err, rc, s->t->name, "begin");
-    tabq_pool_release(&b->pool, c);
-    return rc;
-  }
+  tabq_pconn *c = NULL;
   bool mine = true, dropped = false;
-  if (s->st[SQ_GUARD] != TABQ_NO_STMT)
-    rc = tabq_guard_group(s, c, &mine, err);
+  int rc = tabq_claim_begin(s, &c, &mine, err);
+  if (!c)
+    return rc;
   if (!rc && mine) {
     tabq_bind v = {.now = tabq_now_us(), .limit = limit};
     v.group = s->queue ? tabq_text(s->queue, strlen(s->queue)) : tabq_null();
