@@ -89,7 +89,7 @@ static int fetch_list(tabq_subscription *s, tabq_pconn *c, const candidate *ids,
   v.ids.type = TABQ_T_INT_LIST;
   v.ids.u.list.items = s->id_list;
   v.ids.u.list.count = n;
-  v.group = s->queue ? tabq_text(s->queue, strlen(s->queue)) : tabq_null();
+  v.group = s->queue_value;
   tabq_prepared *p = NULL;
   int rc = tabq_stmt_run(&b->stmts, b->drv, c, s->st[SQ_FETCH], &v, &p, err);
   if (rc)
@@ -122,7 +122,7 @@ static int fetch_each(tabq_subscription *s, tabq_pconn *c, const candidate *ids,
   int rc = TABQ_OK;
   for (unsigned i = 0; i < n && !rc; i++) {
     tabq_bind v = {.id = ids[i].id, .now = tabq_now_us()};
-    v.group = s->queue ? tabq_text(s->queue, strlen(s->queue)) : tabq_null();
+    v.group = s->queue_value;
     tabq_prepared *p = NULL;
     if ((rc = tabq_stmt_run(&b->stmts, b->drv, c, s->st[SQ_FETCH], &v, &p, err)))
       break;
@@ -142,7 +142,7 @@ static int drop_missing(tabq_subscription *s, tabq_pconn *c, const candidate *k,
                         tabq_error *err) {
   tabq_broker *b = s->b;
   tabq_bind v = {.id = k->id, .token = token, .now = tabq_now_us()};
-  v.group = s->queue ? tabq_text(s->queue, strlen(s->queue)) : tabq_null();
+  v.group = s->queue_value;
   if (k->id.type == TABQ_T_INT)
     tabq_logf(&b->log, TABQ_LOG_WARN,
               "table %s: the fetch found no row for claimed id %lld; it "
@@ -249,7 +249,7 @@ int tabq_custom_claim(tabq_subscription *s, tabq_delivery **slots, unsigned limi
     return rc;
   tabq_bind v = {.now = tabq_now_us(), .limit = limit};
   v.lease_until = rowlock ? 0 : tabq_lease_expiry(s, v.now);
-  v.group = s->queue ? tabq_text(s->queue, strlen(s->queue)) : tabq_null();
+  v.group = s->queue_value;
   unsigned n = 0;
   if (!rc && mine)
     rc = tabq_ids_read(s, c, s->st[SQ_CLAIM], &v, false, &n, err);

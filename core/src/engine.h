@@ -105,6 +105,9 @@ struct tabq_subscription {
   char *queue;
   char *dead_letter_group;
   char *dead_letter_table;
+  /* Bound as they are by every claim and settlement, measured once: the queue (NULL without a
+   * group column) and the dead letter's destination, group or table (NULL without one). */
+  tabq_value queue_value, dest_value;
   char channel[TABQ_CHANNEL_CAP]; /* with listen_notify: the table's channel, else "" */
   tabq_form form;
   tabq_projection proj;

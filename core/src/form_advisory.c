@@ -65,7 +65,7 @@ static int ask(tabq_subscription *s, tabq_pconn *c, unsigned stmt, const tabq_va
 static int read_candidates(tabq_subscription *s, tabq_pconn *c, unsigned want, unsigned *n,
                            tabq_error *err) {
   tabq_bind v = {.now = tabq_now_us(), .limit = want};
-  v.group = s->queue ? tabq_text(s->queue, strlen(s->queue)) : tabq_null();
+  v.group = s->queue_value;
   return tabq_ids_read(s, c, s->st[SQ_CANDIDATES], &v, true, n, err);
 }
 
@@ -75,7 +75,7 @@ static int take(tabq_subscription *s, tabq_pconn *c, const candidate *k, tabq_de
   tabq_broker *b = s->b;
   /* The group too: a row moved to a dead letter group meanwhile is no longer this queue's. */
   tabq_bind v = {.id = k->id, .now = tabq_now_us()};
-  v.group = s->queue ? tabq_text(s->queue, strlen(s->queue)) : tabq_null();
+  v.group = s->queue_value;
   tabq_prepared *p = NULL;
   *taken = false;
   int rc = tabq_stmt_run(&b->stmts, b->drv, c, s->st[SQ_TAKE], &v, &p, err);

@@ -63,7 +63,7 @@ int tabq_lease_claim(tabq_subscription *s, tabq_delivery **slots, unsigned limit
   /* "now" is read once: due rows, ended leases and the new expiry all start from it. */
   tabq_bind v = {.now = tabq_now_us(), .limit = limit};
   v.lease_until = tabq_lease_expiry(s, v.now);
-  v.group = s->queue ? tabq_text(s->queue, strlen(s->queue)) : tabq_null();
+  v.group = s->queue_value;
   tabq_prepared *p = NULL;
   rc = tabq_stmt_run(&b->stmts, b->drv, c, s->st[SQ_CLAIM], &v, &p, err);
   if (!rc) {

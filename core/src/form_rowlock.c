@@ -31,7 +31,7 @@ int tabq_rowlock_open(tabq_subscription *s, tabq_error *err) {
 /* Runs the FIFO guard: true when this transaction now holds the group. */
 int tabq_guard_group(tabq_subscription *s, tabq_pconn *c, bool *held, tabq_error *err) {
   tabq_broker *b = s->b;
-  tabq_bind v = {.group = tabq_text(s->queue, strlen(s->queue))};
+  tabq_bind v = {.group = s->queue_value};
   tabq_prepared *p = NULL;
   int rc = tabq_stmt_run(&b->stmts, b->drv, c, s->st[SQ_GUARD], &v, &p, err);
   if (rc)
@@ -93,7 +93,7 @@ int tabq_rowlock_claim(tabq_subscription *s, tabq_delivery **slots, unsigned lim
     return rc;
   if (!rc && mine) {
     tabq_bind v = {.now = tabq_now_us(), .limit = limit};
-    v.group = s->queue ? tabq_text(s->queue, strlen(s->queue)) : tabq_null();
+    v.group = s->queue_value;
     tabq_prepared *p = NULL;
     rc = tabq_stmt_run(&b->stmts, b->drv, c, s->st[SQ_CLAIM], &v, &p, err);
     if (!rc) {

@@ -156,10 +156,8 @@ static int run_action(tabq_delivery *d, action a, tabq_outcome o, tabq_pconn *c,
     return TABQ_OK;
   tabq_bind v = {.id = d->id, .token = d->token, .now = tabq_now_us()};
   v.retry_at = v.now + (int64_t)o.delay_ms * 1000;
-  v.group = s->queue ? tabq_text(s->queue, strlen(s->queue)) : tabq_null();
-  const char *dest = s->dead_letter_group ? s->dead_letter_group : s->dead_letter_table;
-  if (dest)
-    v.dest = tabq_text(dest, strlen(dest));
+  v.group = s->queue_value;
+  v.dest = s->dest_value;
   if (own && !in_txn)
     return run_own(d, a, c, &v, err);
   uint64_t changed = 0;

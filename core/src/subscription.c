@@ -261,6 +261,9 @@ int tabq_subscribe(tabq_broker *b, const tabq_table *t, const tabq_subscription_
   s->queue = copy_or_null(o->queue, &failed);
   s->dead_letter_group = copy_or_null(o->dead_letter_group, &failed);
   s->dead_letter_table = copy_or_null(o->dead_letter_table, &failed);
+  const char *dest = s->dead_letter_group ? s->dead_letter_group : s->dead_letter_table;
+  s->queue_value = s->queue ? tabq_text(s->queue, strlen(s->queue)) : tabq_null();
+  s->dest_value = dest ? tabq_text(dest, strlen(dest)) : tabq_null();
   rc = failed ? tabq_err_set(err, TABQ_NOMEM, t->name, NULL, "cannot copy the options")
               : read_server(s, err);
   if (!rc)
