@@ -225,7 +225,8 @@ static void tabq_log(int level, const char *message, void *user) {
 
 double bench_run_tabq(const char *url, const tabq_table *table, unsigned workers, int64_t rows,
                       bench_tally *out) {
-  tabq_broker_options bo = {.poll_interval_ms = BENCH_POLL_MS,
+  tabq_broker_options bo = {.size = sizeof(tabq_broker_options),
+                            .poll_interval_ms = BENCH_POLL_MS,
                             .pool_size = workers + 2 > 8 ? workers + 2 : 8,
                             .log = tabq_log};
   tabq_broker *b = NULL;
@@ -236,6 +237,7 @@ double bench_run_tabq(const char *url, const tabq_table *table, unsigned workers
   pthread_mutex_init(&dr.mu, NULL);
   pthread_cond_init(&dr.cv, NULL);
   tabq_subscription_options so = {
+      .size = sizeof(tabq_subscription_options),
       .queue = BENCH_QUEUE,
       .handler = on_job,
       .user = &dr,
@@ -251,7 +253,7 @@ double bench_run_tabq(const char *url, const tabq_table *table, unsigned workers
   /* The last handler has returned; its ack runs right after, so wait for the settlement too. */
   tabq_stats st;
   for (;;) {
-    tabq_subscription_stats(sub, &st);
+    tabq_subscription_stats(sub, &st, sizeof st);
     if (st.acked + st.failed + st.lease_lost + st.retried + st.released >= (uint64_t)rows)
       break;
     sleep_us(20);

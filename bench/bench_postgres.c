@@ -37,8 +37,9 @@ enum { OID_TIMESTAMPTZ = 1184 };
 #define JOBS_ROLES                                                                                 \
   .name = "jobs", .id = {.name = "id", .generated = true}, .group = {.name = "queue"},             \
   .attempt = {.name = "attempt", .generated = true}, .payload = {.name = "payload"}
-static const tabq_table rowlock_jobs = {JOBS_ROLES};
-static const tabq_table lease_jobs = {JOBS_ROLES, .locked_until = {.name = "locked_until"}};
+static const tabq_table rowlock_jobs = {.size = sizeof(tabq_table), JOBS_ROLES};
+static const tabq_table lease_jobs = {
+    .size = sizeof(tabq_table), JOBS_ROLES, .locked_until = {.name = "locked_until"}};
 
 /* No autovacuum on the table: one landing inside a drain would slow whichever side ran then.
  * Each refill ends with a VACUUM ANALYZE instead, so every round starts alike. */

@@ -23,6 +23,7 @@
 #define BUSY_MS 5000
 
 static const tabq_table jobs = {
+    .size = sizeof(tabq_table),
     .name = "jobs",
     .id = {.name = "id", .generated = true},
     .group = {.name = "queue"},

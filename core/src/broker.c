@@ -8,6 +8,7 @@
 #include "engine.h"
 #include "error.h"
 #include "host.h"
+#include "sized.h"
 
 #define DEFAULT_POOL_SIZE 8
 #define DEFAULT_ACQUIRE_TIMEOUT_MS 30000
@@ -26,12 +27,19 @@ static int url_scheme(const char *url, char *scheme, size_t cap, tabq_error *err
   return TABQ_OK;
 }
 
-int tabq_connect(const char *url, const tabq_broker_options *o, tabq_broker **out,
+int tabq_connect(const char *url, const tabq_broker_options *options, tabq_broker **out,
                  tabq_error *err) {
   tabq_err_clear(err);
   if (!url || !out)
     return tabq_err_set(err, TABQ_INVALID, NULL, NULL, "tabq_connect needs a URL and an out");
   *out = NULL;
+  tabq_broker_options taken = TABQ_BROKER_OPTIONS_INIT, *o = NULL;
+  if (options) {
+    int rc = TABQ_TAKE(options, &taken, TABQ_BROKER_OPTIONS_SIZE_1_0, NULL, err);
+    if (rc)
+      return rc;
+    o = &taken;
+  }
   char scheme[32];
   int rc = url_scheme(url, scheme, sizeof scheme, err);
   if (rc)

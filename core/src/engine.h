@@ -19,7 +19,8 @@
 #define TABQ_NO_STMT UINT32_MAX
 
 typedef struct tabq_publisher {
-  const tabq_table *table;
+  const tabq_table *caller; /* the description as the service passed it: the key */
+  tabq_table table;         /* its full-size copy (sized.h) */
   unsigned insert;
   unsigned notify; /* with listen_notify, else TABQ_NO_STMT */
   char channel[TABQ_CHANNEL_CAP];
@@ -100,7 +101,8 @@ typedef struct candidate {
 
 struct tabq_subscription {
   tabq_broker *b;
-  const tabq_table *t;
+  const tabq_table *t; /* &table */
+  tabq_table table;    /* the service's description, taken at full size (sized.h) */
   tabq_subscription_options o;
   char *queue;
   char *dead_letter_group;

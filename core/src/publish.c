@@ -6,21 +6,28 @@
 #include "clock.h"
 #include "engine.h"
 #include "error.h"
+#include "sized.h"
 
-/* The table's publisher, built and prepared on first use. Called with b->mu held. */
-static int publisher_of(tabq_broker *b, const tabq_table *t, tabq_publisher **out,
+/* The table's publisher, built and prepared on first use, found by the description's address
+ * afterwards. Called with b->mu held. */
+static int publisher_of(tabq_broker *b, const tabq_table *caller, tabq_publisher **out,
                         tabq_error *err) {
   for (tabq_publisher *p = b->publishers; p; p = p->next)
-    if (p->table == t) {
+    if (p->caller == caller) {
       *out = p;
       return TABQ_OK;
     }
-  int rc = tabq_table_rules(t, err);
-  if (rc)
-    return rc;
   tabq_publisher *p = calloc(1, sizeof *p);
   if (!p)
-    return tabq_err_set(err, TABQ_NOMEM, t->name, "insert", "cannot allocate a publisher");
+    return tabq_err_set(err, TABQ_NOMEM, caller->name, "insert", "cannot allocate a publisher");
+  const tabq_table *t = &p->table;
+  int rc = tabq_table_take(caller, &p->table, err);
+  if (!rc)
+    rc = tabq_table_rules(t, err);
+  if (rc) {
+    free(p);
+    return rc;
+  }
   tabq_build build = {.table = t, .form = tabq_table_form(t)};
   rc = tabq_stmt_build(&b->stmts, b->host, b->plugin.plugin->dialect->insert, &build, "insert",
                        &p->insert, err);
@@ -42,7 +49,7 @@ static int publisher_of(tabq_broker *b, const tabq_table *t, tabq_publisher **ou
     free(p);
     return rc;
   }
-  p->table = t;
+  p->caller = caller;
   p->next = b->publishers;
   b->publishers = p;
   *out = p;
@@ -71,7 +78,7 @@ static int check_message(const tabq_table *t, const tabq_message *m, tabq_error 
 static void wake_readers(tabq_broker *b, const tabq_table *t, const char *group) {
   pthread_mutex_lock(&b->mu);
   for (tabq_subscription *s = b->subs; s; s = s->next) {
-    if (s->t != t && strcmp(s->t->name, t->name))
+    if (strcmp(s->t->name, t->name))
       continue;
     if (t->group.name && group && s->queue && strcmp(s->queue, group))
       continue;
@@ -98,20 +105,23 @@ static void announce(tabq_broker *b, const tabq_table *t, tabq_publisher *p, tab
     b->drv->reset(st);
 }
 
-int tabq_publish(tabq_broker *b, const tabq_table *t, const tabq_message *m, tabq_error *err) {
+int tabq_publish(tabq_broker *b, const tabq_table *table, const tabq_message *message,
+                 tabq_error *err) {
   tabq_err_clear(err);
-  if (!b || !t || !m)
+  if (!b || !table || !message)
     return tabq_err_set(err, TABQ_INVALID, NULL, "insert",
-                        "tabq_publish needs a broker, a "
-                        "table and a message");
-  int rc = check_message(t, m, err);
-  if (rc)
-    return rc;
+                        "tabq_publish needs a broker, a table and a message");
   tabq_publisher *p;
   pthread_mutex_lock(&b->mu);
-  rc = publisher_of(b, t, &p, err);
+  int rc = publisher_of(b, table, &p, err);
   pthread_mutex_unlock(&b->mu);
   if (rc)
+    return rc;
+  const tabq_table *t = &p->table;
+  tabq_message taken;
+  const tabq_message *m = &taken;
+  if ((rc = TABQ_TAKE(message, &taken, TABQ_MESSAGE_SIZE_1_0, t->name, err)) ||
+      (rc = check_message(t, m, err)))
     return rc;
   tabq_buf headers = {0};
   if (t->headers.name &&
@@ -142,14 +152,16 @@ int tabq_publish(tabq_broker *b, const tabq_table *t, const tabq_message *m, tab
   return rc;
 }
 
-int tabq_insert_sql(tabq_broker *b, const tabq_table *t, char *buf, size_t cap, tabq_error *err) {
+int tabq_insert_sql(tabq_broker *b, const tabq_table *table, char *buf, size_t cap,
+                    tabq_error *err) {
   tabq_err_clear(err);
   tabq_publisher *p;
   pthread_mutex_lock(&b->mu);
-  int rc = publisher_of(b, t, &p, err);
+  int rc = publisher_of(b, table, &p, err);
   pthread_mutex_unlock(&b->mu);
   if (rc)
     return rc;
+  const tabq_table *t = &p->table;
   const char *sql = b->stmts.defs[p->insert].sql;
   if ((size_t)snprintf(buf, cap, "%s", sql) >= cap)
     return tabq_err_set(err, TABQ_INVALID, t->name, "insert",

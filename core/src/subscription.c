@@ -8,6 +8,7 @@
 
 #include "engine.h"
 #include "error.h"
+#include "sized.h"
 
 #define DEFAULT_BATCH 16
 
@@ -216,7 +217,9 @@ static tabq_subscription *new_subscription(tabq_broker *b, const tabq_table *t,
   if (!s)
     return NULL;
   s->b = b;
-  s->t = t;
+  s->table = *t;
+  s->t = &s->table;
+  t = s->t;
   s->o = *o;
   s->form = tabq_table_form(t);
   for (int i = 0; i < SQ_COUNT; i++)
@@ -240,14 +243,25 @@ static tabq_subscription *new_subscription(tabq_broker *b, const tabq_table *t,
   return s;
 }
 
-int tabq_subscribe(tabq_broker *b, const tabq_table *t, const tabq_subscription_options *o,
-                   tabq_subscription **out, tabq_error *err) {
+int tabq_subscribe(tabq_broker *b, const tabq_table *table,
+                   const tabq_subscription_options *options, tabq_subscription **out,
+                   tabq_error *err) {
   tabq_err_clear(err);
   if (out)
     *out = NULL;
-  if (!b || !t)
-    return tabq_err_set(err, TABQ_INVALID, NULL, NULL, "tabq_subscribe needs a broker and a table");
-  int rc = tabq_table_rules(t, err);
+  if (!b || !table || !options)
+    return tabq_err_set(err, TABQ_INVALID, NULL, NULL,
+                        "tabq_subscribe needs a broker, a table and options");
+  tabq_table taken_table;
+  tabq_subscription_options taken;
+  int rc = tabq_table_take(table, &taken_table, err);
+  if (!rc)
+    rc = TABQ_TAKE(options, &taken, TABQ_SUBSCRIPTION_OPTIONS_SIZE_1_0, table->name, err);
+  if (rc)
+    return rc;
+  const tabq_table *t = &taken_table;
+  const tabq_subscription_options *o = &taken;
+  rc = tabq_table_rules(t, err);
   if (!rc)
     rc = check_mount(t, o, err);
   if (rc)
@@ -257,6 +271,7 @@ int tabq_subscribe(tabq_broker *b, const tabq_table *t, const tabq_subscription_
   tabq_subscription *s = new_subscription(b, t, o);
   if (!s)
     return tabq_err_set(err, TABQ_NOMEM, t->name, NULL, "cannot allocate a subscription");
+  t = s->t;
   bool failed = false;
   s->queue = copy_or_null(o->queue, &failed);
   s->dead_letter_group = copy_or_null(o->dead_letter_group, &failed);
@@ -301,7 +316,8 @@ int tabq_subscribe(tabq_broker *b, const tabq_table *t, const tabq_subscription_
   return TABQ_OK;
 }
 
-void tabq_subscription_stats(const tabq_subscription *s, tabq_stats *out) {
+void tabq_subscription_stats(const tabq_subscription *s, tabq_stats *caller, size_t size) {
+  tabq_stats all, *out = &all;
   out->claimed = atomic_load(&s->stats.claimed);
   out->acked = atomic_load(&s->stats.acked);
   out->retried = atomic_load(&s->stats.retried);
@@ -313,4 +329,5 @@ void tabq_subscription_stats(const tabq_subscription *s, tabq_stats *out) {
   out->claims = atomic_load(&s->stats.claims);
   out->shutdown_released = atomic_load(&s->stats.shutdown_released);
   out->shutdown_closed = atomic_load(&s->stats.shutdown_closed);
+  memcpy(caller, &all, size < sizeof all ? size : sizeof all);
 }

@@ -8,6 +8,7 @@
 #include <unistr.h>
 
 #include "error.h"
+#include "sized.h"
 
 #define MAX_DATA_COLUMNS 40 /* keeps every statement within TABQ_STMT_MAX_PARAMS */
 
@@ -219,9 +220,13 @@ int tabq_table_rules(const tabq_table *t, tabq_error *err) {
   return rc;
 }
 
-int tabq_table_check(const tabq_table *t, tabq_error *err) {
+int tabq_table_check(const tabq_table *table, tabq_error *err) {
   tabq_err_clear(err);
-  return tabq_table_rules(t, err);
+  if (!table)
+    return tabq_err_set(err, TABQ_INVALID, NULL, NULL, "tabq_table_check needs a table");
+  tabq_table t;
+  int rc = tabq_table_take(table, &t, err);
+  return rc ? rc : tabq_table_rules(&t, err);
 }
 
 void tabq_projection_init(tabq_projection *p, const tabq_table *t) {

@@ -67,10 +67,11 @@ static tabq_outcome drain_handler(tabq_delivery *d, void *user) {
 }
 
 static int publish_one(const char *url) {
-  tabq_broker_options bo = {.listen_notify = true};
+  tabq_broker_options bo = {.size = sizeof(tabq_broker_options), .listen_notify = true};
   tabq_broker *b;
   tabq_error err;
-  tabq_message m = {.group = "q", .payload = "from-child", .payload_len = 10};
+  tabq_message m = {
+      .size = sizeof(tabq_message), .group = "q", .payload = "from-child", .payload_len = 10};
   if (tabq_connect(url, &bo, &b, &err) || tabq_publish(b, jobs_table(), &m, &err)) {
     fprintf(stderr, "child: %s\n", err.message);
     return 5;
@@ -85,14 +86,16 @@ int main(int argc, char **argv) {
   const char *mode = argv[1];
   if (!strcmp(mode, "publish"))
     return publish_one(argv[2]);
-  tabq_broker_options bo = {.poll_interval_ms = 50, .pool_size = 4};
+  tabq_broker_options bo = {
+      .size = sizeof(tabq_broker_options), .poll_interval_ms = 50, .pool_size = 4};
   tabq_broker *b;
   tabq_error err;
   if (tabq_connect(argv[2], &bo, &b, &err)) {
     fprintf(stderr, "child: %s\n", err.message);
     return 3;
   }
-  tabq_subscription_options o = {.queue = "q", .lease_s = 1};
+  tabq_subscription_options o = {
+      .size = sizeof(tabq_subscription_options), .queue = "q", .lease_s = 1};
   if (!strcmp(mode, "crash"))
     o.handler = crash_handler;
   else if (!strcmp(mode, "lapse"))
@@ -111,7 +114,7 @@ int main(int argc, char **argv) {
   if (!strcmp(mode, "run")) {
     tabq_run(b);
     tabq_stats st;
-    tabq_subscription_stats(s, &st);
+    tabq_subscription_stats(s, &st, sizeof st);
     printf("stopped %llu\n", (unsigned long long)st.acked);
     fflush(stdout);
   } else if (!strcmp(mode, "drain")) {

@@ -16,6 +16,7 @@
 
 static tabq_table jobs_of(tabq_form form, bool marked) {
   tabq_table t = {
+      .size = sizeof(tabq_table),
       .name = "jobs",
       .id = {.name = "id", .generated = true},
       .group = {.name = "queue"},
@@ -390,7 +391,8 @@ void testdb_lease_text(const testdb *db, char *buf, size_t cap) {
 }
 
 tabq_broker *connect_broker(const testdb *db, unsigned poll_ms) {
-  tabq_broker_options o = {.poll_interval_ms = poll_ms, .pool_size = 6};
+  tabq_broker_options o = {
+      .size = sizeof(tabq_broker_options), .poll_interval_ms = poll_ms, .pool_size = 6};
   tabq_broker *b = NULL;
   tabq_error err;
   int rc = tabq_connect(db->url, &o, &b, &err);
@@ -404,7 +406,10 @@ void publish_n(tabq_broker *b, const char *queue, int n) {
   for (int i = 0; i < n; i++) {
     char payload[32];
     int len = snprintf(payload, sizeof payload, "job-%d", i);
-    tabq_message m = {.group = queue, .payload = payload, .payload_len = (size_t)len};
+    tabq_message m = {.size = sizeof(tabq_message),
+                      .group = queue,
+                      .payload = payload,
+                      .payload_len = (size_t)len};
     tabq_error err;
     int rc = tabq_publish(b, jobs_table(), &m, &err);
     if (rc)

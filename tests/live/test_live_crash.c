@@ -44,7 +44,10 @@ static void killed_child_row_returns(void) {
                          0, 10000));
   recorder r;
   recorder_init(&r);
-  tabq_subscription_options o = {.queue = "q", .handler = recorder_handler, .user = &r};
+  tabq_subscription_options o = {.size = sizeof(tabq_subscription_options),
+                                 .queue = "q",
+                                 .handler = recorder_handler,
+                                 .user = &r};
   CU_ASSERT_EQUAL_FATAL(tabq_subscribe(b, jobs_table(), &o, NULL, &err), TABQ_OK);
   CU_ASSERT(recorder_wait(&r, 1, 10000));
   /* Row lock: the crash rolled the claim back, attempt and all. Lease and advisory: the claim
@@ -117,7 +120,10 @@ static void two_processes_drain_exactly_once(void) {
 }
 
 static tabq_broker *listening_broker(void) {
-  tabq_broker_options o = {.poll_interval_ms = 60000, .pool_size = 6, .listen_notify = true};
+  tabq_broker_options o = {.size = sizeof(tabq_broker_options),
+                           .poll_interval_ms = 60000,
+                           .pool_size = 6,
+                           .listen_notify = true};
   tabq_broker *b = NULL;
   int rc = tabq_connect(db.url, &o, &b, &err);
   if (rc)
@@ -129,7 +135,7 @@ static tabq_broker *listening_broker(void) {
 static void wait_claims(tabq_subscription *s, uint64_t at_least) {
   tabq_stats st = {0};
   for (int i = 0; i < 1000 && st.claims < at_least; i++) {
-    tabq_subscription_stats(s, &st);
+    tabq_subscription_stats(s, &st, sizeof st);
     sleep_ms(10);
   }
   CU_ASSERT(st.claims >= at_least);
@@ -140,7 +146,10 @@ static void notify_from_another_process_wakes(void) {
   tabq_broker *b = listening_broker();
   recorder r;
   recorder_init(&r);
-  tabq_subscription_options o = {.queue = "q", .handler = recorder_handler, .user = &r};
+  tabq_subscription_options o = {.size = sizeof(tabq_subscription_options),
+                                 .queue = "q",
+                                 .handler = recorder_handler,
+                                 .user = &r};
   tabq_subscription *s;
   CU_ASSERT_EQUAL_FATAL(tabq_subscribe(b, jobs_table(), &o, &s, &err), TABQ_OK);
   wait_claims(s, 1); /* the first claim found nothing: the next poll is a minute away */
@@ -161,12 +170,15 @@ static void lost_listener_reconnects_and_wakes(void) {
   tabq_broker *b = listening_broker();
   recorder r;
   recorder_init(&r);
-  tabq_subscription_options o = {.queue = "q", .handler = recorder_handler, .user = &r};
+  tabq_subscription_options o = {.size = sizeof(tabq_subscription_options),
+                                 .queue = "q",
+                                 .handler = recorder_handler,
+                                 .user = &r};
   tabq_subscription *s;
   CU_ASSERT_EQUAL_FATAL(tabq_subscribe(b, jobs_table(), &o, &s, &err), TABQ_OK);
   wait_claims(s, 1);
   tabq_stats before;
-  tabq_subscription_stats(s, &before);
+  tabq_subscription_stats(s, &before, sizeof before);
   /* A row written without a notification, then the listener's session killed: the reconnect
    * wakes the subscription, which finds the row. */
   testdb_exec(&db, "INSERT INTO jobs (queue, payload) VALUES ('q', 'silent')");
@@ -210,7 +222,10 @@ static void shutdown_releases_advisory_locks(void) {
   held h = {.settle_rc = -1};
   pthread_mutex_init(&h.mu, NULL);
   pthread_cond_init(&h.cv, NULL);
-  tabq_subscription_options o = {.queue = "q", .handler = hold_then_settle, .user = &h};
+  tabq_subscription_options o = {.size = sizeof(tabq_subscription_options),
+                                 .queue = "q",
+                                 .handler = hold_then_settle,
+                                 .user = &h};
   tabq_subscription *s;
   CU_ASSERT_EQUAL_FATAL(tabq_subscribe(b, jobs_table(), &o, &s, &err), TABQ_OK);
   pthread_mutex_lock(&h.mu);
@@ -228,7 +243,7 @@ static void shutdown_releases_advisory_locks(void) {
   /* Shutdown releases the lock while the handler still runs, and says so in the stats. */
   tabq_stats st = {0};
   for (int i = 0; i < 500 && st.shutdown_released + st.shutdown_closed == 0; i++) {
-    tabq_subscription_stats(s, &st);
+    tabq_subscription_stats(s, &st, sizeof st);
     sleep_ms(10);
   }
   CU_ASSERT_EQUAL(st.shutdown_released, 1);
@@ -251,7 +266,10 @@ static void ended_connections_are_replaced(void) {
   tabq_broker *b = connect_broker(&db, 50);
   recorder r;
   recorder_init(&r);
-  tabq_subscription_options o = {.queue = "q", .handler = recorder_handler, .user = &r};
+  tabq_subscription_options o = {.size = sizeof(tabq_subscription_options),
+                                 .queue = "q",
+                                 .handler = recorder_handler,
+                                 .user = &r};
   CU_ASSERT_EQUAL_FATAL(tabq_subscribe(b, jobs_table(), &o, NULL, &err), TABQ_OK);
   publish_n(b, "q", 1);
   CU_ASSERT(recorder_wait(&r, 1, 10000));
@@ -261,7 +279,8 @@ static void ended_connections_are_replaced(void) {
                             "AND pid <> pg_backend_pid()") >= 1);
   sleep_ms(1200);
   /* ... and the pool finds out before using them: publishing and claiming go on. */
-  tabq_message m = {.group = "q", .payload = "again", .payload_len = 5};
+  tabq_message m = {
+      .size = sizeof(tabq_message), .group = "q", .payload = "again", .payload_len = 5};
   CU_ASSERT_EQUAL(tabq_publish(b, jobs_table(), &m, &err), TABQ_OK);
   CU_ASSERT(recorder_wait(&r, 2, 10000));
   tabq_close(b);
@@ -279,7 +298,8 @@ static void long_channel_stops_at_startup(void) {
   tabq_table t = *jobs_table();
   t.name = name;
   tabq_broker *b = listening_broker();
-  tabq_subscription_options o = {.queue = "q", .handler = recorder_handler};
+  tabq_subscription_options o = {
+      .size = sizeof(tabq_subscription_options), .queue = "q", .handler = recorder_handler};
   CU_ASSERT_EQUAL(tabq_subscribe(b, &t, &o, NULL, &err), TABQ_DECLARATION);
   CU_ASSERT_STRING_EQUAL(err.table, name);
   CU_ASSERT_PTR_NOT_NULL(strstr(err.message, "63"));
@@ -313,7 +333,10 @@ static void held_claim_leaves_other_groups_free(void) {
   gate g = {.in = false};
   pthread_mutex_init(&g.mu, NULL);
   pthread_cond_init(&g.cv, NULL);
-  tabq_subscription_options slow = {.queue = "slow", .handler = wait_at_gate, .user = &g};
+  tabq_subscription_options slow = {.size = sizeof(tabq_subscription_options),
+                                    .queue = "slow",
+                                    .handler = wait_at_gate,
+                                    .user = &g};
   CU_ASSERT_EQUAL_FATAL(tabq_subscribe(b, jobs_table(), &slow, NULL, &err), TABQ_OK);
   pthread_mutex_lock(&g.mu);
   while (!g.in)
@@ -323,7 +346,10 @@ static void held_claim_leaves_other_groups_free(void) {
    * handler waits: the other group's rows go on all the same. */
   recorder r;
   recorder_init(&r);
-  tabq_subscription_options fast = {.queue = "fast", .handler = recorder_handler, .user = &r};
+  tabq_subscription_options fast = {.size = sizeof(tabq_subscription_options),
+                                    .queue = "fast",
+                                    .handler = recorder_handler,
+                                    .user = &r};
   CU_ASSERT_EQUAL_FATAL(tabq_subscribe(b, jobs_table(), &fast, NULL, &err), TABQ_OK);
   CU_ASSERT(recorder_wait(&r, 5, 15000));
   CU_ASSERT(wait_count(&db, "SELECT count(*) FROM jobs WHERE queue = 'fast'", 0, 10000));
@@ -343,12 +369,13 @@ static void long_lock_names_are_hashed(void) {
   t.advisory_lock =
       "a-key-template-long-enough-to-pass-sixty-four-characters-with-its-database-{id}";
   tabq_broker *b = connect_broker(&db, 20);
-  tabq_message m = {.group = "q", .payload = "x", .payload_len = 1};
+  tabq_message m = {.size = sizeof(tabq_message), .group = "q", .payload = "x", .payload_len = 1};
   CU_ASSERT_EQUAL_FATAL(tabq_publish(b, &t, &m, &err), TABQ_OK);
   gate g = {.in = false};
   pthread_mutex_init(&g.mu, NULL);
   pthread_cond_init(&g.cv, NULL);
-  tabq_subscription_options o = {.queue = "q", .handler = wait_at_gate, .user = &g};
+  tabq_subscription_options o = {
+      .size = sizeof(tabq_subscription_options), .queue = "q", .handler = wait_at_gate, .user = &g};
   CU_ASSERT_EQUAL_FATAL(tabq_subscribe(b, &t, &o, NULL, &err), TABQ_OK);
   pthread_mutex_lock(&g.mu);
   while (!g.in)
@@ -387,12 +414,18 @@ static void repeatable_read_fails_claims_not_rows(void) {
   testdb_fill(&db, "q", RR_ROWS);
   tabq_table t = *jobs_table();
   t.isolation = TABQ_ISOLATION_REPEATABLE_READ;
-  tabq_broker_options bo = {.poll_interval_ms = 20, .pool_size = 8, .log = count_serialization};
+  tabq_broker_options bo = {.size = sizeof(tabq_broker_options),
+                            .poll_interval_ms = 20,
+                            .pool_size = 8,
+                            .log = count_serialization};
   tabq_broker *b;
   CU_ASSERT_EQUAL_FATAL(tabq_connect(db.url, &bo, &b, &err), TABQ_OK);
   once_reset(RR_ROWS);
   atomic_store(&serialization_errors, 0);
-  tabq_subscription_options o = {.queue = "q", .handler = once_handler, .workers = 4};
+  tabq_subscription_options o = {.size = sizeof(tabq_subscription_options),
+                                 .queue = "q",
+                                 .handler = once_handler,
+                                 .workers = 4};
   CU_ASSERT_EQUAL_FATAL(tabq_subscribe(b, &t, &o, NULL, &err), TABQ_OK);
   CU_ASSERT(wait_count(&db, "SELECT count(*) FROM jobs", 0, 120000));
   tabq_close(b);

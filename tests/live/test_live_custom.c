@@ -39,7 +39,10 @@ static void claim_without_fetch(void) {
   tabq_broker *b = connect_broker(&db, 20);
   recorder r;
   recorder_init(&r);
-  tabq_subscription_options o = {.queue = "q", .handler = recorder_handler, .user = &r};
+  tabq_subscription_options o = {.size = sizeof(tabq_subscription_options),
+                                 .queue = "q",
+                                 .handler = recorder_handler,
+                                 .user = &r};
   int rc = tabq_subscribe(b, &t, &o, NULL, &err);
   if (test_db_kind() == TEST_POSTGRES) {
     CU_ASSERT_EQUAL_FATAL(rc, TABQ_OK);
@@ -78,7 +81,10 @@ static void claim_and_fetch(void) {
   recorder r;
   recorder_init(&r);
   r.script = retry_first;
-  tabq_subscription_options o = {.queue = "q", .handler = recorder_handler, .user = &r};
+  tabq_subscription_options o = {.size = sizeof(tabq_subscription_options),
+                                 .queue = "q",
+                                 .handler = recorder_handler,
+                                 .user = &r};
   CU_ASSERT_EQUAL_FATAL(tabq_subscribe(b, &t, &o, NULL, &err), TABQ_OK);
   CU_ASSERT(recorder_wait(&r, 4, 20000));
   CU_ASSERT(wait_count(&db, "SELECT count(*) FROM jobs", 0, 20000));
@@ -106,7 +112,10 @@ static void fetch_after_builtin_claim(void) {
   tabq_broker *b = connect_broker(&db, 20);
   recorder r;
   recorder_init(&r);
-  tabq_subscription_options o = {.queue = "q", .handler = recorder_handler, .user = &r};
+  tabq_subscription_options o = {.size = sizeof(tabq_subscription_options),
+                                 .queue = "q",
+                                 .handler = recorder_handler,
+                                 .user = &r};
   CU_ASSERT_EQUAL_FATAL(tabq_subscribe(b, &t, &o, NULL, &err), TABQ_OK);
   CU_ASSERT(wait_count(&db, "SELECT count(*) FROM jobs", 0, 20000));
   tabq_close(b);
@@ -125,7 +134,10 @@ static void own_ack(void) {
   tabq_broker *b = connect_broker(&db, 20);
   recorder r;
   recorder_init(&r);
-  tabq_subscription_options o = {.queue = "q", .handler = recorder_handler, .user = &r};
+  tabq_subscription_options o = {.size = sizeof(tabq_subscription_options),
+                                 .queue = "q",
+                                 .handler = recorder_handler,
+                                 .user = &r};
   CU_ASSERT_EQUAL_FATAL(tabq_subscribe(b, &t, &o, NULL, &err), TABQ_OK);
   CU_ASSERT(wait_count(&db, "SELECT count(*) FROM jobs WHERE queue = 'done'", 3, 20000));
   tabq_close(b);
@@ -140,7 +152,8 @@ static void bad_names(void) {
   testdb_create(&db);
   testdb_fill(&db, "q", 3);
   tabq_broker *b = connect_broker(&db, 20);
-  tabq_subscription_options o = {.queue = "q", .handler = recorder_handler};
+  tabq_subscription_options o = {
+      .size = sizeof(tabq_subscription_options), .queue = "q", .handler = recorder_handler};
   tabq_table t = *jobs_table();
   t.events.ack = "DELETE FROM jobs WHERE id = :row";
   CU_ASSERT_EQUAL(tabq_subscribe(b, &t, &o, NULL, &err), TABQ_DECLARATION);
@@ -180,7 +193,8 @@ static void own_dead_letter(void) {
   recorder r;
   recorder_init(&r);
   r.script = always_retry;
-  tabq_subscription_options o = {.queue = "q",
+  tabq_subscription_options o = {.size = sizeof(tabq_subscription_options),
+                                 .queue = "q",
                                  .handler = recorder_handler,
                                  .user = &r,
                                  .max_attempts = 1,
@@ -214,12 +228,15 @@ static void own_extend(void) {
   recorder_init(&r);
   r.script = slow_ack;
   tabq_subscription *sub = NULL;
-  tabq_subscription_options o = {
-      .queue = "q", .handler = recorder_handler, .user = &r, .lease_s = 1};
+  tabq_subscription_options o = {.size = sizeof(tabq_subscription_options),
+                                 .queue = "q",
+                                 .handler = recorder_handler,
+                                 .user = &r,
+                                 .lease_s = 1};
   CU_ASSERT_EQUAL_FATAL(tabq_subscribe(b, &t, &o, &sub, &err), TABQ_OK);
   CU_ASSERT(wait_count(&db, "SELECT count(*) FROM jobs WHERE queue = 'done'", 1, 20000));
   tabq_stats st;
-  tabq_subscription_stats(sub, &st);
+  tabq_subscription_stats(sub, &st, sizeof st);
   CU_ASSERT(st.extensions >= 2);
   CU_ASSERT_EQUAL(st.lease_lost, 0);
   CU_ASSERT_EQUAL(st.acked, 1);
@@ -247,7 +264,10 @@ static void own_lock(void) {
   tabq_broker *b = connect_broker(&db, 20);
   recorder r;
   recorder_init(&r);
-  tabq_subscription_options o = {.queue = "q", .handler = recorder_handler, .user = &r};
+  tabq_subscription_options o = {.size = sizeof(tabq_subscription_options),
+                                 .queue = "q",
+                                 .handler = recorder_handler,
+                                 .user = &r};
   CU_ASSERT_EQUAL_FATAL(tabq_subscribe(b, &t, &o, NULL, &err), TABQ_OK);
   CU_ASSERT(wait_count(&db, "SELECT count(*) FROM jobs", 1, 20000));
   sleep_ms(200);

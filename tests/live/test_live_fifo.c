@@ -43,14 +43,18 @@ static void one_row_of_a_group_in_work(void) {
   t.fifo = true;
   tabq_broker *a = connect_broker(&db, 20), *b = connect_broker(&db, 20);
   for (int i = 0; i < 4; i++) {
-    tabq_message m = {.group = "g", .payload = "x", .payload_len = 1};
+    tabq_message m = {.size = sizeof(tabq_message), .group = "g", .payload = "x", .payload_len = 1};
     CU_ASSERT_EQUAL_FATAL(tabq_publish(a, &t, &m, &err), TABQ_OK);
   }
-  tabq_message other = {.group = "other", .payload = "y", .payload_len = 1};
+  tabq_message other = {
+      .size = sizeof(tabq_message), .group = "other", .payload = "y", .payload_len = 1};
   CU_ASSERT_EQUAL_FATAL(tabq_publish(a, &t, &other, &err), TABQ_OK);
   fifo_seen f = {.n = 0};
   pthread_mutex_init(&f.mu, NULL);
-  tabq_subscription_options o = {.queue = "g", .handler = one_at_a_time, .user = &f};
+  tabq_subscription_options o = {.size = sizeof(tabq_subscription_options),
+                                 .queue = "g",
+                                 .handler = one_at_a_time,
+                                 .user = &f};
   CU_ASSERT_EQUAL_FATAL(tabq_subscribe(a, &t, &o, NULL, &err), TABQ_OK);
   CU_ASSERT_EQUAL_FATAL(tabq_subscribe(b, &t, &o, NULL, &err), TABQ_OK);
   CU_ASSERT(wait_count(&db, "SELECT count(*) FROM jobs WHERE queue = 'g'", 0, 20000));
@@ -71,7 +75,10 @@ static void fifo_needs_one_worker(void) {
   tabq_table t = *jobs_table();
   t.fifo = true;
   tabq_broker *a = connect_broker(&db, 20);
-  tabq_subscription_options o = {.queue = "g", .handler = one_at_a_time, .workers = 2};
+  tabq_subscription_options o = {.size = sizeof(tabq_subscription_options),
+                                 .queue = "g",
+                                 .handler = one_at_a_time,
+                                 .workers = 2};
   CU_ASSERT_EQUAL(tabq_subscribe(a, &t, &o, NULL, &err), TABQ_DECLARATION);
   CU_ASSERT_PTR_NOT_NULL(strstr(err.message, "one worker"));
   tabq_close(a);

@@ -30,8 +30,11 @@ static void extensions_keep_the_row(void) {
   recorder_init(&rival);
   slow.script = slow_ack;
   publish_n(a, "q", 1);
-  tabq_subscription_options o = {
-      .queue = "q", .handler = recorder_handler, .user = &slow, .lease_s = 1};
+  tabq_subscription_options o = {.size = sizeof(tabq_subscription_options),
+                                 .queue = "q",
+                                 .handler = recorder_handler,
+                                 .user = &slow,
+                                 .lease_s = 1};
   tabq_subscription *s;
   CU_ASSERT_EQUAL_FATAL(tabq_subscribe(a, jobs_table(), &o, &s, &err), TABQ_OK);
   while (!testdb_int(&db, "SELECT count(*) FROM jobs WHERE locked_until IS NOT NULL"))
@@ -41,7 +44,7 @@ static void extensions_keep_the_row(void) {
   CU_ASSERT_EQUAL_FATAL(tabq_subscribe(other, jobs_table(), &o, NULL, &err), TABQ_OK);
   CU_ASSERT(wait_count(&db, "SELECT count(*) FROM jobs", 0, 15000));
   tabq_stats st;
-  tabq_subscription_stats(s, &st);
+  tabq_subscription_stats(s, &st, sizeof st);
   CU_ASSERT_EQUAL(st.acked, 1);
   CU_ASSERT(st.extensions >= 4);
   CU_ASSERT_EQUAL(st.lease_lost, 0);
@@ -87,8 +90,11 @@ static void lapsed_lease_ack_fails_and_changes_nothing(void) {
   holder h = {.claimed = false};
   pthread_mutex_init(&h.mu, NULL);
   pthread_cond_init(&h.cv, NULL);
-  tabq_subscription_options o = {
-      .queue = "q", .handler = hold_until_told, .user = &h, .lease_s = 30};
+  tabq_subscription_options o = {.size = sizeof(tabq_subscription_options),
+                                 .queue = "q",
+                                 .handler = hold_until_told,
+                                 .user = &h,
+                                 .lease_s = 30};
   CU_ASSERT_EQUAL_FATAL(tabq_subscribe(b, jobs_table(), &o, NULL, &err), TABQ_OK);
   pthread_mutex_lock(&h.mu);
   while (!h.claimed)
@@ -153,7 +159,8 @@ static void failed_settlement_keeps_row_until_lease_ends(void) {
   recorder r;
   recorder_init(&r);
   r.script = always_retry;
-  tabq_subscription_options o = {.queue = "q",
+  tabq_subscription_options o = {.size = sizeof(tabq_subscription_options),
+                                 .queue = "q",
                                  .handler = recorder_handler,
                                  .user = &r,
                                  .lease_s = 1,
@@ -164,7 +171,7 @@ static void failed_settlement_keeps_row_until_lease_ends(void) {
   CU_ASSERT(recorder_wait(&r, 1, 10000));
   tabq_stats st = {0};
   while (!st.failed) {
-    tabq_subscription_stats(s, &st);
+    tabq_subscription_stats(s, &st, sizeof st);
     sleep_ms(5);
   }
   /* The transaction rolled back whole: the row is still here, still leased, attempt spent. */
@@ -186,14 +193,17 @@ static void four_workers_each_row_once(void) {
   tabq_broker *b = connect_broker(&db, 20);
   testdb_fill(&db, "q", MANY);
   once_reset(MANY);
-  tabq_subscription_options o = {.queue = "q", .handler = once_handler, .workers = 4};
+  tabq_subscription_options o = {.size = sizeof(tabq_subscription_options),
+                                 .queue = "q",
+                                 .handler = once_handler,
+                                 .workers = 4};
   tabq_subscription *s;
   CU_ASSERT_EQUAL_FATAL(tabq_subscribe(b, jobs_table(), &o, &s, &err), TABQ_OK);
   CU_ASSERT(wait_count(&db, "SELECT count(*) FROM jobs", 0, 120000));
   tabq_shutdown(b);
   once_check();
   tabq_stats st;
-  tabq_subscription_stats(s, &st);
+  tabq_subscription_stats(s, &st, sizeof st);
   CU_ASSERT_EQUAL(st.acked, MANY);
   CU_ASSERT_EQUAL(st.lease_lost + st.failed, 0);
   tabq_close(b);

@@ -49,11 +49,12 @@ static tabq_outcome always_retry(recorder *r, tabq_delivery *d, unsigned call) {
 static void ack_deletes(void) {
   begin(50);
   publish_n(broker, "q", 3);
-  tabq_subscription *s = mount(jobs_table(), (tabq_subscription_options){0});
+  tabq_subscription *s =
+      mount(jobs_table(), (tabq_subscription_options){.size = sizeof(tabq_subscription_options)});
   CU_ASSERT(recorder_wait(&rec, 3, 10000));
   CU_ASSERT(wait_count(&db, "SELECT count(*) FROM jobs", 0, 10000));
   tabq_stats st;
-  tabq_subscription_stats(s, &st);
+  tabq_subscription_stats(s, &st, sizeof st);
   CU_ASSERT_EQUAL(st.acked, 3);
   CU_ASSERT_EQUAL(rec.attempts[0], 1); /* the first delivery reads attempt 1 */
   CU_ASSERT_STRING_EQUAL(rec.payloads[0], "job-0");
@@ -63,7 +64,7 @@ static void ack_deletes(void) {
 static void ack_marks_processed_at(void) {
   begin(50);
   publish_n(broker, "q", 2);
-  mount(marked_table(), (tabq_subscription_options){0});
+  mount(marked_table(), (tabq_subscription_options){.size = sizeof(tabq_subscription_options)});
   CU_ASSERT(recorder_wait(&rec, 2, 10000));
   CU_ASSERT(wait_count(&db, "SELECT count(*) FROM jobs WHERE processed_at IS NOT NULL", 2, 10000));
   CU_ASSERT_EQUAL(testdb_int(&db, "SELECT count(*) FROM jobs"), 2);
@@ -81,7 +82,7 @@ static void retry_counts_attempt(void) {
   begin(50);
   publish_n(broker, "q", 1);
   rec.script = retry_then_ack;
-  mount(jobs_table(), (tabq_subscription_options){0});
+  mount(jobs_table(), (tabq_subscription_options){.size = sizeof(tabq_subscription_options)});
   CU_ASSERT(recorder_wait(&rec, 2, 10000));
   CU_ASSERT_EQUAL(rec.ids[0], rec.ids[1]);
   CU_ASSERT_EQUAL(rec.attempts[0], 1);
@@ -99,7 +100,7 @@ static void retry_after_hides_row(void) {
   begin(50);
   publish_n(broker, "q", 1);
   rec.script = delay_then_ack;
-  mount(jobs_table(), (tabq_subscription_options){0});
+  mount(jobs_table(), (tabq_subscription_options){.size = sizeof(tabq_subscription_options)});
   CU_ASSERT(recorder_wait(&rec, 1, 10000));
   /* hidden: due no earlier than (most of) the delay after the first delivery; the settlement
    * lands just after the handler returns, and the row stays due-later for half a second */
@@ -126,7 +127,7 @@ static void drop_finishes(void) {
   begin(50);
   publish_n(broker, "q", 2);
   rec.script = drop_it;
-  mount(marked_table(), (tabq_subscription_options){0});
+  mount(marked_table(), (tabq_subscription_options){.size = sizeof(tabq_subscription_options)});
   CU_ASSERT(recorder_wait(&rec, 2, 10000));
   CU_ASSERT(wait_count(&db, "SELECT count(*) FROM jobs WHERE processed_at IS NOT NULL", 2, 10000));
   end();
@@ -142,11 +143,13 @@ static void unsettled_releases_at_once(void) {
   publish_n(broker, "q", 1);
   rec.script = no_outcome;
   /* a 60 s lease: the second delivery comes only because the first released its row */
-  tabq_subscription *s = mount(jobs_table(), (tabq_subscription_options){.lease_s = 60});
+  tabq_subscription *s =
+      mount(jobs_table(),
+            (tabq_subscription_options){.size = sizeof(tabq_subscription_options), .lease_s = 60});
   CU_ASSERT(recorder_wait(&rec, 2, 10000));
   CU_ASSERT_EQUAL(rec.attempts[1], 2); /* the attempt is spent */
   tabq_stats st;
-  tabq_subscription_stats(s, &st);
+  tabq_subscription_stats(s, &st, sizeof st);
   CU_ASSERT_EQUAL(st.released, 1);
   end();
 }
@@ -155,14 +158,16 @@ static void dead_letter_into_group(void) {
   begin(50);
   publish_n(broker, "q", 1);
   rec.script = always_retry;
-  tabq_subscription *s = mount(
-      jobs_table(), (tabq_subscription_options){.max_attempts = 3, .dead_letter_group = "q.dead"});
+  tabq_subscription *s =
+      mount(jobs_table(), (tabq_subscription_options){.size = sizeof(tabq_subscription_options),
+                                                      .max_attempts = 3,
+                                                      .dead_letter_group = "q.dead"});
   CU_ASSERT(wait_count(&db, "SELECT count(*) FROM jobs WHERE queue = 'q.dead'", 1, 10000));
   CU_ASSERT_EQUAL(rec.calls, 3);
   CU_ASSERT_EQUAL(rec.attempts[2], 3);
   CU_ASSERT_EQUAL(testdb_int(&db, "SELECT count(*) FROM jobs WHERE locked_until IS NULL"), 1);
   tabq_stats st;
-  tabq_subscription_stats(s, &st);
+  tabq_subscription_stats(s, &st, sizeof st);
   CU_ASSERT_EQUAL(st.dead_lettered, 1);
   CU_ASSERT_EQUAL(st.retried, 2);
   end();
@@ -172,8 +177,9 @@ static void dead_letter_at_once(void) {
   begin(50);
   publish_n(broker, "q", 2);
   rec.script = always_retry;
-  mount(jobs_table(),
-        (tabq_subscription_options){.max_attempts = 1, .dead_letter_group = "q.dead"});
+  mount(jobs_table(), (tabq_subscription_options){.size = sizeof(tabq_subscription_options),
+                                                  .max_attempts = 1,
+                                                  .dead_letter_group = "q.dead"});
   CU_ASSERT(wait_count(&db, "SELECT count(*) FROM jobs WHERE queue = 'q.dead'", 2, 10000));
   CU_ASSERT_EQUAL(rec.calls, 2);
   end();
@@ -183,8 +189,9 @@ static void dead_letter_into_table(void) {
   begin(50);
   publish_n(broker, "q", 1);
   rec.script = always_retry;
-  mount(jobs_table(),
-        (tabq_subscription_options){.max_attempts = 2, .dead_letter_table = "jobs_dead"});
+  mount(jobs_table(), (tabq_subscription_options){.size = sizeof(tabq_subscription_options),
+                                                  .max_attempts = 2,
+                                                  .dead_letter_table = "jobs_dead"});
   CU_ASSERT(wait_count(&db, "SELECT count(*) FROM jobs_dead", 1, 10000));
   CU_ASSERT_EQUAL(testdb_int(&db, "SELECT count(*) FROM jobs"), 0);
   CU_ASSERT_EQUAL(testdb_int(&db, "SELECT length(payload) FROM jobs_dead"), 5); /* "job-0" */
@@ -201,8 +208,9 @@ static void dead_letter_outcome(void) {
   begin(50);
   publish_n(broker, "q", 1);
   rec.script = ask_dead_letter;
-  mount(jobs_table(),
-        (tabq_subscription_options){.max_attempts = 5, .dead_letter_table = "jobs_dead"});
+  mount(jobs_table(), (tabq_subscription_options){.size = sizeof(tabq_subscription_options),
+                                                  .max_attempts = 5,
+                                                  .dead_letter_table = "jobs_dead"});
   CU_ASSERT(wait_count(&db, "SELECT count(*) FROM jobs_dead", 1, 10000));
   CU_ASSERT_EQUAL(rec.calls, 1);
   end();
@@ -212,7 +220,11 @@ static void claim_order(void) {
   begin(50);
   /* id 1: priority 0, due 200 ms later; id 2: priority 0; id 3: priority -1; id 4: priority 0,
    * published after id 2. Order: 3 (priority), 2, 4 (retry_after), 1. */
-  tabq_message m = {.group = "q", .payload = "x", .payload_len = 1, .delay_ms = 200};
+  tabq_message m = {.size = sizeof(tabq_message),
+                    .group = "q",
+                    .payload = "x",
+                    .payload_len = 1,
+                    .delay_ms = 200};
   CU_ASSERT_EQUAL(tabq_publish(broker, jobs_table(), &m, &err), TABQ_OK);
   m.delay_ms = 0;
   CU_ASSERT_EQUAL(tabq_publish(broker, jobs_table(), &m, &err), TABQ_OK);
@@ -222,7 +234,8 @@ static void claim_order(void) {
   sleep_ms(2);
   CU_ASSERT_EQUAL(tabq_publish(broker, jobs_table(), &m, &err), TABQ_OK);
   sleep_ms(300); /* all due */
-  mount(jobs_table(), (tabq_subscription_options){.workers = 1});
+  mount(jobs_table(),
+        (tabq_subscription_options){.size = sizeof(tabq_subscription_options), .workers = 1});
   CU_ASSERT(recorder_wait(&rec, 4, 10000));
   CU_ASSERT_EQUAL(rec.ids[0], 3);
   CU_ASSERT_EQUAL(rec.ids[1], 2);
@@ -235,7 +248,7 @@ static void other_queue_untouched(void) {
   begin(50);
   publish_n(broker, "other", 2);
   publish_n(broker, "q", 1);
-  mount(jobs_table(), (tabq_subscription_options){0});
+  mount(jobs_table(), (tabq_subscription_options){.size = sizeof(tabq_subscription_options)});
   CU_ASSERT(recorder_wait(&rec, 1, 10000));
   sleep_ms(200);
   CU_ASSERT_EQUAL(rec.calls, 1);
@@ -256,9 +269,14 @@ static void headers_round_trip(void) {
   rec.script = read_headers;
   rec.extra = seen;
   tabq_header h[] = {{"trace", "abc-\xc3\xa9"}, {"kind", "thumb"}};
-  tabq_message m = {.group = "q", .payload = "p", .payload_len = 1, .headers = h, .nheaders = 2};
+  tabq_message m = {.size = sizeof(tabq_message),
+                    .group = "q",
+                    .payload = "p",
+                    .payload_len = 1,
+                    .headers = h,
+                    .nheaders = 2};
   CU_ASSERT_EQUAL(tabq_publish(broker, jobs_table(), &m, &err), TABQ_OK);
-  mount(jobs_table(), (tabq_subscription_options){0});
+  mount(jobs_table(), (tabq_subscription_options){.size = sizeof(tabq_subscription_options)});
   CU_ASSERT(recorder_wait(&rec, 1, 10000));
   CU_ASSERT_STRING_EQUAL(seen, "abc-\xc3\xa9");
   end();
@@ -266,13 +284,19 @@ static void headers_round_trip(void) {
 
 static void headers_without_column(void) {
   begin(50);
-  static const tabq_table bare = {.name = "jobs",
+  static const tabq_table bare = {.size = sizeof(tabq_table),
+                                  .name = "jobs",
                                   .id = {"id", .generated = true},
                                   .group = {"queue"},
                                   .locked_until = {"locked_until"},
                                   .payload = {"payload"}};
   tabq_header h[] = {{"trace", "x"}};
-  tabq_message m = {.group = "q", .payload = "p", .payload_len = 1, .headers = h, .nheaders = 1};
+  tabq_message m = {.size = sizeof(tabq_message),
+                    .group = "q",
+                    .payload = "p",
+                    .payload_len = 1,
+                    .headers = h,
+                    .nheaders = 1};
   CU_ASSERT_EQUAL(tabq_publish(broker, &bare, &m, &err), TABQ_HEADER);
   CU_ASSERT_STRING_EQUAL(err.table, "jobs");
   CU_ASSERT_EQUAL(testdb_int(&db, "SELECT count(*) FROM jobs"), 0);
@@ -299,8 +323,11 @@ static void batches(void) {
   publish_n(broker, "q", 12);
   batch_seen seen = {0};
   rec.extra = &seen;
-  tabq_subscription_options o = {
-      .queue = "q", .batch_handler = batch_handler, .user = &rec, .batch = 5};
+  tabq_subscription_options o = {.size = sizeof(tabq_subscription_options),
+                                 .queue = "q",
+                                 .batch_handler = batch_handler,
+                                 .user = &rec,
+                                 .batch = 5};
   CU_ASSERT_EQUAL_FATAL(tabq_subscribe(broker, jobs_table(), &o, NULL, &err), TABQ_OK);
   CU_ASSERT(wait_count(&db, "SELECT count(*) FROM jobs", 0, 10000));
   CU_ASSERT(seen.rows >= 13); /* 12 rows, and the first of each batch once more */
@@ -323,37 +350,57 @@ static void refuse(const tabq_table *t, tabq_subscription_options o, int code, c
 static void refusals_at_open(void) {
   begin(50);
   publish_n(broker, "q", 1);
-  refuse(jobs_table(), (tabq_subscription_options){.max_attempts = 2}, TABQ_DECLARATION,
-         "max_attempts needs a dead letter");
-  refuse(jobs_table(), (tabq_subscription_options){.dead_letter_group = "d"}, TABQ_DECLARATION,
-         "a dead letter needs max_attempts");
-  static const tabq_table no_attempt = {.name = "jobs",
+  refuse(jobs_table(),
+         (tabq_subscription_options){.size = sizeof(tabq_subscription_options), .max_attempts = 2},
+         TABQ_DECLARATION, "max_attempts needs a dead letter");
+  refuse(jobs_table(),
+         (tabq_subscription_options){.size = sizeof(tabq_subscription_options),
+                                     .dead_letter_group = "d"},
+         TABQ_DECLARATION, "a dead letter needs max_attempts");
+  static const tabq_table no_attempt = {.size = sizeof(tabq_table),
+                                        .name = "jobs",
                                         .id = {"id"},
                                         .group = {"queue"},
                                         .locked_until = {"locked_until"},
                                         .payload = {"payload"}};
-  refuse(&no_attempt, (tabq_subscription_options){.max_attempts = 2, .dead_letter_group = "d"},
+  refuse(&no_attempt,
+         (tabq_subscription_options){.size = sizeof(tabq_subscription_options),
+                                     .max_attempts = 2,
+                                     .dead_letter_group = "d"},
          TABQ_DECLARATION, "max_attempts needs a column that plays the attempt role");
-  refuse(jobs_table(), (tabq_subscription_options){.queue = ""}, TABQ_DECLARATION, "needs a queue");
+  refuse(jobs_table(),
+         (tabq_subscription_options){.size = sizeof(tabq_subscription_options), .queue = ""},
+         TABQ_DECLARATION, "needs a queue");
   if (db.kind == TEST_SQLITE) {
-    static const tabq_table row_lock = {
-        .name = "jobs", .id = {"id"}, .group = {"queue"}, .payload = {"payload"}};
-    refuse(&row_lock, (tabq_subscription_options){0}, TABQ_DIALECT, "lease");
+    static const tabq_table row_lock = {.size = sizeof(tabq_table),
+                                        .name = "jobs",
+                                        .id = {"id"},
+                                        .group = {"queue"},
+                                        .payload = {"payload"}};
+    refuse(&row_lock, (tabq_subscription_options){.size = sizeof(tabq_subscription_options)},
+           TABQ_DIALECT, "lease");
   }
-  static const tabq_table missing_column = {.name = "jobs",
+  static const tabq_table missing_column = {.size = sizeof(tabq_table),
+                                            .name = "jobs",
                                             .id = {"id"},
                                             .group = {"queue"},
                                             .locked_until = {"lease_ends"},
                                             .payload = {"payload"}};
-  refuse(&missing_column, (tabq_subscription_options){0}, TABQ_SCHEMA, "lease_ends");
+  refuse(&missing_column, (tabq_subscription_options){.size = sizeof(tabq_subscription_options)},
+         TABQ_SCHEMA, "lease_ends");
   CU_ASSERT_STRING_EQUAL(err.statement, "claim");
-  static const tabq_table missing_table = {.name = "nope",
+  static const tabq_table missing_table = {.size = sizeof(tabq_table),
+                                           .name = "nope",
                                            .id = {"id"},
                                            .group = {"queue"},
                                            .locked_until = {"locked_until"},
                                            .payload = {"payload"}};
-  refuse(&missing_table, (tabq_subscription_options){0}, TABQ_SCHEMA, "nope");
-  refuse(jobs_table(), (tabq_subscription_options){.max_attempts = 2, .dead_letter_table = "gone"},
+  refuse(&missing_table, (tabq_subscription_options){.size = sizeof(tabq_subscription_options)},
+         TABQ_SCHEMA, "nope");
+  refuse(jobs_table(),
+         (tabq_subscription_options){.size = sizeof(tabq_subscription_options),
+                                     .max_attempts = 2,
+                                     .dead_letter_table = "gone"},
          TABQ_SCHEMA, "gone");
   /* nothing was claimed by any of them */
   CU_ASSERT_EQUAL(testdb_int(&db, "SELECT attempt FROM jobs"), 1);
@@ -375,7 +422,7 @@ static void insert_sql_is_rendered(void) {
 
 static void wake_on_publish(void) {
   begin(60000); /* a poll interval no test would wait out */
-  mount(jobs_table(), (tabq_subscription_options){0});
+  mount(jobs_table(), (tabq_subscription_options){.size = sizeof(tabq_subscription_options)});
   sleep_ms(100); /* the first claim came back empty; the subscription now waits */
   publish_n(broker, "q", 1);
   CU_ASSERT(recorder_wait(&rec, 1, 10000));

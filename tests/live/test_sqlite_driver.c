@@ -287,10 +287,13 @@ static void test_prepare_all(void) {
 
 static void test_prepare_schema_errors(void) {
   NEED_DB();
-  static const tabq_table thin = {
-      .name = "thin", .id = {"id"}, .locked_until = {"locked_until"}, .payload = {"payload"}};
+  static const tabq_table thin = {.size = sizeof(tabq_table),
+                                  .name = "thin",
+                                  .id = {"id"},
+                                  .locked_until = {"locked_until"},
+                                  .payload = {"payload"}};
   static const tabq_table absent = {
-      .name = "absent", .id = {"id"}, .locked_until = {"locked_until"}};
+      .size = sizeof(tabq_table), .name = "absent", .id = {"id"}, .locked_until = {"locked_until"}};
   prepared pr;
   tabq_build b = lease_of(&thin);
   /* payload appears only in RETURNING: with SQLite's legacy double-quoted strings left on, it

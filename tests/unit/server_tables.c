@@ -4,6 +4,7 @@
 static const tabq_col job_data[] = {{.name = "title"}, {.name = "size", .generated = true}};
 
 const tabq_table jobs = {
+    .size = sizeof(tabq_table),
     .name = "jobs",
     .id = {"id", .generated = true},
     .group = {"queue"},
@@ -19,6 +20,7 @@ const tabq_table jobs = {
 };
 
 const tabq_table thumbs = {
+    .size = sizeof(tabq_table),
     .name = "app.thumbs",
     .id = {"id", .generated = true},
     .attempt = {"attempt", .generated = true},
@@ -27,13 +29,18 @@ const tabq_table thumbs = {
 };
 
 /* No attempt, no group, no time: a row lock claim that only selects. */
-const tabq_table plain = {.name = "plain_jobs", .id = {"id"}, .payload = {"payload"}};
-const tabq_table bare = {.name = "bare", .id = {"id"}, .locked_until = {"lu"}};
-const tabq_table all_generated = {
-    .name = "ev", .id = {"id", .generated = true}, .locked_until = {"lu"}};
+const tabq_table plain = {
+    .size = sizeof(tabq_table), .name = "plain_jobs", .id = {"id"}, .payload = {"payload"}};
+const tabq_table bare = {
+    .size = sizeof(tabq_table), .name = "bare", .id = {"id"}, .locked_until = {"lu"}};
+const tabq_table all_generated = {.size = sizeof(tabq_table),
+                                  .name = "ev",
+                                  .id = {"id", .generated = true},
+                                  .locked_until = {"lu"}};
 
 static const tabq_col adv_data[] = {{.name = "account"}};
 const tabq_table advj = {
+    .size = sizeof(tabq_table),
     .name = "adv_jobs",
     .id = {"id"},
     .group = {"queue"},
@@ -45,8 +52,11 @@ const tabq_table advj = {
     .ndata = 1,
     .advisory_lock = "acct-{account}",
 };
-const tabq_table adv_min = {
-    .name = "k", .id = {"id"}, .payload = {"payload"}, .advisory_lock = "k-{id}"};
+const tabq_table adv_min = {.size = sizeof(tabq_table),
+                            .name = "k",
+                            .id = {"id"},
+                            .payload = {"payload"},
+                            .advisory_lock = "k-{id}"};
 
 tabq_table leased_jobs(void) {
   tabq_table t = jobs;

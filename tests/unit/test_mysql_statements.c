@@ -88,7 +88,11 @@ static void test_build_failures(void) {
     snprintf(names[i], sizeof names[i], "c%zu", i);
     many[i].name = names[i];
   }
-  tabq_table wide = {.name = "wide", .id = {"id"}, .data = many, .ndata = TABQ_STMT_MAX_PARAMS};
+  tabq_table wide = {.size = sizeof(tabq_table),
+                     .name = "wide",
+                     .id = {"id"},
+                     .data = many,
+                     .ndata = TABQ_STMT_MAX_PARAMS};
   tabq_build b = on(&wide);
   tabq_stmt st;
   tabq_sql_init(&st, &test_host);
@@ -152,8 +156,12 @@ static void test_fifo_guard(void) {
                "WHERE `queue` = ? AND `processed_at` IS NULL FOR UPDATE SKIP LOCKED) g)",
                TABQ_P_GROUP, TABQ_P_GROUP, 0);
   /* Without processed_at every row of the group is unfinished. */
-  tabq_table g = {
-      .name = "app.q", .id = {"i`d"}, .group = {"grp"}, .locked_until = {"lu"}, .fifo = true};
+  tabq_table g = {.size = sizeof(tabq_table),
+                  .name = "app.q",
+                  .id = {"i`d"},
+                  .group = {"grp"},
+                  .locked_until = {"lu"},
+                  .fifo = true};
   b = on(&g);
   expect_built(dia->fifo_guard, &b,
                "SELECT (SELECT COUNT(*) FROM (SELECT `i``d` FROM `app`.`q` WHERE `grp` = ?) g) = "
@@ -294,8 +302,12 @@ static void test_lease_claim_fifo(void) {
                "AND `queue` = ? FOR UPDATE",
                TABQ_P_GROUP, TABQ_P_NOW, TABQ_P_NOW, TABQ_P_GROUP, 0);
   /* Only the lease and the group: the head while its lease has ended. */
-  tabq_table g = {
-      .name = "app.q", .id = {"id"}, .group = {"grp"}, .locked_until = {"lu"}, .fifo = true};
+  tabq_table g = {.size = sizeof(tabq_table),
+                  .name = "app.q",
+                  .id = {"id"},
+                  .group = {"grp"},
+                  .locked_until = {"lu"},
+                  .fifo = true};
   b = on(&g);
   expect_built(lease->claim, &b,
                "SELECT `id`, `grp` FROM `app`.`q` WHERE `id` = (SELECT `id` FROM (SELECT `id` "

@@ -17,8 +17,11 @@ static const tabq_lease_v1 *const lease = &tabq_pg_lease;
 static const tabq_advisory_v1 *const adv = &tabq_pg_advisory;
 
 /* Double quotes in every name. */
-static const tabq_table weird = {
-    .name = "app.we\"ird", .id = {"i\"d"}, .attempt = {"attempt"}, .payload = {"payload"}};
+static const tabq_table weird = {.size = sizeof(tabq_table),
+                                 .name = "app.we\"ird",
+                                 .id = {"i\"d"},
+                                 .attempt = {"attempt"},
+                                 .payload = {"payload"}};
 
 /* A build of `t` in its own form. */
 static tabq_build on(const tabq_table *t) {
@@ -93,7 +96,11 @@ static void test_build_failures(void) {
     snprintf(names[i], sizeof names[i], "c%zu", i);
     many[i].name = names[i];
   }
-  tabq_table wide = {.name = "wide", .id = {"id"}, .data = many, .ndata = TABQ_STMT_MAX_PARAMS};
+  tabq_table wide = {.size = sizeof(tabq_table),
+                     .name = "wide",
+                     .id = {"id"},
+                     .data = many,
+                     .ndata = TABQ_STMT_MAX_PARAMS};
   tabq_build b = on(&wide);
   tabq_stmt st;
   tabq_sql_init(&st, &test_host);
@@ -346,8 +353,12 @@ static void test_lease_claim_fifo(void) {
                "\"priority\", \"retry_after\", \"id\"",
                TABQ_P_LEASE_UNTIL, TABQ_P_GROUP, TABQ_P_NOW, 0);
   /* Only the lease and the group: the head while its lease has ended. */
-  tabq_table g = {
-      .name = "app.q", .id = {"id"}, .group = {"grp"}, .locked_until = {"lu"}, .fifo = true};
+  tabq_table g = {.size = sizeof(tabq_table),
+                  .name = "app.q",
+                  .id = {"id"},
+                  .group = {"grp"},
+                  .locked_until = {"lu"},
+                  .fifo = true};
   b = on(&g);
   expect_built(lease->claim, &b,
                "WITH claimed AS (UPDATE \"app\".\"q\" SET \"lu\" = $1 WHERE \"id\" = (SELECT "

@@ -9,6 +9,7 @@
 static tabq_error err;
 
 static const tabq_table lease_table = {
+    .size = sizeof(tabq_table),
     .name = "jobs",
     .id = {"id", .generated = true},
     .group = {"queue"},
@@ -32,7 +33,8 @@ static void refused(const tabq_table *t, const char *rule) {
 static void valid_description_passes(void) {
   CU_ASSERT_EQUAL(tabq_table_check(&lease_table, &err), TABQ_OK);
   static const tabq_col data[] = {{.name = "email"}, {.name = "name"}};
-  tabq_table row_mode = {.name = "crm.contacts",
+  tabq_table row_mode = {.size = sizeof(tabq_table),
+                         .name = "crm.contacts",
                          .id = {"id"},
                          .data = data,
                          .ndata = 2,
@@ -85,8 +87,12 @@ static void fifo_rules(void) {
   CU_ASSERT_EQUAL(tabq_table_check(&t, &err), TABQ_OK);
   t.group.name = NULL;
   refused(&t, "fifo needs group");
-  tabq_table a = {
-      .name = "jobs", .id = {"id"}, .group = {"queue"}, .fifo = true, .advisory_lock = "job-{id}"};
+  tabq_table a = {.size = sizeof(tabq_table),
+                  .name = "jobs",
+                  .id = {"id"},
+                  .group = {"queue"},
+                  .fifo = true,
+                  .advisory_lock = "job-{id}"};
   refused(&a, "fifo with an advisory key");
 }
 
@@ -103,7 +109,7 @@ static void lease_on_database_clock(void) {
 }
 
 static void advisory_template(void) {
-  tabq_table t = {.name = "jobs", .id = {"id"}, .group = {"queue"}};
+  tabq_table t = {.size = sizeof(tabq_table), .name = "jobs", .id = {"id"}, .group = {"queue"}};
   t.advisory_lock = "job-{nope}";
   refused(&t, "advisory key");
   t.advisory_lock = "job-{id";
@@ -158,7 +164,8 @@ static void custom_event_rules(void) {
   refused(&t, "custom lock without custom unlock");
   t.events.lock = "SELECT 1";
   refused(&t, "lock and unlock are advisory events");
-  tabq_table advisory = {.name = "jobs", .id = {"id"}, .advisory_lock = "job-{id}"};
+  tabq_table advisory = {
+      .size = sizeof(tabq_table), .name = "jobs", .id = {"id"}, .advisory_lock = "job-{id}"};
   advisory.events.lock = advisory.events.unlock = "SELECT 1";
   CU_ASSERT_EQUAL(tabq_table_check(&advisory, &err), TABQ_OK);
   advisory.events.extend = "UPDATE jobs SET id = id WHERE id = :id";

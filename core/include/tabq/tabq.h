@@ -5,7 +5,13 @@
  * calls the handler, and settles each row by the outcome the handler returns.
  *
  * Every call that can fail returns a tabq_code and, when `err` is not NULL, fills it with the
- * details. Handles are opaque; a broker and its subscriptions may be used from any thread. */
+ * details. Handles are opaque; a broker and its subscriptions may be used from any thread.
+ *
+ * Structs the service fills (tabq_table, tabq_broker_options, tabq_subscription_options,
+ * tabq_message) begin with `size`, set to sizeof the struct as the service was compiled (the
+ * TABQ_*_INIT initialisers do it): a newer libtabq then reads an older program's structs safely,
+ * and a struct whose size is 0 is refused with TABQ_INVALID. Members are only ever appended.
+ * docs/abi-policy.md has the whole policy. */
 #ifndef TABQ_TABQ_H
 #define TABQ_TABQ_H
 
@@ -16,9 +22,19 @@
 #include <tabq/codes.h>
 #include <tabq/table.h>
 #include <tabq/value.h>
+#include <tabq/version.h>
 
 #ifdef __cplusplus
 extern "C" {
+#endif
+
+/* TABQ_SIZED_INIT(type): an initialiser that sets `size` and zeroes the rest. */
+#ifdef __cplusplus
+#define TABQ_SIZED_INIT(type)                                                                      \
+  { sizeof(type) }
+#else
+#define TABQ_SIZED_INIT(type)                                                                      \
+  { .size = sizeof(type) }
 #endif
 
 #if defined(TABQ_BUILDING_LIBRARY) && defined(__GNUC__)
@@ -27,8 +43,18 @@ extern "C" {
 #define TABQ_API
 #endif
 
+/* ---- Version ------------------------------------------------------------------------------- */
+
+/* The version of the library running, as TABQ_VERSION_NUMBER encodes it: compare it with the
+ * macros of the headers the program was compiled with. */
+TABQ_API uint32_t tabq_version(void);
+/* The same as text, "0.2.0". */
+TABQ_API const char *tabq_version_string(void);
+
 /* ---- Errors -------------------------------------------------------------------------------- */
 
+/* The details of a failure. Only tabq writes it, so a service may leave it uninitialised; its
+ * layout and size are fixed for every 1.x (new details take their place in `reserved_`). */
 typedef struct tabq_error {
   tabq_code code;
   char message[512];
@@ -36,6 +62,7 @@ typedef struct tabq_error {
   long native;        /* the driver's own error number, else 0 */
   char table[128];    /* the table concerned, else "" */
   char statement[32]; /* the statement concerned ("claim", "ack", ...), else "" */
+  char reserved_[64]; /* zero; room for details a later 1.x adds */
 } tabq_error;
 
 /* "LEASE_LOST", "SCHEMA", ... */
@@ -52,6 +79,7 @@ typedef struct tabq_delivery tabq_delivery;
 typedef void (*tabq_log_fn)(int level, const char *message, void *user);
 
 typedef struct tabq_broker_options {
+  uint32_t size;               /* sizeof(tabq_broker_options): TABQ_BROKER_OPTIONS_INIT sets it */
   unsigned pool_size;          /* connections, default 8 */
   unsigned acquire_timeout_ms; /* wait for a pooled connection, default 30000 */
   unsigned poll_interval_ms;   /* default 1000, per subscription too */
@@ -63,6 +91,11 @@ typedef struct tabq_broker_options {
    * a notification wakes the subscriptions of its table (and group). Refused elsewhere. */
   bool listen_notify;
 } tabq_broker_options;
+
+/* `tabq_broker_options o = TABQ_BROKER_OPTIONS_INIT;` then set what differs from the defaults. */
+#define TABQ_BROKER_OPTIONS_INIT TABQ_SIZED_INIT(tabq_broker_options)
+/* The first 1.x layout: a smaller `size` is refused. */
+#define TABQ_BROKER_OPTIONS_SIZE_1_0 (offsetof(tabq_broker_options, listen_notify) + sizeof(bool))
 
 /* Connects a broker: the URL's scheme picks the dialect among the installed plugins
  * ("sqlite:jobs.db?synchronous=normal"). `options` may be NULL. */
@@ -126,6 +159,7 @@ typedef void (*tabq_batch_handler)(tabq_delivery *const *deliveries, size_t n,
                                    tabq_outcome *outcomes, void *user);
 
 typedef struct tabq_subscription_options {
+  uint32_t size;        /* sizeof(tabq_subscription_options): TABQ_SUBSCRIPTION_OPTIONS_INIT */
   const char *queue;    /* the group it reads; with no group column, a label */
   tabq_handler handler; /* one of handler and batch_handler */
   tabq_batch_handler batch_handler;
@@ -138,6 +172,10 @@ typedef struct tabq_subscription_options {
   const char *dead_letter_group; /* tables with a group column */
   const char *dead_letter_table; /* a table with the same columns */
 } tabq_subscription_options;
+
+#define TABQ_SUBSCRIPTION_OPTIONS_INIT TABQ_SIZED_INIT(tabq_subscription_options)
+#define TABQ_SUBSCRIPTION_OPTIONS_SIZE_1_0                                                         \
+  (offsetof(tabq_subscription_options, dead_letter_table) + sizeof(const char *))
 
 /* Checks the description and the mount (R-DESC-1), builds and prepares every statement
  * (R-DESC-2), then starts claiming. Nothing is claimed when it fails. */
@@ -161,7 +199,9 @@ typedef struct tabq_stats {
   uint64_t shutdown_closed;
 } tabq_stats;
 
-TABQ_API void tabq_subscription_stats(const tabq_subscription *s, tabq_stats *out);
+/* Copies the counters into `out`, `size` bytes of it (sizeof *out as the service was compiled):
+ * an older program's smaller tabq_stats gets the counters it knows. */
+TABQ_API void tabq_subscription_stats(const tabq_subscription *s, tabq_stats *out, size_t size);
 
 /* ---- Deliveries (valid inside the handler call) ------------------------------------------- */
 
@@ -194,6 +234,7 @@ typedef struct tabq_header {
 } tabq_header;
 
 typedef struct tabq_message {
+  uint32_t size;     /* sizeof(tabq_message): TABQ_MESSAGE_INIT sets it */
   const char *group; /* required when the table has a group column */
   const void *payload;
   size_t payload_len;
@@ -206,6 +247,9 @@ typedef struct tabq_message {
   const tabq_value *data;    /* row mode: one value per data column, in description order */
   size_t ndata;
 } tabq_message;
+
+#define TABQ_MESSAGE_INIT TABQ_SIZED_INIT(tabq_message)
+#define TABQ_MESSAGE_SIZE_1_0 (offsetof(tabq_message, ndata) + sizeof(size_t))
 
 /* Writes one row and wakes this process's subscriptions of its table (and group). */
 TABQ_API int tabq_publish(tabq_broker *b, const tabq_table *table, const tabq_message *m,

@@ -37,6 +37,10 @@
 #include <tabq/table.h>
 #include <tabq/value.h>
 
+#ifdef __cplusplus
+extern "C" {
+#endif
+
 #define TABQ_ABI_MAJOR 1
 #define TABQ_ABI_MINOR 1
 #define TABQ_ABI_VERSION ((uint32_t)(TABQ_ABI_MAJOR << 16 | TABQ_ABI_MINOR))
@@ -298,5 +302,9 @@ typedef struct tabq_plugin {
 } tabq_plugin;
 
 typedef const tabq_plugin *(*tabq_plugin_entry_fn)(const tabq_host *host, uint32_t host_abi);
+
+#ifdef __cplusplus
+}
+#endif
 
 #endif

@@ -13,6 +13,10 @@
 
 #include <tabq/dialect.h>
 
+#ifdef __cplusplus
+extern "C" {
+#endif
+
 /* How a dialect writes placeholders. */
 typedef enum tabq_placeholder {
   TABQ_PH_DOLLAR,   /* $1, $2 ... (PostgreSQL); a repeated id reuses its number */
@@ -132,5 +136,9 @@ static inline void tabq_sql_each_projected(tabq_stmt *st, const tabq_table *t,
   for (size_t i = 0; i < t->ndata; i++)
     each(st, &t->data[i], 0, ctx);
 }
+
+#ifdef __cplusplus
+}
+#endif
 
 #endif

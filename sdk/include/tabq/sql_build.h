@@ -31,6 +31,10 @@
 #include <tabq/dialect.h>
 #include <tabq/sql.h>
 
+#ifdef __cplusplus
+extern "C" {
+#endif
+
 /* What a dialect's text is made of. A dialect keeps one, static and const. */
 typedef struct tabq_sql_style {
   /* The host the plugin's entry was given: every refusal goes through its fail(). */
@@ -179,5 +183,9 @@ int tabq_sqlb_lease_release(const tabq_sql_style *s, const tabq_build *b, tabq_s
 /* lease_one (ABI 1.1): "UPDATE T SET locked_until = :LEASE_UNTIL[, attempt = attempt + 1] WHERE
  * id = :ID AND (locked_until IS NULL OR locked_until <= :NOW)[ AND processed_at IS NULL]". */
 int tabq_sqlb_lease_one(const tabq_sql_style *s, const tabq_build *b, tabq_stmt *out);
+
+#ifdef __cplusplus
+}
+#endif
 
 #endif

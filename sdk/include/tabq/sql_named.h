@@ -15,6 +15,10 @@
 
 #include <tabq/dialect.h>
 
+#ifdef __cplusplus
+extern "C" {
+#endif
+
 /* The names, as bits of a mask. */
 typedef enum tabq_named {
   TABQ_N_ID = 1u << 0,          /* :id          TABQ_P_ID */
@@ -41,5 +45,9 @@ int tabq_sql_render_named(tabq_stmt *out, const char *sql, tabq_placeholder_fn p
 
 /* Writes the names of `mask` as ":id, :queue" into buf[cap]. */
 void tabq_sql_named_list(uint32_t mask, char *buf, size_t cap);
+
+#ifdef __cplusplus
+}
+#endif
 
 #endif

@@ -3,6 +3,7 @@
  * A service describes each queue table once, as a constant struct with designated initialisers:
  *
  *   static const tabq_table thumbnail_jobs = {
+ *       .size = sizeof(tabq_table),
  *       .name = "thumbnail_jobs",
  *       .id = {"id", .generated = true},
  *       .attempt = {"attempt", .generated = true},
@@ -11,17 +12,32 @@
  *   };
  *
  * Every role but `id` is optional. The description is read, never written, by tabq and by the
- * dialects; its rules are checked when a subscription or publisher opens (R-DESC-1). */
+ * dialects; its rules are checked when a subscription or publisher opens (R-DESC-1).
+ *
+ * `size` comes first and must be sizeof(tabq_table) as the service was compiled: a newer tabq
+ * reads an older program's smaller description safely (members it lacks read as empty), and a
+ * description without its size is refused (TABQ_DECLARATION) rather than guessed at. Members are
+ * only ever appended; tabq_col and tabq_events never change size within a major version. */
 #ifndef TABQ_TABLE_H
 #define TABQ_TABLE_H
 
 #include <stdbool.h>
 #include <stddef.h>
+#include <stdint.h>
 
-/* One column playing a role. An empty role has a NULL name. */
+#include <tabq/value.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* One column playing a role. An empty role has a NULL name. Its layout is fixed for 1.x (the
+ * data columns are an array of them). */
 typedef struct tabq_col {
   const char *name;
   bool generated; /* filled by the database, left out of the insert */
+  /* Row mode data columns: the declared type (a tabq_type), TABQ_T_NULL when any type goes. */
+  int type;
 } tabq_col;
 
 typedef enum tabq_clock {
@@ -69,9 +85,12 @@ typedef struct tabq_events {
   const char *extend;      /* lease form: :id :held :until, changes one row while :held holds */
   const char *lock;        /* advisory form, with unlock: :key -> one row, 1 when taken */
   const char *unlock;      /* advisory form, with lock: :key -> one row, 1 when released */
+  /* Room for events a later 1.x adds without moving the members after `events`: keep NULL. */
+  const char *reserved_[6];
 } tabq_events;
 
 typedef struct tabq_table {
+  uint32_t size;    /* sizeof(tabq_table): required */
   const char *name; /* "table" or "schema.table" */
 
   tabq_col id;            /* required: identifies the row in every settlement */
@@ -94,8 +113,11 @@ typedef struct tabq_table {
   const tabq_col *data; /* row mode data columns, `ndata` of them */
   size_t ndata;
 
-  tabq_events events; /* statements of the service's own (ABI 1.1) */
+  tabq_events events; /* statements of the service's own */
 } tabq_table;
+
+/* The size of the first tabq_table a 1.x tabq reads: a smaller `size` is refused. */
+#define TABQ_TABLE_SIZE_1_0 (offsetof(tabq_table, events) + sizeof(tabq_events))
 
 /* The claim forms. A table takes its rows in exactly one. */
 typedef enum tabq_form {
@@ -112,5 +134,9 @@ static inline tabq_form tabq_table_form(const tabq_table *t) {
     return TABQ_FORM_ADVISORY;
   return TABQ_FORM_ROWLOCK;
 }
+
+#ifdef __cplusplus
+}
+#endif
 
 #endif

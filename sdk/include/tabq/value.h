@@ -9,6 +9,10 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#ifdef __cplusplus
+extern "C" {
+#endif
+
 typedef enum tabq_type {
   TABQ_T_NULL = 0,
   TABQ_T_INT,      /* u.i */
@@ -35,25 +39,42 @@ typedef struct tabq_value {
   } u;
 } tabq_value;
 
+/* Constructors, written with assignments so the header compiles as C and as C++. */
 static inline tabq_value tabq_null(void) {
-  tabq_value v = {.type = TABQ_T_NULL};
+  tabq_value v;
+  v.type = TABQ_T_NULL;
+  v.u.i = 0;
   return v;
 }
 static inline tabq_value tabq_int(int64_t i) {
-  tabq_value v = {.type = TABQ_T_INT, .u.i = i};
+  tabq_value v;
+  v.type = TABQ_T_INT;
+  v.u.i = i;
   return v;
 }
 static inline tabq_value tabq_time(int64_t time_us) {
-  tabq_value v = {.type = TABQ_T_TIME, .u.time_us = time_us};
+  tabq_value v;
+  v.type = TABQ_T_TIME;
+  v.u.time_us = time_us;
   return v;
 }
 static inline tabq_value tabq_text(const char *p, size_t len) {
-  tabq_value v = {.type = TABQ_T_TEXT, .u.buf = {p, len}};
+  tabq_value v;
+  v.type = TABQ_T_TEXT;
+  v.u.buf.ptr = p;
+  v.u.buf.len = len;
   return v;
 }
 static inline tabq_value tabq_bytes(const void *p, size_t len) {
-  tabq_value v = {.type = TABQ_T_BYTES, .u.buf = {p, len}};
+  tabq_value v;
+  v.type = TABQ_T_BYTES;
+  v.u.buf.ptr = p;
+  v.u.buf.len = len;
   return v;
 }
+
+#ifdef __cplusplus
+}
+#endif
 
 #endif
