@@ -6,6 +6,9 @@
  * while a progress line runs. Every seventh image fails once and succeeds on its retry; every
  * fiftieth has no path and fails every time, so after three attempts it moves to the dead
  * letter table. Ends with a summary. */
+#ifndef _DEFAULT_SOURCE
+#define _DEFAULT_SOURCE /* usleep */
+#endif
 #include <jansson.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -16,6 +19,7 @@
 
 /* The seed's table: tabq fills attempt and locked_until; the payload is the job as JSON. */
 static const tabq_table thumbnail_jobs = {
+    .size = sizeof(tabq_table),
     .name = "thumbnail_jobs",
     .id = {.name = "id", .generated = true},
     .attempt = {.name = "attempt", .generated = true},
@@ -80,13 +84,16 @@ int main(int argc, char **argv) {
     return fail("connect", &err);
   if (tabq_exec(broker, schema, &err))
     return fail("creating the table", &err);
-  printf("thumbnails: %s (dialect %s)\n", file, tabq_dialect_name(broker));
+  printf("thumbnails: %s (tabq %s, dialect %s from %s)\n", file, tabq_version_string(),
+         tabq_dialect_name(broker), tabq_dialect_path(broker));
 
   for (int i = 1; i <= jobs; i++) {
     char payload[128];
     int n = snprintf(payload, sizeof payload, "{\"path\":\"%s\",\"size\":%d,\"number\":%d}",
                      i % 50 == 0 ? "" : "images/photo.jpg", 128 + i % 3 * 64, i);
-    tabq_message m = {.payload = payload, .payload_len = (size_t)n};
+    tabq_message m = TABQ_MESSAGE_INIT;
+    m.payload = payload;
+    m.payload_len = (size_t)n;
     if (tabq_publish(broker, &thumbnail_jobs, &m, &err))
       return fail("publishing", &err);
   }
@@ -94,14 +101,13 @@ int main(int argc, char **argv) {
 
   struct timespec t0;
   clock_gettime(CLOCK_MONOTONIC, &t0);
-  tabq_subscription_options options = {
-      .queue = "thumbnails",
-      .handler = thumbnail,
-      .workers = 4,
-      .lease_s = 10,
-      .max_attempts = 3,
-      .dead_letter_table = "thumbnail_jobs_dead",
-  };
+  tabq_subscription_options options = TABQ_SUBSCRIPTION_OPTIONS_INIT;
+  options.queue = "thumbnails";
+  options.handler = thumbnail;
+  options.workers = 4;
+  options.lease_s = 10;
+  options.max_attempts = 3;
+  options.dead_letter_table = "thumbnail_jobs_dead";
   tabq_subscription *sub;
   if (tabq_subscribe(broker, &thumbnail_jobs, &options, &sub, &err))
     return fail("subscribing", &err);
@@ -109,7 +115,7 @@ int main(int argc, char **argv) {
   tabq_stats st;
   bool tty = isatty(STDOUT_FILENO);
   for (;;) {
-    tabq_subscription_stats(sub, &st);
+    tabq_subscription_stats(sub, &st, sizeof st);
     bool finished = st.acked + st.dead_lettered >= (uint64_t)jobs;
     if (tty || finished)
       printf("%s  handled %4llu / %d   retried %3llu   dead-lettered %2llu   %.1f s%s",
@@ -122,7 +128,7 @@ int main(int argc, char **argv) {
     usleep(100 * 1000);
   }
   tabq_shutdown(broker);
-  tabq_subscription_stats(sub, &st);
+  tabq_subscription_stats(sub, &st, sizeof st);
   printf("summary: %llu handled, %llu retried, %llu dead-lettered (in thumbnail_jobs_dead), "
          "%.2f s elapsed\n",
          (unsigned long long)st.acked, (unsigned long long)st.retried,

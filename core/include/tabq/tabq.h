@@ -132,23 +132,30 @@ typedef struct tabq_outcome {
   uint32_t delay_ms; /* RETRY_AFTER only */
 } tabq_outcome;
 
+/* Written without compound literals, so the header compiles as C++ too. */
+static inline tabq_outcome tabq_outcome_of(tabq_outcome_kind kind, uint32_t delay_ms) {
+  tabq_outcome o;
+  o.kind = kind;
+  o.delay_ms = delay_ms;
+  return o;
+}
 static inline tabq_outcome tabq_ack(void) {
-  return (tabq_outcome){TABQ_OUTCOME_ACK, 0};
+  return tabq_outcome_of(TABQ_OUTCOME_ACK, 0);
 }
 static inline tabq_outcome tabq_retry(void) {
-  return (tabq_outcome){TABQ_OUTCOME_RETRY, 0};
+  return tabq_outcome_of(TABQ_OUTCOME_RETRY, 0);
 }
 static inline tabq_outcome tabq_retry_after(uint32_t delay_ms) {
-  return (tabq_outcome){TABQ_OUTCOME_RETRY_AFTER, delay_ms};
+  return tabq_outcome_of(TABQ_OUTCOME_RETRY_AFTER, delay_ms);
 }
 static inline tabq_outcome tabq_drop(void) {
-  return (tabq_outcome){TABQ_OUTCOME_DROP, 0};
+  return tabq_outcome_of(TABQ_OUTCOME_DROP, 0);
 }
 static inline tabq_outcome tabq_dead_letter(void) {
-  return (tabq_outcome){TABQ_OUTCOME_DEAD_LETTER, 0};
+  return tabq_outcome_of(TABQ_OUTCOME_DEAD_LETTER, 0);
 }
 static inline tabq_outcome tabq_no_outcome(void) {
-  return (tabq_outcome){TABQ_OUTCOME_NONE, 0};
+  return tabq_outcome_of(TABQ_OUTCOME_NONE, 0);
 }
 
 /* ---- Subscriptions ------------------------------------------------------------------------- */

@@ -1,0 +1,86 @@
+#!/usr/bin/env bash
+# The installed package, used from outside tabq's tree: install the build into a temporary
+# prefix, then, against that prefix alone,
+#   - compile every public header alone as C11 (-pedantic) and as C++;
+#   - check what libtabq and each plugin export against the committed lists;
+#   - build examples/ as a project of its own with find_package(tabq), and once with pkg-config;
+#   - run the thumbnails example on a SQLite file, its dialect loaded from the prefix;
+#   - build the skeleton dialect (sdk/template) out of tree and load it by TABQ_PLUGIN_PATH.
+# Usage: test_installed.sh SOURCE_DIR BUILD_DIR
+set -euo pipefail
+src=$1
+build=$2
+work=$(mktemp -d /tmp/tabq-installed.XXXXXX)
+trap 'rm -rf "$work"' EXIT
+prefix=$work/prefix
+passed=0
+failed=0
+ok() { echo "ok - $*"; passed=$((passed + 1)); }
+not_ok() { echo "not ok - $*"; failed=$((failed + 1)); }
+# check NAME CMD...: runs CMD quietly; on failure shows its output.
+check() {
+  local name=$1; shift
+  if "$@" >"$work/out" 2>&1; then ok "$name"; else not_ok "$name"; sed 's/^/    /' "$work/out"; fi
+}
+
+cmake --install "$build" --prefix "$prefix" >"$work/install.log" 2>&1 ||
+  { cat "$work/install.log"; exit 1; }
+libdir=$(find "$prefix" -name libtabq.so -printf '%h\n' | head -n 1)
+export PKG_CONFIG_PATH=$libdir/pkgconfig
+# Nothing from the build tree: no plugin path, and the library found in the prefix only.
+unset TABQ_PLUGIN_PATH LD_LIBRARY_PATH
+
+check "libtabq.so.1 is the SONAME" sh -c "objdump -p '$libdir/libtabq.so' | grep -q 'SONAME *libtabq.so.1$'"
+check "libtabq.so -> libtabq.so.1 -> libtabq.so.1.x.y" \
+  sh -c "readlink '$libdir/libtabq.so' | grep -qx libtabq.so.1 && readlink '$libdir/libtabq.so.1' | grep -qE '^libtabq\.so\.1\.[0-9]+\.[0-9]+$'"
+
+for h in "$prefix"/include/tabq/*.h; do
+  name=tabq/$(basename "$h")
+  check "$name compiles alone as C11" sh -c "printf '#include <$name>\nint header_test_;\n' |
+    cc -std=c11 -pedantic -Wall -Wextra -Werror -fsyntax-only -I'$prefix/include' -x c -"
+  check "$name compiles alone as C++" sh -c "printf '#include <$name>\nint header_test_;\n' |
+    c++ -std=c++11 -pedantic -Wall -Wextra -Werror -fsyntax-only -I'$prefix/include' -x c++ -"
+done
+
+exports() { nm -D --defined-only "$1" | awk '{print $3}' | sort; }
+check "libtabq exports the committed list (tests/installed/symbols-libtabq.txt)" \
+  diff -u "$src/tests/installed/symbols-libtabq.txt" <(exports "$libdir/libtabq.so")
+for p in "$libdir"/tabq-1/*.so; do
+  check "$(basename "$p") exports tabq_plugin_entry alone" \
+    diff -u <(echo tabq_plugin_entry) <(exports "$p")
+done
+
+check "examples build with find_package(tabq)" sh -c "cmake -S '$src/examples' -B '$work/ex' \
+  -DCMAKE_PREFIX_PATH='$prefix' && cmake --build '$work/ex'"
+check "thumbnails builds with pkg-config --cflags --libs tabq" sh -c "cc -std=c11 -Wall -Werror \
+  '$src/examples/thumbnails/main.c' -o '$work/thumbnails-pc' \$(pkg-config --cflags --libs tabq jansson) \
+  -Wl,-rpath,\$(realpath \$(pkg-config --variable=libdir tabq))"
+for exe in "$work/ex/thumbnails/thumbnails" "$work/thumbnails-pc"; do
+  if "$exe" "$work/thumbs.db" 40 >"$work/out" 2>&1 &&
+      grep -q "from $libdir/tabq-1/sqlite.so" "$work/out" && grep -q "^summary: 40 handled" "$work/out"; then
+    ok "$(basename "$exe") drains 40 jobs on SQLite, its dialect from the prefix"
+  else
+    not_ok "$(basename "$exe") drains 40 jobs on SQLite, its dialect from the prefix"
+    sed 's/^/    /' "$work/out"
+  fi
+done
+
+check "try_connect builds with pkg-config" sh -c "cc -std=c11 -Wall -Werror \
+  '$src/tests/installed/try_connect.c' -o '$work/try_connect' \$(pkg-config --cflags --libs tabq) \
+  -Wl,-rpath,\$(realpath \$(pkg-config --variable=libdir tabq))"
+
+if [ -d "$src/sdk/template" ]; then
+  check "the skeleton dialect builds out of tree against the prefix" sh -c "cmake -S '$src/sdk/template' \
+    -B '$work/template' -DCMAKE_PREFIX_PATH='$prefix' && cmake --build '$work/template'"
+  plugin_dir=$(dirname "$(find "$work/template" -name 'skeleton.so' | head -n 1)")
+  TABQ_PLUGIN_PATH=$plugin_dir "$work/try_connect" "skeleton://anything" >"$work/out" 2>&1 || true
+  if grep -q "^error DIALECT .*skeleton dialect: Driver.connect is not written yet" "$work/out"; then
+    ok "the skeleton dialect loads by TABQ_PLUGIN_PATH and refuses with DIALECT"
+  else
+    not_ok "the skeleton dialect loads by TABQ_PLUGIN_PATH and refuses with DIALECT"
+    sed 's/^/    /' "$work/out"
+  fi
+fi
+
+echo "installed: $passed passed, $failed failed"
+[ "$failed" -eq 0 ]
