@@ -27,6 +27,30 @@ static int url_scheme(const char *url, char *scheme, size_t cap, tabq_error *err
   return TABQ_OK;
 }
 
+/* Everything after the plugin is loaded; on failure the caller closes the broker. */
+static int start_broker(tabq_broker *b, const char *url, const tabq_broker_options *o,
+                        tabq_error *err) {
+  b->poll_interval_ms = o && o->poll_interval_ms ? o->poll_interval_ms : DEFAULT_POLL_INTERVAL_MS;
+  b->lease_s = o && o->lease_s ? o->lease_s : DEFAULT_LEASE_S;
+  unsigned size = o && o->pool_size ? o->pool_size : DEFAULT_POOL_SIZE;
+  unsigned timeout =
+      o && o->acquire_timeout_ms ? o->acquire_timeout_ms : DEFAULT_ACQUIRE_TIMEOUT_MS;
+  int rc = tabq_pool_init(&b->pool, b->drv, url, size, timeout, err);
+  if (rc)
+    return rc;
+  /* Connect once now, so a wrong URL or an unreachable database fails here. */
+  tabq_pconn *c;
+  if ((rc = tabq_pool_acquire(&b->pool, &c, err)))
+    return rc;
+  tabq_pool_release(&b->pool, c);
+  if (o && o->listen_notify) {
+    if ((rc = tabq_listener_start(b, err)))
+      return rc;
+    b->listen_notify = true;
+  }
+  return TABQ_OK;
+}
+
 int tabq_connect(const char *url, const tabq_broker_options *options, tabq_broker **out,
                  tabq_error *err) {
   tabq_err_clear(err);
@@ -54,30 +78,14 @@ int tabq_connect(const char *url, const tabq_broker_options *options, tabq_broke
   b->drv = b->plugin.driver;
   b->host = tabq_host_services();
   tabq_logger_init(&b->log, o);
-  b->poll_interval_ms = o && o->poll_interval_ms ? o->poll_interval_ms : DEFAULT_POLL_INTERVAL_MS;
-  b->lease_s = o && o->lease_s ? o->lease_s : DEFAULT_LEASE_S;
-  unsigned size = o && o->pool_size ? o->pool_size : DEFAULT_POOL_SIZE;
-  unsigned timeout =
-      o && o->acquire_timeout_ms ? o->acquire_timeout_ms : DEFAULT_ACQUIRE_TIMEOUT_MS;
   tabq_registry_init(&b->stmts);
   pthread_mutex_init(&b->mu, NULL);
-  if ((rc = tabq_pool_init(&b->pool, b->drv, url, size, timeout, err))) {
+  const tabq_logger *outer = tabq_log_enter(&b->log);
+  rc = start_broker(b, url, o, err);
+  tabq_log_leave(outer);
+  if (rc) {
     tabq_close(b);
     return rc;
-  }
-  /* Connect once now, so a wrong URL or an unreachable database fails here. */
-  tabq_pconn *c;
-  if ((rc = tabq_pool_acquire(&b->pool, &c, err))) {
-    tabq_close(b);
-    return rc;
-  }
-  tabq_pool_release(&b->pool, c);
-  if (o && o->listen_notify) {
-    if ((rc = tabq_listener_start(b, err))) {
-      tabq_close(b);
-      return rc;
-    }
-    b->listen_notify = true;
   }
   *out = b;
   return TABQ_OK;
@@ -103,17 +111,27 @@ int tabq_channel_of(tabq_broker *b, const tabq_table *t, char *out, size_t cap, 
 int tabq_exec(tabq_broker *b, const char *sql, tabq_error *err) {
   tabq_err_clear(err);
   tabq_pconn *c;
+  const tabq_logger *outer = tabq_log_enter(&b->log);
   int rc = tabq_pool_acquire(&b->pool, &c, err);
-  if (rc)
-    return rc;
-  rc = tabq_pconn_check(c, b->drv->exec(c->conn, sql));
-  if (rc)
-    tabq_err_from_plugin(err, rc, NULL, "exec");
-  tabq_pool_release(&b->pool, c);
+  if (!rc) {
+    rc = tabq_pconn_check(c, b->drv->exec(c->conn, sql));
+    if (rc)
+      tabq_err_from_plugin(err, rc, NULL, "exec");
+    tabq_pool_release(&b->pool, c);
+  }
+  tabq_log_leave(outer);
   return rc;
 }
 
+static void shut_down(tabq_broker *b);
+
 void tabq_shutdown(tabq_broker *b) {
+  const tabq_logger *outer = tabq_log_enter(&b->log);
+  shut_down(b);
+  tabq_log_leave(outer);
+}
+
+static void shut_down(tabq_broker *b) {
   if (atomic_exchange(&b->shut, true))
     return;
   pthread_mutex_lock(&b->mu);
@@ -163,7 +181,8 @@ void tabq_sub_free(tabq_subscription *s) {
 void tabq_close(tabq_broker *b) {
   if (!b)
     return;
-  tabq_shutdown(b);
+  const tabq_logger *outer = tabq_log_enter(&b->log);
+  shut_down(b);
   for (tabq_subscription *s = b->subs, *next; s; s = next) {
     next = s->next;
     tabq_sub_free(s);
@@ -178,6 +197,7 @@ void tabq_close(tabq_broker *b) {
   pthread_mutex_destroy(&b->mu);
   tabq_loader_close(&b->plugin);
   free(b);
+  tabq_log_leave(outer);
 }
 
 const char *tabq_dialect_name(const tabq_broker *b) {

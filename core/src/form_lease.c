@@ -138,6 +138,7 @@ static void extend_all(tabq_subscription *s) {
 
 static void *extender_main(void *arg) {
   tabq_subscription *s = arg;
+  tabq_log_enter(&s->b->log);
   int64_t period_ms = (int64_t)s->lease_s * 500; /* each half lease */
   pthread_mutex_lock(&s->ext_mu);
   int64_t next = tabq_mono_ms() + period_ms;

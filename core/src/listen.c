@@ -74,6 +74,7 @@ static void drop_connection(tabq_broker *b, tabq_listener *l) {
 
 static void *listener_main(void *arg) {
   tabq_broker *b = arg;
+  tabq_log_enter(&b->log);
   tabq_listener *l = &b->listener;
   int64_t backoff_ms = 100;
   unsigned woken_for = 1; /* the first connection needs no wake-up: nothing was missed */

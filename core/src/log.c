@@ -30,10 +30,24 @@ void tabq_logf(const tabq_logger *l, int level, const char *fmt, ...) {
   l->fn(level, message, l->user);
 }
 
+static _Thread_local const tabq_logger *current;
+
+const tabq_logger *tabq_log_enter(const tabq_logger *l) {
+  const tabq_logger *outer = current;
+  current = l;
+  return outer;
+}
+
+void tabq_log_leave(const tabq_logger *outer) {
+  current = outer;
+}
+
 void tabq_log_plugin_v(int level, const char *fmt, va_list ap) {
-  if (level > TABQ_LOG_WARN)
+  static const tabq_logger fallback = {log_to_stderr, NULL, TABQ_LOG_WARN};
+  const tabq_logger *l = current ? current : &fallback;
+  if (level > l->level)
     return;
   char message[768];
   vsnprintf(message, sizeof message, fmt, ap);
-  log_to_stderr(level, message, NULL);
+  l->fn(level, message, l->user);
 }

@@ -14,7 +14,13 @@ typedef struct tabq_logger {
 
 void tabq_logger_init(tabq_logger *l, const tabq_broker_options *o);
 void tabq_logf(const tabq_logger *l, int level, const char *fmt, ...) TABQ_PRINTF_(3, 4);
-/* The logger plugins write to (host->log): stderr, warnings and worse. */
+/* What plugins write through host->log goes to the broker the calling thread works for: its
+ * threads name it when they start, and each API call around its work (host->log has no broker
+ * argument, since one loaded plugin serves every broker of the process). Outside any broker,
+ * warnings and worse go to stderr. */
 void tabq_log_plugin_v(int level, const char *fmt, va_list ap);
+/* Makes `l` the calling thread's broker logger; returns the one before, for tabq_log_leave. */
+const tabq_logger *tabq_log_enter(const tabq_logger *l);
+void tabq_log_leave(const tabq_logger *outer);
 
 #endif

@@ -2,6 +2,7 @@
  * and a wake-up for this process's subscriptions of that table and group. */
 #include <stdio.h>
 #include <string.h>
+#include <unistr.h>
 
 #include "clock.h"
 #include "engine.h"
@@ -65,6 +66,14 @@ static int check_message(const tabq_table *t, const tabq_message *m, tabq_error 
   if (t->group.name && !m->group)
     return tabq_err_set(err, TABQ_INVALID, t->name, "insert",
                         "table %s has a group column; the message needs a group", t->name);
+  /* Every database compares groups as text: one that is not UTF-8 would be written and then
+   * never match a queue name (SQLite stores any bytes). */
+  if (m->group && u8_check((const uint8_t *)m->group, strlen(m->group)))
+    return tabq_err_set(err, TABQ_INVALID, t->name, "insert",
+                        "table %s: the message's group is not valid UTF-8", t->name);
+  if (m->partition_key && u8_check((const uint8_t *)m->partition_key, strlen(m->partition_key)))
+    return tabq_err_set(err, TABQ_INVALID, t->name, "insert",
+                        "table %s: the message's partition key is not valid UTF-8", t->name);
   if (!t->id.generated && m->id.type == TABQ_T_NULL)
     return tabq_err_set(err, TABQ_INVALID, t->name, "insert",
                         "table %s's id is not generated; the message needs an id", t->name);
@@ -105,9 +114,8 @@ static void announce(tabq_broker *b, const tabq_table *t, tabq_publisher *p, tab
     b->drv->reset(st);
 }
 
-int tabq_publish(tabq_broker *b, const tabq_table *table, const tabq_message *message,
-                 tabq_error *err) {
-  tabq_err_clear(err);
+static int publish(tabq_broker *b, const tabq_table *table, const tabq_message *message,
+                   tabq_error *err) {
   if (!b || !table || !message)
     return tabq_err_set(err, TABQ_INVALID, NULL, "insert",
                         "tabq_publish needs a broker, a table and a message");
@@ -152,13 +160,29 @@ int tabq_publish(tabq_broker *b, const tabq_table *table, const tabq_message *me
   return rc;
 }
 
+int tabq_publish(tabq_broker *b, const tabq_table *table, const tabq_message *message,
+                 tabq_error *err) {
+  tabq_err_clear(err);
+  if (!b)
+    return tabq_err_set(err, TABQ_INVALID, NULL, "insert", "tabq_publish needs a broker");
+  const tabq_logger *outer = tabq_log_enter(&b->log);
+  int rc = publish(b, table, message, err);
+  tabq_log_leave(outer);
+  return rc;
+}
+
 int tabq_insert_sql(tabq_broker *b, const tabq_table *table, char *buf, size_t cap,
                     tabq_error *err) {
   tabq_err_clear(err);
+  if (!b || !table || !buf)
+    return tabq_err_set(err, TABQ_INVALID, NULL, "insert",
+                        "tabq_insert_sql needs a broker, a table and a buffer");
   tabq_publisher *p;
+  const tabq_logger *outer = tabq_log_enter(&b->log);
   pthread_mutex_lock(&b->mu);
   int rc = publisher_of(b, table, &p, err);
   pthread_mutex_unlock(&b->mu);
+  tabq_log_leave(outer);
   if (rc)
     return rc;
   const tabq_table *t = &p->table;

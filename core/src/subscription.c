@@ -243,15 +243,9 @@ static tabq_subscription *new_subscription(tabq_broker *b, const tabq_table *t,
   return s;
 }
 
-int tabq_subscribe(tabq_broker *b, const tabq_table *table,
-                   const tabq_subscription_options *options, tabq_subscription **out,
-                   tabq_error *err) {
-  tabq_err_clear(err);
-  if (out)
-    *out = NULL;
-  if (!b || !table || !options)
-    return tabq_err_set(err, TABQ_INVALID, NULL, NULL,
-                        "tabq_subscribe needs a broker, a table and options");
+static int subscribe(tabq_broker *b, const tabq_table *table,
+                     const tabq_subscription_options *options, tabq_subscription **out,
+                     tabq_error *err) {
   tabq_table taken_table;
   tabq_subscription_options taken;
   int rc = tabq_table_take(table, &taken_table, err);
@@ -314,6 +308,21 @@ int tabq_subscribe(tabq_broker *b, const tabq_table *table,
   if (out)
     *out = s;
   return TABQ_OK;
+}
+
+int tabq_subscribe(tabq_broker *b, const tabq_table *table,
+                   const tabq_subscription_options *options, tabq_subscription **out,
+                   tabq_error *err) {
+  tabq_err_clear(err);
+  if (out)
+    *out = NULL;
+  if (!b || !table || !options)
+    return tabq_err_set(err, TABQ_INVALID, NULL, NULL,
+                        "tabq_subscribe needs a broker, a table and options");
+  const tabq_logger *outer = tabq_log_enter(&b->log);
+  int rc = subscribe(b, table, options, out, err);
+  tabq_log_leave(outer);
+  return rc;
 }
 
 void tabq_subscription_stats(const tabq_subscription *s, tabq_stats *caller, size_t size) {

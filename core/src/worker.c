@@ -161,6 +161,7 @@ static void claim_round(worker *w, unsigned limit) {
 static void *worker_main(void *arg) {
   worker *w = arg;
   tabq_subscription *s = w->s;
+  tabq_log_enter(&s->b->log);
   pthread_mutex_lock(&s->mu);
   while (!s->stop) {
     if (s->ready_count) {

@@ -1,0 +1,122 @@
+/* The core's own behaviour on a real SQLite file, whatever the dialect: a plugin's log lines
+ * reach the log callback of the broker they work for, and publish refuses text a database could
+ * store but never match (groups and partition keys that are not UTF-8), writing nothing. */
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+#include <sqlite3.h>
+#include <tabq/tabq.h>
+
+#include "cunit_main.h"
+
+static tabq_error err;
+
+typedef struct log_lines {
+  pthread_mutex_t mu;
+  char text[4096];
+} log_lines;
+
+static void collect(int level, const char *message, void *user) {
+  (void)level;
+  log_lines *l = user;
+  pthread_mutex_lock(&l->mu);
+  size_t len = strlen(l->text);
+  snprintf(l->text + len, sizeof l->text - len, "%s\n", message);
+  pthread_mutex_unlock(&l->mu);
+}
+
+static void temp_url(char *path, size_t pcap, char *url, size_t ucap, const char *tag) {
+  snprintf(path, pcap, "/tmp/tabq-core-%s-%d.db", tag, (int)getpid());
+  unlink(path);
+  snprintf(url, ucap, "sqlite:%s", path);
+}
+
+static void plugin_logs_reach_their_brokers_callback(void) {
+  log_lines a = {.mu = PTHREAD_MUTEX_INITIALIZER}, b = {.mu = PTHREAD_MUTEX_INITIALIZER};
+  char pa[64], ua[96], pb[64], ub[96];
+  temp_url(pa, sizeof pa, ua, sizeof ua, "a");
+  temp_url(pb, sizeof pb, ub, sizeof ub, "b");
+  tabq_broker_options oa = TABQ_BROKER_OPTIONS_INIT, ob = TABQ_BROKER_OPTIONS_INIT;
+  oa.log = ob.log = collect;
+  oa.log_user = &a;
+  ob.log_user = &b;
+  oa.log_level = ob.log_level = TABQ_LOG_DEBUG;
+  tabq_broker *ba = NULL, *bb = NULL;
+  CU_ASSERT_EQUAL_FATAL(tabq_connect(ua, &oa, &ba, &err), TABQ_OK);
+  CU_ASSERT_EQUAL_FATAL(tabq_connect(ub, &ob, &bb, &err), TABQ_OK);
+  /* The SQLite driver logs each file it opens at debug level: each broker hears its own. */
+  CU_ASSERT_PTR_NOT_NULL(strstr(a.text, pa));
+  CU_ASSERT_PTR_NULL(strstr(a.text, pb));
+  CU_ASSERT_PTR_NOT_NULL(strstr(b.text, pb));
+  CU_ASSERT_PTR_NULL(strstr(b.text, pa));
+  tabq_close(ba);
+  tabq_close(bb);
+  unlink(pa);
+  unlink(pb);
+}
+
+static const tabq_table jobs = {
+    .size = sizeof(tabq_table),
+    .name = "jobs",
+    .id = {"id", .generated = true},
+    .group = {"queue"},
+    .partition_key = {"pkey"},
+    .attempt = {"attempt", .generated = true},
+    .locked_until = {"locked_until"},
+    .payload = {"payload"},
+};
+
+static long long count_rows(const char *path) {
+  sqlite3 *db = NULL;
+  long long n = -1;
+  sqlite3_stmt *st = NULL;
+  if (sqlite3_open_v2(path, &db, SQLITE_OPEN_READONLY, NULL) == SQLITE_OK &&
+      sqlite3_prepare_v2(db, "SELECT count(*) FROM jobs", -1, &st, NULL) == SQLITE_OK &&
+      sqlite3_step(st) == SQLITE_ROW)
+    n = sqlite3_column_int64(st, 0);
+  sqlite3_finalize(st);
+  sqlite3_close(db);
+  return n;
+}
+
+static void groups_and_keys_must_be_utf8(void) {
+  char path[64], url[96];
+  temp_url(path, sizeof path, url, sizeof url, "utf8");
+  tabq_broker *b = NULL;
+  CU_ASSERT_EQUAL_FATAL(tabq_connect(url, NULL, &b, &err), TABQ_OK);
+  CU_ASSERT_EQUAL(tabq_exec(b,
+                            "CREATE TABLE jobs (id INTEGER PRIMARY KEY, queue TEXT NOT NULL, pkey "
+                            "TEXT, attempt INTEGER NOT NULL DEFAULT 1, locked_until INTEGER, "
+                            "payload BLOB)",
+                            &err),
+                  TABQ_OK);
+  tabq_message m = TABQ_MESSAGE_INIT;
+  m.group = "caf\xc3"; /* a UTF-8 sequence cut short */
+  m.payload = "x";
+  m.payload_len = 1;
+  CU_ASSERT_EQUAL(tabq_publish(b, &jobs, &m, &err), TABQ_INVALID);
+  CU_ASSERT_PTR_NOT_NULL(strstr(err.message, "group is not valid UTF-8"));
+  CU_ASSERT_STRING_EQUAL(err.table, "jobs");
+  m.group = "café";
+  m.partition_key = "\xff\xfe";
+  CU_ASSERT_EQUAL(tabq_publish(b, &jobs, &m, &err), TABQ_INVALID);
+  CU_ASSERT_PTR_NOT_NULL(strstr(err.message, "partition key is not valid UTF-8"));
+  /* Nothing was written: the only row is the valid one published now. */
+  m.partition_key = "k";
+  CU_ASSERT_EQUAL(tabq_publish(b, &jobs, &m, &err), TABQ_OK);
+  tabq_close(b);
+  CU_ASSERT_EQUAL(count_rows(path), 1);
+  unlink(path);
+}
+
+int register_tests(void) {
+  static CU_TestInfo tests[] = {
+      {"plugin log lines reach their broker's callback", plugin_logs_reach_their_brokers_callback},
+      {"groups and partition keys must be UTF-8", groups_and_keys_must_be_utf8},
+      CU_TEST_INFO_NULL,
+  };
+  ADD_SUITE("core on SQLite", NULL, NULL, tests);
+  return 0;
+}
