@@ -221,8 +221,17 @@ typedef struct tabq_dialect_v1 {
   tabq_build_fn count_attempt;
 } tabq_dialect_v1;
 
-/* Claim flags. */
-#define TABQ_CLAIM_SERIAL 1u /* claims of one subscription must run one at a time */
+/* ---- Capability flags, every one in this one place ------------------------------------------
+ * The `flags` member of the RowLock, Lease and Advisory tables. Each bit has one meaning in every
+ * table; a table sets only the bits listed for it, and the core ignores bits it does not know
+ * (a newer minor may add some: they are only ever appended). */
+/* RowLock, Lease: claims of one subscription must run one at a time (a database with one
+ * writer, where concurrent claims would only queue). */
+#define TABQ_CLAIM_SERIAL 1u
+/* Advisory: the database has no session locks; the core would keep the keys in a registry of
+ * its own. Reserved: this core refuses an advisory subscription on such a plugin (TABQ_DIALECT)
+ * until that registry exists. */
+#define TABQ_ADVISORY_PROCESS_KEYS 2u
 /* Lease: expiries are whole seconds (the core rounds them up), so a column without fractions
  * holds the token exactly. */
 #define TABQ_LEASE_WHOLE_SECONDS 4u
@@ -262,7 +271,6 @@ typedef struct tabq_lease_v1 {
 } tabq_lease_v1;
 
 /* ---- Advisory: a lock on a key rendered from the row ------------------------------------- */
-#define TABQ_ADVISORY_PROCESS_KEYS 2u /* no session locks: the core keeps keys in a registry */
 typedef struct tabq_advisory_v1 {
   uint32_t size;
   uint32_t version; /* 1 */
