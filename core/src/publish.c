@@ -77,6 +77,16 @@ static int check_message(const tabq_table *t, const tabq_message *m, tabq_error 
   if (!t->id.generated && m->id.type == TABQ_T_NULL)
     return tabq_err_set(err, TABQ_INVALID, t->name, "insert",
                         "table %s's id is not generated; the message needs an id", t->name);
+  /* The insert leaves a generated column out, so the delay would be lost without a word. */
+  if (m->delay_ms && t->retry_after.generated)
+    return tabq_err_set(err, TABQ_INVALID, t->name, "insert",
+                        "table %s's retry_after is generated (filled by the database), so a "
+                        "publish cannot delay the row by %u ms; describe it as not generated",
+                        t->name, m->delay_ms);
+  if (m->delay_ms && !t->retry_after.name)
+    return tabq_err_set(err, TABQ_INVALID, t->name, "insert",
+                        "table %s has no retry_after column, so a publish cannot delay the row",
+                        t->name);
   if (m->ndata > t->ndata)
     return tabq_err_set(err, TABQ_INVALID, t->name, "insert",
                         "the message has %zu data values; table %s describes %zu data columns",

@@ -111,10 +111,41 @@ static void groups_and_keys_must_be_utf8(void) {
   unlink(path);
 }
 
+/* A delay needs a retry_after column the insert writes: otherwise it would be lost silently. */
+static void delay_needs_a_written_retry_after(void) {
+  char path[64], url[96];
+  temp_url(path, sizeof path, url, sizeof url, "delay");
+  tabq_broker *b = NULL;
+  CU_ASSERT_EQUAL_FATAL(tabq_connect(url, NULL, &b, &err), TABQ_OK);
+  CU_ASSERT_EQUAL(tabq_exec(b,
+                            "CREATE TABLE jobs (id INTEGER PRIMARY KEY, queue TEXT NOT NULL, pkey "
+                            "TEXT, attempt INTEGER NOT NULL DEFAULT 1, locked_until INTEGER, "
+                            "payload BLOB, retry_after INTEGER DEFAULT 0)",
+                            &err),
+                  TABQ_OK);
+  tabq_table generated = jobs;
+  generated.retry_after = (tabq_col){.name = "retry_after", .generated = true};
+  tabq_message m = TABQ_MESSAGE_INIT;
+  m.group = "q";
+  m.payload = "x";
+  m.payload_len = 1;
+  m.delay_ms = 5000;
+  CU_ASSERT_EQUAL(tabq_publish(b, &generated, &m, &err), TABQ_INVALID);
+  CU_ASSERT_PTR_NOT_NULL(strstr(err.message, "retry_after is generated"));
+  CU_ASSERT_EQUAL(tabq_publish(b, &jobs, &m, &err), TABQ_INVALID);
+  CU_ASSERT_PTR_NOT_NULL(strstr(err.message, "no retry_after column"));
+  m.delay_ms = 0; /* without a delay both write */
+  CU_ASSERT_EQUAL(tabq_publish(b, &generated, &m, &err), TABQ_OK);
+  tabq_close(b);
+  CU_ASSERT_EQUAL(count_rows(path), 1);
+  unlink(path);
+}
+
 int register_tests(void) {
   static CU_TestInfo tests[] = {
       {"plugin log lines reach their broker's callback", plugin_logs_reach_their_brokers_callback},
       {"groups and partition keys must be UTF-8", groups_and_keys_must_be_utf8},
+      {"a delay needs a retry_after the insert writes", delay_needs_a_written_retry_after},
       CU_TEST_INFO_NULL,
   };
   ADD_SUITE("core on SQLite", NULL, NULL, tests);

@@ -249,9 +249,11 @@ typedef struct tabq_message {
   size_t nheaders;
   int64_t priority;          /* where the table has a priority column */
   const char *partition_key; /* where the table has one */
-  uint32_t delay_ms;         /* retry_after = now + delay_ms, where the table has it */
-  tabq_value id;             /* when the id column is not generated */
-  const tabq_value *data;    /* row mode: one value per data column, in description order */
+  /* retry_after = now + delay_ms; refused (TABQ_INVALID) where the table has no retry_after
+   * column, or a generated one the insert leaves to the database. */
+  uint32_t delay_ms;
+  tabq_value id;          /* when the id column is not generated */
+  const tabq_value *data; /* row mode: one value per data column, in description order */
   size_t ndata;
 } tabq_message;
 
