@@ -118,7 +118,10 @@ static void *listener_main(void *arg) {
 
 int tabq_listener_start(tabq_broker *b, tabq_error *err) {
   const tabq_plugin *p = b->plugin.plugin;
-  if (!b->drv->listen || !b->drv->wait_notify || !p->dialect->channel || !p->dialect->notify)
+  /* The driver's optional members may lie past an older plugin's table: read through size. */
+  if (!TABQ_HAS_MEMBER(b->drv, tabq_driver_v1, listen) ||
+      !TABQ_HAS_MEMBER(b->drv, tabq_driver_v1, wait_notify) || !p->dialect->channel ||
+      !p->dialect->notify)
     return tabq_err_set(err, TABQ_DIALECT, NULL, NULL,
                         "listen_notify: the %s dialect has no notifications (LISTEN/NOTIFY is "
                         "PostgreSQL's); leave the option off and rely on the poll interval",

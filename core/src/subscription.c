@@ -68,7 +68,8 @@ static int read_server(tabq_subscription *s, tabq_error *err) {
                                                sizeof s->server_version_text, &s->server_version));
   if (rc)
     tabq_err_from_plugin(err, rc, s->t->name, "server_version");
-  else if (b->drv->database && (rc = b->drv->database(c->conn, s->database, sizeof s->database)))
+  else if (TABQ_HAS_MEMBER(b->drv, tabq_driver_v1, database) &&
+           (rc = b->drv->database(c->conn, s->database, sizeof s->database)))
     tabq_err_from_plugin(err, rc, s->t->name, "database");
   tabq_pool_release(&b->pool, c);
   return rc;
