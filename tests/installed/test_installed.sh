@@ -52,6 +52,8 @@ done
 
 check "examples build with find_package(tabq)" sh -c "cmake -S '$src/examples' -B '$work/ex' \
   -DCMAKE_PREFIX_PATH='$prefix' && cmake --build '$work/ex'"
+check "minimal (find_package build) runs its three jobs on SQLite" sh -c "
+  '$work/ex/minimal/minimal' '$work/minimal.db' | grep -qx 'done: 3 jobs'"
 check "thumbnails builds with pkg-config --cflags --libs tabq" sh -c "cc -std=c11 -Wall -Werror \
   '$src/examples/thumbnails/main.c' -o '$work/thumbnails-pc' \$(pkg-config --cflags --libs tabq jansson) \
   -Wl,-rpath,\$(realpath \$(pkg-config --variable=libdir tabq))"

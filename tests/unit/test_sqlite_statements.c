@@ -208,9 +208,9 @@ static void test_check(void) {
   b = (tabq_build){.table = &plain, .form = TABQ_FORM_ROWLOCK};
   CU_ASSERT_EQUAL(dia->check(&b), TABQ_DIALECT);
   MSG_HAS("plain_jobs");
-  MSG_HAS("lease and advisory lock forms");
+  MSG_HAS("serves the lease form only");
   MSG_HAS("locked_until");
-  MSG_HAS("advisory_lock");
+  MSG_LACKS("advisory"); /* a form it would then refuse */
 
   b = (tabq_build){.table = &adv, .form = TABQ_FORM_ADVISORY};
   CU_ASSERT_EQUAL(dia->check(&b), TABQ_DIALECT);
