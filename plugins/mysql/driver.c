@@ -3,7 +3,8 @@
  *
  * URLs: mysql://user:password@host:port/database?socket=/path&connect_timeout=SECONDS, and the
  * same under mariadb://. User, password, database and values are percent-decoded; the port
- * defaults to 3306; the host may be empty when a socket is given.
+ * defaults to 3306; the host may be empty when a socket is given. connect_timeout bounds the
+ * whole connect, session setup included (DEFAULT_CONNECT_TIMEOUT_S unless set; 0: no bound).
  *
  * Every session runs in UTC (time_zone '+00:00', so TIMESTAMP columns read and write UTC and
  * DATETIME is taken as UTC), in utf8mb4, with autocommit on, and never reconnects by itself: a
@@ -18,6 +19,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
+#include <time.h>
 
 #include <errmsg.h>
 #include <mysql.h>
@@ -28,6 +30,9 @@
 
 #define URL_SHOWN 512 /* room for a URL in messages, password removed */
 #define DEFAULT_PORT 3306
+/* Without a bound, a server that accepts TCP and never answers keeps a connect waiting for as
+ * long as the kernel keeps the socket open. */
+#define DEFAULT_CONNECT_TIMEOUT_S 10
 
 struct tabq_conn {
   MYSQL *my;
@@ -224,6 +229,7 @@ static int parse_url(const char *url, my_url *u, const char *shown) {
   if (!u->store)
     return host()->fail(TABQ_NOMEM, NULL, 0, "no memory to parse %s", shown);
   u->port = DEFAULT_PORT;
+  u->connect_timeout = DEFAULT_CONNECT_TIMEOUT_S;
   size_t alen = strcspn(rest, "/?#");
   const char *at = NULL;
   for (const char *s = rest; s < rest + alen; s++)
@@ -342,19 +348,55 @@ static int run_sql(tabq_conn *c, const char *sql, size_t n, const char *what) {
   }
 }
 
+static int64_t mono_ms(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+/* A failed connect, with what the library's words leave out: that connect_timeout ran out and
+ * how to change it, or that nothing accepted the connection (the library reports a refused
+ * non-blocking connect with errno 115, "in progress"). */
+static int fail_connect(MYSQL *my, const my_url *u, const char *shown, int64_t elapsed_ms) {
+  unsigned err = mysql_errno(my);
+  /* The library waits with poll() in milliseconds: allow for the clock's granularity. */
+  bool timed_out =
+      u->connect_timeout && lost_code(err) && elapsed_ms + 50 >= u->connect_timeout * 1000LL;
+  if (timed_out)
+    return host()->fail(TABQ_BACKEND, mysql_sqlstate(my), (long)err,
+                        "cannot connect to %s: the connect timed out after %u s (set "
+                        "connect_timeout=SECONDS in the URL, default %d): %s",
+                        shown, u->connect_timeout, DEFAULT_CONNECT_TIMEOUT_S, mysql_error(my));
+  if (err == CR_CONNECTION_ERROR || err == CR_CONN_HOST_ERROR)
+    return host()->fail(TABQ_BACKEND, mysql_sqlstate(my), (long)err,
+                        "cannot connect to %s: no server accepted the connection (is it running, "
+                        "and listening at that address?): %s",
+                        shown, mysql_error(my));
+  return host()->fail(TABQ_BACKEND, mysql_sqlstate(my), (long)err, "cannot connect to %s: %s",
+                      shown, mysql_error(my));
+}
+
+/* The library applies the connect timeout to every read and write until mysql_real_connect
+ * returns, the handshake and the init command included, then the read and write timeouts
+ * (none here). MYSQL_OPT_READ_TIMEOUT stays unset on purpose: it would also cut off a
+ * legitimately long statement (a claim waiting for a row lock, a handler's own statement),
+ * and a read cut off midway leaves the session lost while the server runs on. */
 static int open_session(MYSQL *my, const my_url *u, const char *shown) {
   my_bool off = 0, on = 1;
   unsigned int no_local_infile = 0;
+  /* As the init command, the session setup runs inside the bounded connect. */
+  static const char session[] = "SET time_zone = '+00:00', autocommit = 1";
   if (mysql_optionsv(my, MYSQL_OPT_RECONNECT, &off) ||
       mysql_optionsv(my, MYSQL_SET_CHARSET_NAME, "utf8mb4") ||
       mysql_optionsv(my, MYSQL_REPORT_DATA_TRUNCATION, &on) ||
       mysql_optionsv(my, MYSQL_OPT_LOCAL_INFILE, &no_local_infile) ||
+      mysql_optionsv(my, MYSQL_INIT_COMMAND, session) ||
       (u->connect_timeout && mysql_optionsv(my, MYSQL_OPT_CONNECT_TIMEOUT, &u->connect_timeout)))
     return host()->fail(TABQ_BACKEND, NULL, 0, "cannot set the connection options for %s", shown);
+  int64_t start = mono_ms();
   if (!mysql_real_connect(my, u->host, u->user, u->password, u->database, u->port, u->socket,
                           CLIENT_FOUND_ROWS))
-    return host()->fail(TABQ_BACKEND, mysql_sqlstate(my), (long)mysql_errno(my),
-                        "cannot connect to %s: %s", shown, mysql_error(my));
+    return fail_connect(my, u, shown, mono_ms() - start);
   return TABQ_OK;
 }
 
@@ -381,9 +423,6 @@ static int my_connect(const char *url, tabq_conn **out) {
     rc = open_session(c->my, &u, shown);
   if (u.store)
     host()->free(u.store);
-  static const char session[] = "SET time_zone = '+00:00', autocommit = 1";
-  if (rc == TABQ_OK)
-    rc = run_sql(c, session, sizeof session - 1, "session setup");
   if (rc != TABQ_OK) {
     if (c && c->my)
       mysql_close(c->my);

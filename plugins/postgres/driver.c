@@ -4,7 +4,8 @@
  * URLs: postgres://... and postgresql://... go to libpq whole (it parses URIs itself);
  * postgres:KEY=VALUE ... hands libpq the key=value conninfo after the colon. application_name
  * falls back to "tabq" when neither the URL nor PGAPPNAME names one, and the client encoding is
- * always UTF-8, which is what tabq values hold.
+ * always UTF-8, which is what tabq values hold. A connect is bounded: connect_timeout falls back
+ * to DEFAULT_CONNECT_TIMEOUT_S when neither the URL nor PGCONNECT_TIMEOUT sets it.
  *
  * Statements are prepared under per-connection names (tabq_1, tabq_2, ...) with their parameter
  * types left to the server to infer; execute sends binary parameters and asks for binary results
@@ -24,6 +25,13 @@
 #include "postgres_plugin.h"
 
 #define URL_SHOWN 512 /* room for a URL in messages, password removed */
+/* Without a bound, libpq waits on a server that accepts TCP and never answers for as long as
+ * the kernel keeps the socket open. */
+#define DEFAULT_CONNECT_TIMEOUT_S 10
+#define STR_(x) #x
+#define STR(x) STR_(x) /* the default as libpq takes it: text */
+/* libpq raises a connect_timeout of 1 to 2 seconds. */
+#define LIBPQ_MIN_TIMEOUT_S 2
 
 struct tabq_conn {
   PGconn *pg;
@@ -231,6 +239,44 @@ static const char *conninfo_of(const char *url) {
 
 /* ---- Connections -------------------------------------------------------------------------- */
 
+static int64_t mono_ms(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+/* The connect_timeout libpq ran with, in whole seconds as it waits them (0: no bound). */
+static long effective_timeout_s(PGconn *pg) {
+  long s = 0;
+  PQconninfoOption *opts = PQconninfo(pg);
+  for (PQconninfoOption *o = opts; o && o->keyword; o++)
+    if (strcmp(o->keyword, "connect_timeout") == 0 && o->val)
+      s = strtol(o->val, NULL, 10);
+  PQconninfoFree(opts);
+  return s <= 0 ? 0 : s < LIBPQ_MIN_TIMEOUT_S ? LIBPQ_MIN_TIMEOUT_S : s;
+}
+
+/* A failed connect: says so plainly when connect_timeout ran out, since libpq's own words
+ * ("timeout expired", perhaps translated) name neither the setting nor how long it waited.
+ * libpq counts whole seconds of the clock, so it may give up to a second early. */
+static int fail_connect(PGconn *pg, const char *url, int64_t elapsed_ms) {
+  char shown[URL_SHOWN], msg[1024];
+  copy_message(msg, sizeof msg, PQerrorMessage(pg));
+  long timeout_s = effective_timeout_s(pg);
+  bool timed_out =
+      timeout_s > 0 && (strstr(msg, "timeout expired") || elapsed_ms >= (timeout_s - 1) * 1000);
+  PQfinish(pg);
+  if (timed_out)
+    return host()->fail(TABQ_BACKEND, NULL, 0,
+                        "cannot connect to %s: the connect timed out after %ld s (per address "
+                        "tried; set connect_timeout=SECONDS in the URL, default %d, at least %d): "
+                        "%s",
+                        shown_url(url, shown), timeout_s, DEFAULT_CONNECT_TIMEOUT_S,
+                        LIBPQ_MIN_TIMEOUT_S, msg);
+  return host()->fail(TABQ_BACKEND, NULL, 0, "cannot connect to %s: %s", shown_url(url, shown),
+                      msg);
+}
+
 static int pg_connect(const char *url, tabq_conn **out) {
   *out = NULL;
   char shown[URL_SHOWN];
@@ -240,19 +286,24 @@ static int pg_connect(const char *url, tabq_conn **out) {
                         url ? shown_url(url, shown) : "(null)");
   if (!PQisthreadsafe())
     return host()->fail(TABQ_BACKEND, NULL, 0, "libpq was built without thread support");
-  /* Keywords after dbname override what its expansion sets; those before it only fill gaps. */
-  const char *const keys[] = {"fallback_application_name", "dbname", "client_encoding", NULL};
-  const char *const values[] = {"tabq", conninfo, "UTF8", NULL};
+  /* Keywords after dbname override what its expansion sets; those before it only fill gaps, so
+   * the URL's connect_timeout wins over the default. PGCONNECT_TIMEOUT is read only for keywords
+   * still unset, so the default steps aside when it is set. */
+  const char *env_timeout = getenv("PGCONNECT_TIMEOUT");
+  const char *keys[5], *values[5];
+  size_t n = 0;
+  keys[n] = "fallback_application_name", values[n++] = "tabq";
+  if (!env_timeout || !*env_timeout)
+    keys[n] = "connect_timeout", values[n++] = STR(DEFAULT_CONNECT_TIMEOUT_S);
+  keys[n] = "dbname", values[n++] = conninfo;
+  keys[n] = "client_encoding", values[n++] = "UTF8";
+  keys[n] = NULL, values[n] = NULL;
+  int64_t start = mono_ms();
   PGconn *pg = PQconnectdbParams(keys, values, 1);
   if (!pg)
     return host()->fail(TABQ_NOMEM, NULL, 0, "no memory to connect to %s", shown_url(url, shown));
-  if (PQstatus(pg) != CONNECTION_OK) {
-    char msg[1024];
-    copy_message(msg, sizeof msg, PQerrorMessage(pg));
-    PQfinish(pg);
-    return host()->fail(TABQ_BACKEND, NULL, 0, "cannot connect to %s: %s", shown_url(url, shown),
-                        msg);
-  }
+  if (PQstatus(pg) != CONNECTION_OK)
+    return fail_connect(pg, url, mono_ms() - start);
   const char *idt = PQparameterStatus(pg, "integer_datetimes");
   if (idt && strcmp(idt, "on") != 0) { /* servers before 10 could be built so */
     PQfinish(pg);

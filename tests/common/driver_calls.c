@@ -1,6 +1,8 @@
 /* tabq — checked calls into a driver under test: see driver_calls.h. */
 #include "driver_calls.h"
 
+#include <time.h>
+
 static const tabq_driver_v1 *drv;
 
 void driver_calls_use(const tabq_driver_v1 *driver) {
@@ -15,6 +17,22 @@ tabq_conn *connect_url(const char *url) {
   CU_ASSERT_EQUAL_FATAL(rc, TABQ_OK);
   CU_ASSERT_PTR_NOT_NULL_FATAL(c);
   return c;
+}
+
+int64_t connect_fails(const char *url, int code) {
+  struct timespec t0, t1;
+  tabq_conn *c = NULL;
+  test_host_reset();
+  clock_gettime(CLOCK_MONOTONIC, &t0);
+  int rc = drv->connect(url, &c);
+  clock_gettime(CLOCK_MONOTONIC, &t1);
+  if (rc != code)
+    fprintf(stderr, "connect %s: code %d, not %d: %s\n", url, rc, code, g_msg);
+  CU_ASSERT_EQUAL(rc, code);
+  CU_ASSERT_PTR_NULL(c);
+  if (c)
+    drv->close(c);
+  return (int64_t)(t1.tv_sec - t0.tv_sec) * 1000 + (t1.tv_nsec - t0.tv_nsec) / 1000000;
 }
 
 void exec_ok(tabq_conn *c, const char *sql) {

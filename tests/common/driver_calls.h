@@ -15,6 +15,9 @@
 void driver_calls_use(const tabq_driver_v1 *driver);
 
 tabq_conn *connect_url(const char *url);
+/* A connect that must fail with `code` (printing the message otherwise): returns how many
+ * milliseconds it took. */
+int64_t connect_fails(const char *url, int code);
 void exec_ok(tabq_conn *c, const char *sql);
 /* Prepares under the statement name "test". */
 tabq_prepared *prep(tabq_conn *c, const char *sql, unsigned nparams);

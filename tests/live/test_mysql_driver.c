@@ -1,7 +1,7 @@
 /* tabq — tests of the MySQL/MariaDB driver against a live server (TABQ_TEST_MYSQL_URL), through
- * its vtable only: URL forms (TCP and socket), every type both ways, affected counts, schema
- * errors, row locks, GET_LOCK, lock waits, deadlocks, the binary log's statement format and a
- * connection killed by the server.
+ * its vtable only: URL forms (TCP and socket), bounded connects, every type both ways, affected
+ * counts, schema errors, row locks, GET_LOCK, lock waits, deadlocks, the binary log's statement
+ * format and a connection killed by the server.
  *
  * Every run works in a database of its own (drv_<pid>), dropped at the end, and suffixes its
  * lock names and user with the pid, so runs side by side do not meet. */
@@ -17,6 +17,7 @@
 
 #include "cunit_main.h"
 #include "driver_calls.h"
+#include "loopback.h"
 #include "mysql_plugin.h"
 
 static const tabq_driver_v1 *const drv = &tabq_my_driver;
@@ -186,6 +187,64 @@ static void test_urls(void) {
     CU_ASSERT_PTR_NULL(c);
   }
   MSG_HAS("connect_timeout");
+}
+
+/* ---- Bounded connects --------------------------------------------------------------------- */
+
+/* Well past every timeout below, and far short of the hang they prevent: a liveness bound, not
+ * a speed assertion. */
+#define LIVENESS_MS 15000
+
+/* A connect to a server that accepts and never answers ends with BACKEND, saying it timed out
+ * `after` ("after 1 s"), naming the setting and the URL without its password. */
+static void expect_timeout(const char *url, const char *after) {
+  int64_t took = connect_fails(url, TABQ_BACKEND);
+  MSG_HAS("the connect timed out");
+  MSG_HAS(after);
+  MSG_HAS("connect_timeout=SECONDS");
+  MSG_HAS("mysql://tabq:***@127.0.0.1");
+  MSG_LACKS("s3cretpw");
+  CU_ASSERT(took < LIVENESS_MS);
+}
+
+static void test_connect_timeout(void) {
+  silent_listener l;
+  CU_ASSERT_FATAL(silent_listener_start(&l));
+  char url[256];
+  snprintf(url, sizeof url, "mysql://tabq:s3cretpw@127.0.0.1:%u/tabq_test?connect_timeout=1",
+           l.port);
+  expect_timeout(url, "after 1 s");
+  snprintf(url, sizeof url, "mysql://tabq:s3cretpw@127.0.0.1:%u/tabq_test", l.port);
+  expect_timeout(url, "after 10 s"); /* the driver's default */
+  silent_listener_stop(&l);
+}
+
+/* The connect timeout bounds the connect only: a statement may run longer once connected. */
+static void test_connect_timeout_ends(void) {
+  NEED_DB();
+  char url[1200];
+  snprintf(url, sizeof url, "%s%sconnect_timeout=1", g_db_url, strchr(g_db_url, '?') ? "&" : "?");
+  tabq_conn *c = connect_url(url);
+  CU_ASSERT_EQUAL(query_int(c, "SELECT SLEEP(2)", NULL, 0), 0);
+  CU_ASSERT(drv->alive(c));
+  drv->close(c);
+}
+
+/* A loopback port nobody listens on: refused at once, saying so. */
+static void test_connect_refused(void) {
+  unsigned port;
+  int fd = refusing_port(&port);
+  CU_ASSERT_FATAL(fd >= 0);
+  char url[256];
+  snprintf(url, sizeof url, "mysql://tabq:s3cretpw@127.0.0.1:%u/tabq_test", port);
+  int64_t took = connect_fails(url, TABQ_BACKEND);
+  CU_ASSERT_EQUAL(g_native, 2002); /* CR_CONNECTION_ERROR */
+  MSG_HAS("no server accepted the connection");
+  MSG_HAS("mysql://tabq:***@127.0.0.1");
+  MSG_LACKS("timed out");
+  MSG_LACKS("s3cretpw");
+  CU_ASSERT(took < 5000);
+  close(fd);
 }
 
 /* major*10000 + minor*100 + patch, read from the text VERSION() gives. */
@@ -676,6 +735,9 @@ static void test_killed(void) {
 static CU_TestInfo tests[] = {
     {"open the server", test_open},
     {"URL forms", test_urls},
+    {"connect to a server that never answers", test_connect_timeout},
+    {"a statement outlasts the connect timeout", test_connect_timeout_ends},
+    {"connect to a port nobody listens on", test_connect_refused},
     {"server version and database", test_server_version},
     {"types round trip", test_types_round_trip},
     {"more types and misfits", test_types_more},

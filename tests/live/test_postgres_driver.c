@@ -1,6 +1,7 @@
 /* tabq — tests of the PostgreSQL driver against a live server (TABQ_TEST_POSTGRES_URL), through
- * its vtable only: URL forms, every type both ways, affected counts, schema errors, row locks,
- * advisory locks, serialization failures, LISTEN/NOTIFY and a connection killed by the server.
+ * its vtable only: URL forms, bounded connects, every type both ways, affected counts, schema
+ * errors, row locks, advisory locks, serialization failures, LISTEN/NOTIFY and a connection killed
+ * by the server.
  *
  * Every run works in a schema of its own (drv_<pid>), dropped at the end, and suffixes its
  * advisory key and channel with the pid, so runs side by side do not meet. */
@@ -15,6 +16,7 @@
 
 #include "cunit_main.h"
 #include "driver_calls.h"
+#include "loopback.h"
 #include "postgres_plugin.h"
 
 static const tabq_driver_v1 *const drv = &tabq_pg_driver;
@@ -164,6 +166,65 @@ static void test_urls(void) {
   MSG_HAS("password=***");
   MSG_LACKS("s3cret");
   CU_ASSERT_EQUAL(drv->connect("mysql://tabq@127.0.0.1/x", &c), TABQ_INVALID);
+}
+
+/* ---- Bounded connects --------------------------------------------------------------------- */
+
+/* Well past every timeout below, and far short of the hang they prevent: a liveness bound, not
+ * a speed assertion. */
+#define LIVENESS_MS 15000
+
+/* A connect to a server that accepts and never answers ends with BACKEND, saying it timed out
+ * `after` ("after 2 s") and naming the setting and the URL with its password `masked`. */
+static void expect_timeout(const char *url, const char *after, const char *masked) {
+  int64_t took = connect_fails(url, TABQ_BACKEND);
+  MSG_HAS("the connect timed out");
+  MSG_HAS(after);
+  MSG_HAS("connect_timeout=SECONDS");
+  MSG_HAS(masked);
+  MSG_LACKS("s3cretpw");
+  CU_ASSERT(took < LIVENESS_MS);
+}
+
+static void test_connect_timeout(void) {
+  silent_listener l;
+  CU_ASSERT_FATAL(silent_listener_start(&l));
+  unsetenv("PGCONNECT_TIMEOUT"); /* set only where the test says */
+  char url[256];
+  /* The URL's value wins over the default; libpq raises 1 to its minimum, 2. */
+  snprintf(url, sizeof url, "postgres://tabq:s3cretpw@127.0.0.1:%u/tabq_test?connect_timeout=1",
+           l.port);
+  expect_timeout(url, "after 2 s", "postgres://tabq:***@127.0.0.1");
+  /* In the key=value form too. */
+  snprintf(url, sizeof url,
+           "postgres:host=127.0.0.1 port=%u user=tabq password=s3cretpw dbname=tabq_test "
+           "connect_timeout=2",
+           l.port);
+  expect_timeout(url, "after 2 s", "password=***");
+  /* PGCONNECT_TIMEOUT stands in for a URL without one. */
+  snprintf(url, sizeof url, "postgresql://tabq:s3cretpw@127.0.0.1:%u/tabq_test", l.port);
+  setenv("PGCONNECT_TIMEOUT", "3", 1);
+  expect_timeout(url, "after 3 s", "postgresql://tabq:***@127.0.0.1");
+  unsetenv("PGCONNECT_TIMEOUT");
+  /* Neither: the driver's default. */
+  expect_timeout(url, "after 10 s", "postgresql://tabq:***@127.0.0.1");
+  silent_listener_stop(&l);
+}
+
+/* A loopback port nobody listens on: refused at once, saying so. */
+static void test_connect_refused(void) {
+  unsigned port;
+  int fd = refusing_port(&port);
+  CU_ASSERT_FATAL(fd >= 0);
+  char url[256];
+  snprintf(url, sizeof url, "postgres://tabq:s3cretpw@127.0.0.1:%u/tabq_test", port);
+  int64_t took = connect_fails(url, TABQ_BACKEND);
+  MSG_HAS("refused");
+  MSG_HAS("tabq:***@127.0.0.1");
+  MSG_LACKS("timed out");
+  MSG_LACKS("s3cretpw");
+  CU_ASSERT(took < 5000);
+  close(fd);
 }
 
 static void test_server_version(void) {
@@ -583,6 +644,8 @@ static void test_terminated(void) {
 static CU_TestInfo tests[] = {
     {"open the server", test_open},
     {"URL forms", test_urls},
+    {"connect to a server that never answers", test_connect_timeout},
+    {"connect to a port nobody listens on", test_connect_refused},
     {"server version", test_server_version},
     {"types round trip", test_types_round_trip},
     {"more types and misfits", test_types_more},
