@@ -12,6 +12,7 @@
 
 #include "error.h"
 #include "host.h"
+#include "plugin_file.h"
 
 #define MAX_DIRS 16
 
@@ -161,6 +162,9 @@ static int handshake(const char *path, void *handle, const tabq_plugin **out, ta
   if (!sym)
     return refuse(err, "plugin %s does not export the entry function '%s'", path,
                   TABQ_PLUGIN_ENTRY_SYMBOL);
+  int rc = tabq_plugin_entry_check(path, handle, sym, err);
+  if (rc)
+    return rc;
   tabq_plugin_entry_fn entry;
   memcpy(&entry, &sym, sizeof entry); /* dlsym returns data pointers; POSIX allows this copy */
   const tabq_plugin *p = entry(tabq_host_services(), TABQ_ABI_VERSION);
@@ -184,12 +188,9 @@ static int handshake(const char *path, void *handle, const tabq_plugin **out, ta
   if (!p->driver && !p->driver_from)
     return refuse(err, "plugin %s: %s", path,
                   "the descriptor has no Driver interface and names no plugin to borrow one from");
-  if (p->driver) {
-    int rc = check_driver(path, p->driver, err);
-    if (rc)
-      return rc;
-  }
-  int rc = check_interfaces(path, p, err);
+  if (p->driver && (rc = check_driver(path, p->driver, err)))
+    return rc;
+  rc = check_interfaces(path, p, err);
   if (rc)
     return rc;
   *out = p;
@@ -202,10 +203,13 @@ static int open_named(const search_dirs *s, const char *name, tabq_loaded *out, 
 int tabq_loader_open_file(const char *path, tabq_loaded *out, tabq_error *err) {
   memset(out, 0, sizeof *out);
   snprintf(out->path, sizeof out->path, "%s", path);
+  int rc = tabq_plugin_file_check(path, err);
+  if (rc)
+    return rc;
   out->handle = dlopen(path, RTLD_NOW | RTLD_LOCAL);
   if (!out->handle)
     return refuse(err, "cannot load plugin %s: %s", path, dlerror());
-  int rc = handshake(path, out->handle, &out->plugin, err);
+  rc = handshake(path, out->handle, &out->plugin, err);
   if (rc) {
     dlclose(out->handle);
     out->handle = NULL;
