@@ -54,7 +54,6 @@ static void find_dirs(search_dirs *s) {
         add_dir(s, beside, (size_t)n);
     }
   }
-  add_dir(s, TABQ_INSTALL_PLUGIN_DIR, strlen(TABQ_INSTALL_PLUGIN_DIR));
 }
 
 static int refuse(tabq_error *err, const char *fmt_path, const char *path, const char *detail) {

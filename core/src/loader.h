@@ -14,8 +14,8 @@ typedef struct tabq_loaded {
   char path[PATH_MAX];
 } tabq_loaded;
 
-/* Loads the plugin serving a URL scheme. Searches TABQ_PLUGIN_PATH (colon separated), the
- * tabq-<major>/ folder beside libtabq, then the installed plugin folder. */
+/* Loads the plugin serving a URL scheme. Searches TABQ_PLUGIN_PATH (colon separated), then the
+ * tabq-<major>/ folder beside libtabq (the installed folder, once installed). */
 int tabq_loader_open(const char *scheme, tabq_loaded *out, tabq_error *err);
 /* Loads one plugin file and checks it (the handshake and every interface's members). */
 int tabq_loader_open_file(const char *path, tabq_loaded *out, tabq_error *err);
