@@ -1,7 +1,8 @@
-/* The loader's refusals, each against a deliberately broken plugin from tests/fixtures or a
- * folder the test makes, and the unknown scheme. ctest points TABQ_PLUGIN_PATH at the fixtures;
- * each test sets it before it connects (the loader reads it at every connect). The build's own
- * plugins are found beside libtabq. */
+/* The loader: how it finds plugins (manifests and file names, never by loading a stranger), and
+ * its refusals, each against a deliberately broken plugin from tests/fixtures or a folder the
+ * test makes. ctest points TABQ_PLUGIN_PATH at the fixtures' refusals/ folder; the other
+ * scenarios are its sibling folders, and each test sets TABQ_PLUGIN_PATH before it connects (the
+ * loader reads it at every connect). The build's own plugins are found beside libtabq. */
 #define _GNU_SOURCE /* nftw's FTW_DEPTH */
 #include <elf.h>
 #include <fcntl.h>
@@ -20,7 +21,7 @@
 #include "cunit_main.h"
 
 static tabq_error err;
-static char refusals[PATH_MAX];
+static char refusals[PATH_MAX], conflict[PATH_MAX + 16], strangers[PATH_MAX + 16];
 static char scratch[] = "/tmp/tabq-loader-XXXXXX"; /* folders the tests make, removed at the end */
 
 static int connect_in(const char *plugin_path, const char *url) {
@@ -74,12 +75,20 @@ static void copy_file(const char *from, const char *to, mode_t mode) {
   write_file(to, data, (size_t)n, mode);
 }
 
-/* <name> from the fixtures' folder into `dir`. */
+/* <dir>/<name> from the fixtures' refusals/ folder into `dir`. */
 static void copy_fixture(const char *name, const char *dir, mode_t mode) {
   char from[2 * PATH_MAX], to[2 * PATH_MAX];
   snprintf(from, sizeof from, "%s/%s", refusals, name);
   snprintf(to, sizeof to, "%s/%s", dir, name);
   copy_file(from, to, mode);
+}
+
+static void write_text(const char *path, const char *text) {
+  write_file(path, text, strlen(text), 0644);
+}
+
+static bool exists(const char *path) {
+  return access(path, F_OK) == 0;
 }
 
 static int remove_one(const char *path, const struct stat *st, int flag, struct FTW *ftw) {
@@ -92,10 +101,16 @@ static int suite_init(void) {
   if (!fixtures || !mkdtemp(scratch))
     return -1;
   snprintf(refusals, sizeof refusals, "%s", fixtures);
+  char *slash = strrchr(fixtures, '/');
+  if (!slash)
+    return -1;
+  int len = (int)(slash - fixtures);
+  snprintf(conflict, sizeof conflict, "%.*s/conflict", len, fixtures);
+  snprintf(strangers, sizeof strangers, "%.*s/strangers", len, fixtures);
   return 0;
 }
 
-/* The later suite runs only where the first made the scratch folder. */
+/* The later suites run only where the first made the scratch folder. */
 static int scratch_made(void) {
   return strstr(scratch, "XXXXXX") ? -1 : 0;
 }
@@ -110,9 +125,10 @@ static void unknown_scheme_lists_installed(void) {
   CU_ASSERT_EQUAL(connect_to("nosuchdb://somewhere/x"), TABQ_BACKEND);
   CU_ASSERT_EQUAL(err.code, TABQ_BACKEND);
   mentions("'nosuchdb'");
-  mentions("sqlite"); /* the installed schemes are listed */
-  mentions("wellformed");
-  mentions(refusals); /* the folders searched */
+  mentions("sqlite");     /* from the build's manifests, beside libtabq */
+  mentions("wellformed"); /* from a fixture's manifest */
+  mentions("truncated");  /* from a file name: truncated.so has no manifest */
+  mentions(refusals);     /* the folders searched */
 }
 
 static void url_without_scheme(void) {
@@ -139,6 +155,35 @@ static void sqlite_loads_from_build_tree(void) {
     tabq_close(b);
   }
   unlink(path);
+}
+
+/* Looking for one scheme loads only the plugin chosen for it: a library with a constructor
+ * beside it never runs, not for a plugin's second scheme and not for an unknown scheme. */
+static void looking_up_never_runs_a_stranger(void) {
+  const char *marker = in_scratch("constructor-ran");
+  setenv("TABQ_TEST_CONSTRUCTOR_MARKER", marker, 1);
+  CU_ASSERT_EQUAL(connect_in(strangers, "nextdoor:x"), TABQ_BACKEND); /* neighbour.so loads */
+  CU_ASSERT_EQUAL(connect_in(strangers, "nosuchdb:x"), TABQ_BACKEND);
+  mentions("stranger"); /* listed by its file name, not loaded */
+  mentions("nextdoor");
+  CU_ASSERT_FALSE(exists(marker));
+  /* The marker works: asked for by name, the stranger is loaded, and refused. */
+  CU_ASSERT_EQUAL(connect_in(strangers, "stranger:x"), TABQ_PLUGIN);
+  mentions("stranger.so");
+  CU_ASSERT_TRUE(exists(marker));
+  unsetenv("TABQ_TEST_CONSTRUCTOR_MARKER");
+}
+
+/* One file reached twice, through a folder written two ways or a symlinked folder, is one
+ * plugin, not two claiming its scheme. */
+static void same_file_twice_is_no_conflict(void) {
+  char path[3 * PATH_MAX];
+  snprintf(path, sizeof path, "%s:%s/", refusals, refusals);
+  CU_ASSERT_EQUAL(connect_in(path, "wellformed:x"), TABQ_BACKEND);
+  const char *link = in_scratch("link");
+  CU_ASSERT_FATAL(symlink(refusals, link) == 0);
+  snprintf(path, sizeof path, "%s:%s", refusals, link);
+  CU_ASSERT_EQUAL(connect_in(path, "wellformed:x"), TABQ_BACKEND);
 }
 
 /* ---- Refusals of a chosen plugin --------------------------------------------------------- */
@@ -236,7 +281,97 @@ static void entry_refusing_host(void) {
   mentions("refused");
 }
 
+static void lying_manifest_refused(void) {
+  CU_ASSERT_EQUAL(connect_to("liar:x"), TABQ_PLUGIN);
+  mentions("liar.so");
+  mentions("liar.tabq-plugin");
+  mentions("schemes 'liar'");   /* what the manifest said */
+  mentions("schemes 'honest'"); /* what the plugin said */
+  /* A scheme is found by what the manifests say, never by loading a plugin to ask it. */
+  CU_ASSERT_EQUAL(connect_to("honest:x"), TABQ_BACKEND);
+}
+
+static void borrowed_driver_not_installed(void) {
+  CU_ASSERT_EQUAL(connect_to("borrower:x"), TABQ_PLUGIN);
+  mentions("borrower.so");
+  mentions("'absent'");
+  mentions("not installed");
+}
+
 /* ---- Refusals of the search itself ------------------------------------------------------- */
+
+static void two_plugins_one_scheme_refused(void) {
+  CU_ASSERT_EQUAL(connect_in(conflict, "twin:x"), TABQ_PLUGIN);
+  mentions("'twin'");
+  mentions("one.so");
+  mentions("two.so");
+  /* Only the claimed scheme is ambiguous: each plugin's own scheme still loads. */
+  CU_ASSERT_EQUAL(connect_in(conflict, "one:x"), TABQ_BACKEND);
+}
+
+static void malformed_manifest_refused(void) {
+  static const struct {
+    const char *text, *why;
+  } cases[] = {
+      {"file = w.so\nschemes = w\n", "'abi' is missing"},
+      {"file = w.so\nschemes = w\nabi = 1.1\nversion = 2\n", "line 4: unknown key 'version'"},
+      {"file = w.so\nschemes = W\nabi = 1.1\n", "'W' is no URL scheme"},
+      {"file = ../w.so\nschemes = w\nabi = 1.1\n", "file must be a file name"},
+      {"file = w.so\nschemes = w w\nabi = 1.1\n", "listed twice"},
+      {"file = w.so\r\nschemes = w\nabi = 1.1\n", "line 1: control character"},
+      {"file = w.so\nfile = w.so\nschemes = w\nabi = 1.1\n", "line 2: 'file' is given twice"},
+      {"file = w.so\nschemes = w\nabi = one\n", "abi must be MAJOR.MINOR"},
+  };
+  const char *dir = in_scratch("malformed");
+  make_dir(dir, 0755);
+  const char *manifest = in_scratch("malformed/w.tabq-plugin");
+  for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+    write_text(manifest, cases[i].text);
+    /* Any scheme: a manifest that cannot be read might claim the one asked for. */
+    CU_ASSERT_EQUAL(connect_in(dir, "wellformed:x"), TABQ_PLUGIN);
+    mentions("malformed/w.tabq-plugin");
+    mentions(cases[i].why);
+  }
+  write_text(manifest, "file = gone.so\nschemes = w\nabi = 1.1\n");
+  CU_ASSERT_EQUAL(connect_in(dir, "w:x"), TABQ_PLUGIN);
+  mentions("malformed/gone.so");
+  mentions("not there");
+}
+
+/* A FIFO named like a manifest or a plugin would block a reader forever. */
+static void fifo_does_not_hang(void) {
+  const char *dir = in_scratch("fifo");
+  make_dir(dir, 0755);
+  const char *manifest = in_scratch("fifo/w.tabq-plugin");
+  CU_ASSERT_FATAL(mkfifo(manifest, 0644) == 0);
+  CU_ASSERT_EQUAL(connect_in(dir, "w:x"), TABQ_PLUGIN);
+  mentions("fifo/w.tabq-plugin");
+  mentions("not a regular file");
+  CU_ASSERT_FATAL(unlink(manifest) == 0);
+  write_text(manifest, "file = pipe.so\nschemes = w\nabi = 1.1\n");
+  CU_ASSERT_FATAL(mkfifo(in_scratch("fifo/pipe.so"), 0644) == 0);
+  CU_ASSERT_EQUAL(connect_in(dir, "w:x"), TABQ_PLUGIN);
+  mentions("fifo/pipe.so");
+  mentions("not a regular file");
+}
+
+/* A manifest for another plugin ABI is refused before its file is loaded. */
+static void manifest_abi_refused_before_loading(void) {
+  const char *dir = in_scratch("future");
+  make_dir(dir, 0755);
+  char from[sizeof strangers + 16];
+  snprintf(from, sizeof from, "%s/stranger.so", strangers);
+  copy_file(from, in_scratch("future/stranger.so"), 0755);
+  write_text(in_scratch("future/future.tabq-plugin"),
+             "# a plugin for a later tabq\nfile = stranger.so\nschemes = future\nabi = 2.0\n");
+  const char *marker = in_scratch("future-constructor-ran");
+  setenv("TABQ_TEST_CONSTRUCTOR_MARKER", marker, 1);
+  CU_ASSERT_EQUAL(connect_in(dir, "future:x"), TABQ_PLUGIN);
+  mentions("future/stranger.so");
+  mentions("ABI 2.0");
+  CU_ASSERT_FALSE(exists(marker));
+  unsetenv("TABQ_TEST_CONSTRUCTOR_MARKER");
+}
 
 int register_tests(void) {
   static CU_TestInfo finding[] = {
@@ -244,6 +379,8 @@ int register_tests(void) {
       {"URL without a scheme", url_without_scheme},
       {"well-formed plugin loads", wellformed_plugin_loads_then_connect_fails},
       {"sqlite plugin loads from the build tree", sqlite_loads_from_build_tree},
+      {"looking a scheme up never runs a stranger's constructor", looking_up_never_runs_a_stranger},
+      {"one file reached twice is no conflict", same_file_twice_is_no_conflict},
       CU_TEST_INFO_NULL,
   };
   static CU_TestInfo chosen[] = {
@@ -256,9 +393,19 @@ int register_tests(void) {
       {"ABI mismatch names both versions and the file", abi_mismatch_names_both_versions},
       {"interface lacking a member names it", missing_member_is_named},
       {"entry refusing the host ABI", entry_refusing_host},
+      {"manifest that lies about the schemes", lying_manifest_refused},
+      {"driver borrowed from a plugin not installed", borrowed_driver_not_installed},
+      CU_TEST_INFO_NULL,
+  };
+  static CU_TestInfo search[] = {
+      {"two plugins claiming one scheme", two_plugins_one_scheme_refused},
+      {"malformed manifest", malformed_manifest_refused},
+      {"FIFO named like a manifest or a plugin", fifo_does_not_hang},
+      {"manifest for another ABI, before loading", manifest_abi_refused_before_loading},
       CU_TEST_INFO_NULL,
   };
   ADD_SUITE("loader: finding plugins", suite_init, NULL, finding);
-  ADD_SUITE("loader: refusing the chosen plugin", scratch_made, suite_clean, chosen);
+  ADD_SUITE("loader: refusing the chosen plugin", scratch_made, NULL, chosen);
+  ADD_SUITE("loader: refusing the search", scratch_made, suite_clean, search);
   return 0;
 }
