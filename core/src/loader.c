@@ -8,6 +8,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 
 #include "error.h"
 #include "host.h"
@@ -154,15 +155,27 @@ static int handshake(const char *path, void *handle, const tabq_plugin **out, ta
   return TABQ_OK;
 }
 
-/* What can be refused before anything is loaded: the manifest's ABI and the file's ELF
- * header. */
+/* Mode bits that let every user replace the file: then it could be anyone's code. */
+static int refuse_writable(tabq_error *err, const char *what, const char *path, mode_t mode) {
+  return tabq_err_set(err, TABQ_PLUGIN, NULL, NULL,
+                      "%s %s is writable by every user (mode %04o), so it could be anyone's code; "
+                      "remove that write permission (chmod o-w)",
+                      what, path, (unsigned)(mode & 07777));
+}
+
+/* What can be refused before anything is loaded: the files' modes, the manifest's ABI and the
+ * file's ELF header. */
 static int check_unloaded(const tabq_plugin_entry *e, const char *path, const char *mpath,
                           tabq_error *err) {
+  if (e->has_manifest && (e->manifest_mode & S_IWOTH))
+    return refuse_writable(err, "plugin manifest", mpath, e->manifest_mode);
   if (!e->exists)
     return tabq_err_set(err, TABQ_PLUGIN, NULL, NULL,
                         "plugin manifest %s names the file %s, which is not there; install the "
                         "plugin or remove its manifest",
                         mpath, path);
+  if (e->mode & S_IWOTH)
+    return refuse_writable(err, "plugin", path, e->mode);
   uint32_t major = TABQ_ABI_MAJOR_OF(e->m.abi), minor = TABQ_ABI_MINOR_OF(e->m.abi);
   if (e->has_manifest && (major != TABQ_ABI_MAJOR || minor > TABQ_ABI_MINOR))
     return tabq_err_set(err, TABQ_PLUGIN, NULL, NULL,

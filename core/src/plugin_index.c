@@ -42,6 +42,11 @@ static int env_dirs(tabq_plugin_index *ix, tabq_error *err) {
   for (const char *p = env; p && *p;) {
     const char *colon = strchr(p, ':');
     size_t len = colon ? (size_t)(colon - p) : strlen(p);
+    if (len && p[0] != '/')
+      return tabq_err_set(err, TABQ_PLUGIN, NULL, NULL,
+                          "TABQ_PLUGIN_PATH entry '%.*s' is relative: what it finds would depend "
+                          "on the working folder; give the folder's absolute path",
+                          (int)(len < 256 ? len : 256), p);
     int rc = len ? add_dir(ix, p, len, err) : TABQ_OK;
     if (rc)
       return rc;
@@ -94,6 +99,9 @@ static int add_manifest(tabq_plugin_index *ix, unsigned d, const char *file, tab
   e.name[len] = '\0';
   char path[PATH_MAX + TABQ_FILE_NAME_CAP];
   snprintf(path, sizeof path, "%s/%s", ix->dirs[d], file);
+  struct stat st;
+  if (stat(path, &st) == 0)
+    e.manifest_mode = st.st_mode;
   int rc = tabq_manifest_read(path, &e.m, err);
   if (rc)
     return rc;
@@ -133,6 +141,13 @@ static int read_dir(tabq_plugin_index *ix, unsigned d, tabq_error *err) {
   if (!S_ISDIR(st.st_mode))
     return tabq_err_set(err, TABQ_PLUGIN, NULL, NULL,
                         "plugin folder %s is not a folder; take it off TABQ_PLUGIN_PATH", dir);
+  /* Anyone could put a plugin there, the sticky bit notwithstanding. */
+  if (st.st_mode & S_IWOTH)
+    return tabq_err_set(err, TABQ_PLUGIN, NULL, NULL,
+                        "plugin folder %s is writable by every user (mode %04o), so its plugins "
+                        "could be anyone's code; remove that write permission (chmod o-w) or "
+                        "keep plugins in a folder only their owner may write",
+                        dir, (unsigned)(st.st_mode & 07777));
   struct dirent **names;
   int n = scandir(dir, &names, NULL, alphasort); /* sorted: messages list plugins in one order */
   if (n < 0)

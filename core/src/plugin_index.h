@@ -22,7 +22,7 @@ typedef struct tabq_plugin_entry {
   bool exists; /* the file is there (a manifest may name a missing one) */
   dev_t dev;   /* the file's identity: one file reached twice is one plugin */
   ino_t ino;
-  mode_t mode;
+  mode_t mode, manifest_mode;
 } tabq_plugin_entry;
 
 typedef struct tabq_plugin_index {
@@ -34,7 +34,7 @@ typedef struct tabq_plugin_index {
 } tabq_plugin_index;
 
 /* Reads the folders: each TABQ_PLUGIN_PATH entry, then tabq-<major>/ beside libtabq. Refuses
- * (TABQ_PLUGIN) a malformed manifest. */
+ * (TABQ_PLUGIN) a relative entry, a folder any user may write to and a malformed manifest. */
 int tabq_plugin_index_read(tabq_plugin_index *ix, tabq_error *err);
 void tabq_plugin_index_free(tabq_plugin_index *ix);
 

@@ -309,6 +309,44 @@ static void two_plugins_one_scheme_refused(void) {
   CU_ASSERT_EQUAL(connect_in(conflict, "one:x"), TABQ_BACKEND);
 }
 
+static void relative_path_entry_refused(void) {
+  char path[2 * PATH_MAX];
+  snprintf(path, sizeof path, "%s:plugins/here", refusals);
+  CU_ASSERT_EQUAL(connect_in(path, "wellformed:x"), TABQ_PLUGIN);
+  mentions("'plugins/here'");
+  mentions("relative");
+}
+
+static void world_writable_folder_refused(void) {
+  const char *open_dir = in_scratch("open");
+  make_dir(open_dir, 0777);
+  CU_ASSERT_EQUAL(connect_in(open_dir, "wellformed:x"), TABQ_PLUGIN);
+  mentions(open_dir);
+  mentions("writable by every user");
+  /* The sticky bit keeps users from removing each other's files, not from adding their own. */
+  CU_ASSERT_FATAL(chmod(open_dir, 01777) == 0);
+  CU_ASSERT_EQUAL(connect_in(open_dir, "wellformed:x"), TABQ_PLUGIN);
+  mentions(open_dir);
+}
+
+static void world_writable_file_refused(void) {
+  const char *dir = in_scratch("copy");
+  make_dir(dir, 0755);
+  copy_fixture("wellformed.so", dir, 0666);
+  copy_fixture("wellformed.tabq-plugin", dir, 0644);
+  CU_ASSERT_EQUAL(connect_in(dir, "wellformed:x"), TABQ_PLUGIN);
+  mentions("copy/wellformed.so");
+  mentions("writable by every user");
+  CU_ASSERT_FATAL(chmod(in_scratch("copy/wellformed.so"), 0755) == 0);
+  CU_ASSERT_FATAL(chmod(in_scratch("copy/wellformed.tabq-plugin"), 0666) == 0);
+  CU_ASSERT_EQUAL(connect_in(dir, "wellformed:x"), TABQ_PLUGIN);
+  mentions("copy/wellformed.tabq-plugin");
+  mentions("writable by every user");
+  /* The copy itself is sound. */
+  CU_ASSERT_FATAL(chmod(in_scratch("copy/wellformed.tabq-plugin"), 0644) == 0);
+  CU_ASSERT_EQUAL(connect_in(dir, "wellformed:x"), TABQ_BACKEND);
+}
+
 static void malformed_manifest_refused(void) {
   static const struct {
     const char *text, *why;
@@ -399,6 +437,9 @@ int register_tests(void) {
   };
   static CU_TestInfo search[] = {
       {"two plugins claiming one scheme", two_plugins_one_scheme_refused},
+      {"relative TABQ_PLUGIN_PATH entry", relative_path_entry_refused},
+      {"world-writable plugin folder, sticky or not", world_writable_folder_refused},
+      {"world-writable plugin file or manifest", world_writable_file_refused},
       {"malformed manifest", malformed_manifest_refused},
       {"FIFO named like a manifest or a plugin", fifo_does_not_hang},
       {"manifest for another ABI, before loading", manifest_abi_refused_before_loading},
