@@ -1,9 +1,9 @@
-/* The loader: a plugin is looked up first as <scheme>.so in each folder, then by reading every
- * plugin's descriptor there. Every refusal says what was wrong and with which file. */
-#define _GNU_SOURCE /* dladdr */
+/* The loader: chooses the plugin for a URL scheme from the manifests and file names of the
+ * plugin folders (plugin_index.c), checks the chosen file before and after it loads it, and
+ * refuses a plugin that is not what its manifest or its file name said. Every refusal names the
+ * file and says what to do. */
 #include "loader.h"
 
-#include <dirent.h>
 #include <dlfcn.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -12,49 +12,8 @@
 
 #include "error.h"
 #include "host.h"
-
-#define MAX_DIRS 16
-
-typedef struct search_dirs {
-  char dirs[MAX_DIRS][PATH_MAX];
-  size_t n;
-} search_dirs;
-
-static void add_dir(search_dirs *s, const char *dir, size_t len) {
-  if (!len || s->n == MAX_DIRS || len >= PATH_MAX)
-    return;
-  for (size_t i = 0; i < s->n; i++)
-    if (strlen(s->dirs[i]) == len && !strncmp(s->dirs[i], dir, len))
-      return;
-  memcpy(s->dirs[s->n], dir, len);
-  s->dirs[s->n++][len] = '\0';
-}
-
-static void find_dirs(search_dirs *s) {
-  s->n = 0;
-  const char *env = getenv("TABQ_PLUGIN_PATH");
-  for (const char *p = env; p && *p;) {
-    const char *colon = strchr(p, ':');
-    size_t len = colon ? (size_t)(colon - p) : strlen(p);
-    add_dir(s, p, len);
-    p += len + (colon ? 1 : 0);
-  }
-  /* Beside libtabq: the build tree and an installed tree share this layout. */
-  Dl_info self;
-  if (dladdr((void *)&tabq_loader_open, &self) && self.dli_fname) {
-    char dir[PATH_MAX];
-    snprintf(dir, sizeof dir, "%s", self.dli_fname);
-    char *slash = strrchr(dir, '/');
-    if (slash) {
-      *slash = '\0';
-      char beside[PATH_MAX + 32];
-      int n = snprintf(beside, sizeof beside, "%s/%s", dir, TABQ_PLUGIN_SUBDIR);
-      if (n > 0)
-        add_dir(s, beside, (size_t)n);
-    }
-  }
-  add_dir(s, TABQ_INSTALL_PLUGIN_DIR, strlen(TABQ_INSTALL_PLUGIN_DIR));
-}
+#include "plugin_file.h"
+#include "plugin_index.h"
 
 static int refuse(tabq_error *err, const char *fmt_path, const char *path, const char *detail) {
   return tabq_err_set(err, TABQ_PLUGIN, NULL, NULL, fmt_path, path, detail);
@@ -161,6 +120,9 @@ static int handshake(const char *path, void *handle, const tabq_plugin **out, ta
   if (!sym)
     return refuse(err, "plugin %s does not export the entry function '%s'", path,
                   TABQ_PLUGIN_ENTRY_SYMBOL);
+  int rc = tabq_plugin_entry_check(path, handle, sym, err);
+  if (rc)
+    return rc;
   tabq_plugin_entry_fn entry;
   memcpy(&entry, &sym, sizeof entry); /* dlsym returns data pointers; POSIX allows this copy */
   const tabq_plugin *p = entry(tabq_host_services(), TABQ_ABI_VERSION);
@@ -184,62 +146,51 @@ static int handshake(const char *path, void *handle, const tabq_plugin **out, ta
   if (!p->driver && !p->driver_from)
     return refuse(err, "plugin %s: %s", path,
                   "the descriptor has no Driver interface and names no plugin to borrow one from");
-  if (p->driver) {
-    int rc = check_driver(path, p->driver, err);
-    if (rc)
-      return rc;
-  }
-  int rc = check_interfaces(path, p, err);
+  if (p->driver && (rc = check_driver(path, p->driver, err)))
+    return rc;
+  rc = check_interfaces(path, p, err);
   if (rc)
     return rc;
   *out = p;
   return TABQ_OK;
 }
 
-static int open_named(const search_dirs *s, const char *name, tabq_loaded *out, tabq_error *err,
-                      bool *found);
-
-int tabq_loader_open_file(const char *path, tabq_loaded *out, tabq_error *err) {
-  memset(out, 0, sizeof *out);
-  snprintf(out->path, sizeof out->path, "%s", path);
-  out->handle = dlopen(path, RTLD_NOW | RTLD_LOCAL);
-  if (!out->handle)
-    return refuse(err, "cannot load plugin %s: %s", path, dlerror());
-  int rc = handshake(path, out->handle, &out->plugin, err);
-  if (rc) {
-    dlclose(out->handle);
-    out->handle = NULL;
-    return rc;
-  }
-  out->driver = out->plugin->driver;
-  if (!out->driver) {
-    /* A dialect over another plugin's driver: load that plugin by name and borrow its driver. */
-    search_dirs s;
-    find_dirs(&s);
-    tabq_loaded lender;
-    bool found = false;
-    rc = open_named(&s, out->plugin->driver_from, &lender, err, &found);
-    if (!rc && !found)
-      rc = tabq_err_set(err, TABQ_PLUGIN, NULL, NULL,
-                        "plugin %s borrows the driver of plugin '%s', which is not installed", path,
-                        out->plugin->driver_from);
-    if (rc) {
-      dlclose(out->handle);
-      out->handle = NULL;
-      return rc;
-    }
-    out->driver_handle = lender.handle;
-    out->driver = lender.driver;
-  }
-  return TABQ_OK;
+/* Mode bits that let every user replace the file: then it could be anyone's code. */
+static int refuse_writable(tabq_error *err, const char *what, const char *path, mode_t mode) {
+  return tabq_err_set(err, TABQ_PLUGIN, NULL, NULL,
+                      "%s %s is writable by every user (mode %04o), so it could be anyone's code; "
+                      "remove that write permission (chmod o-w)",
+                      what, path, (unsigned)(mode & 07777));
 }
 
-void tabq_loader_close(tabq_loaded *l) {
-  if (l->handle)
-    dlclose(l->handle);
-  if (l->driver_handle)
-    dlclose(l->driver_handle);
-  l->handle = l->driver_handle = NULL;
+/* What can be refused before anything is loaded: the files' modes, the manifest's ABI and the
+ * file's ELF header. */
+static int check_unloaded(const tabq_plugin_entry *e, const char *path, const char *mpath,
+                          tabq_error *err) {
+  if (e->has_manifest && (e->manifest_mode & S_IWOTH))
+    return refuse_writable(err, "plugin manifest", mpath, e->manifest_mode);
+  if (!e->exists)
+    return tabq_err_set(err, TABQ_PLUGIN, NULL, NULL,
+                        "plugin manifest %s names the file %s, which is not there; install the "
+                        "plugin or remove its manifest",
+                        mpath, path);
+  if (e->mode & S_IWOTH)
+    return refuse_writable(err, "plugin", path, e->mode);
+  uint32_t major = TABQ_ABI_MAJOR_OF(e->m.abi), minor = TABQ_ABI_MINOR_OF(e->m.abi);
+  if (e->has_manifest && (major != TABQ_ABI_MAJOR || minor > TABQ_ABI_MINOR))
+    return tabq_err_set(err, TABQ_PLUGIN, NULL, NULL,
+                        "plugin %s: its manifest says plugin ABI %u.%u; this tabq loads ABI %u.%u "
+                        "(major %u, minor up to %u)",
+                        path, major, minor, TABQ_ABI_MAJOR, TABQ_ABI_MINOR, TABQ_ABI_MAJOR,
+                        TABQ_ABI_MINOR);
+  return tabq_plugin_file_check(path, err);
+}
+
+static size_t count_schemes(const tabq_plugin *p) {
+  size_t n = 0;
+  while (p->schemes[n])
+    n++;
+  return n;
 }
 
 static bool serves(const tabq_plugin *p, const char *scheme) {
@@ -249,81 +200,140 @@ static bool serves(const tabq_plugin *p, const char *scheme) {
   return false;
 }
 
-static bool is_file(const char *path) {
-  struct stat st;
-  return stat(path, &st) == 0 && S_ISREG(st.st_mode);
-}
-
-/* <dir>/<name>.so in each folder: the fast path, and the file a scheme's failure is about. */
-static int open_named(const search_dirs *s, const char *name, tabq_loaded *out, tabq_error *err,
-                      bool *found) {
-  *found = false;
-  for (size_t i = 0; i < s->n; i++) {
-    char path[PATH_MAX * 2];
-    snprintf(path, sizeof path, "%s/%s.so", s->dirs[i], name);
-    if (!is_file(path))
-      continue;
-    int rc = tabq_loader_open_file(path, out, err);
-    if (rc)
-      return rc;
-    *found = true;
-    return TABQ_OK;
-  }
-  return TABQ_OK;
-}
-
 static void append(char *buf, size_t cap, const char *text) {
   size_t len = strlen(buf);
   if (len < cap)
     snprintf(buf + len, cap - len, "%s", text);
 }
 
-int tabq_loader_open(const char *scheme, tabq_loaded *out, tabq_error *err) {
-  search_dirs s;
-  find_dirs(&s);
-  bool found = false;
-  int rc = open_named(&s, scheme, out, err, &found);
+/* "name 'x', schemes 'a b', ABI 1.1" of a manifest or a descriptor. */
+static void describe(char *out, size_t cap, const char *name, const char *const *schemes, size_t n,
+                     uint32_t abi) {
+  snprintf(out, cap, "name '%s', schemes '", name);
+  for (size_t i = 0; i < n; i++) {
+    append(out, cap, i ? " " : "");
+    append(out, cap, schemes[i]);
+  }
+  size_t len = strlen(out);
+  snprintf(out + len, cap > len ? cap - len : 0, "', ABI %u.%u", TABQ_ABI_MAJOR_OF(abi),
+           TABQ_ABI_MINOR_OF(abi));
+}
+
+/* A manifest must say what the descriptor says: a manifest that lies would send a scheme to a
+ * plugin that does not serve it. */
+static int check_manifest_agrees(const tabq_plugin_entry *e, const char *path, const char *mpath,
+                                 const tabq_plugin *p, tabq_error *err) {
+  bool agree = !strcmp(p->name, e->name) && p->abi == e->m.abi && count_schemes(p) == e->m.nschemes;
+  for (unsigned i = 0; agree && i < e->m.nschemes; i++)
+    agree = serves(p, e->m.schemes[i]);
+  if (agree)
+    return TABQ_OK;
+  const char *said[TABQ_MANIFEST_MAX_SCHEMES];
+  for (unsigned i = 0; i < e->m.nschemes; i++)
+    said[i] = e->m.schemes[i];
+  char manifest[160], plugin[160];
+  describe(manifest, sizeof manifest, e->name, said, e->m.nschemes, e->m.abi);
+  describe(plugin, sizeof plugin, p->name, p->schemes, count_schemes(p), p->abi);
+  return tabq_err_set(err, TABQ_PLUGIN, NULL, NULL,
+                      "plugin %s does not match its manifest %s: the manifest says %s; the "
+                      "plugin says %s. Install the plugin and its manifest from one build",
+                      path, mpath, manifest, plugin);
+}
+
+/* A plugin found by its file name: for a scheme it must serve it; lending its driver, it must
+ * bear the name it was found by. */
+static int check_name_agrees(const tabq_plugin_entry *e, const char *path, const char *scheme,
+                             const tabq_plugin *p, tabq_error *err) {
+  if (scheme && !serves(p, scheme)) {
+    char plugin[160];
+    describe(plugin, sizeof plugin, p->name, p->schemes, count_schemes(p), p->abi);
+    return tabq_err_set(err, TABQ_PLUGIN, NULL, NULL,
+                        "plugin %s is found by its file name for the URL scheme '%s', but it says "
+                        "%s; install its manifest beside it",
+                        path, scheme, plugin);
+  }
+  if (!scheme && strcmp(p->name, e->name))
+    return tabq_err_set(err, TABQ_PLUGIN, NULL, NULL,
+                        "plugin %s is found by its file name as plugin '%s', but it names itself "
+                        "'%s'; install its manifest beside it",
+                        path, e->name, p->name);
+  return TABQ_OK;
+}
+
+static int open_entry(const tabq_plugin_index *ix, const tabq_plugin_entry *e, const char *scheme,
+                      bool may_borrow, tabq_loaded *out, tabq_error *err);
+
+/* A dialect over another plugin's driver: that plugin, found by name, lends it. The lender must
+ * have a driver of its own, so borrowing never chains (nor loops). */
+static int borrow_driver(const tabq_plugin_index *ix, tabq_loaded *out, tabq_error *err) {
+  const tabq_plugin_entry *e;
+  int rc = tabq_plugin_index_by_name(ix, out->plugin->driver_from, &e, err);
   if (rc)
     return rc;
-  if (found) {
-    if (serves(out->plugin, scheme))
-      return TABQ_OK;
+  if (!e) {
+    char searched[256];
+    tabq_plugin_index_folders(ix, searched, sizeof searched);
+    return tabq_err_set(err, TABQ_PLUGIN, NULL, NULL,
+                        "plugin %s borrows the driver of plugin '%s', which is not installed "
+                        "(searched %s)",
+                        out->path, out->plugin->driver_from, searched);
+  }
+  tabq_loaded lender;
+  if ((rc = open_entry(ix, e, NULL, false, &lender, err)))
+    return rc;
+  out->driver_handle = lender.handle;
+  out->driver = lender.driver;
+  return TABQ_OK;
+}
+
+/* Loads the plugin `e` (for `scheme`, or by its name when that is NULL) and checks it. */
+static int open_entry(const tabq_plugin_index *ix, const tabq_plugin_entry *e, const char *scheme,
+                      bool may_borrow, tabq_loaded *out, tabq_error *err) {
+  memset(out, 0, sizeof *out);
+  char mpath[PATH_MAX + TABQ_FILE_NAME_CAP];
+  tabq_plugin_entry_path(ix, e, out->path, sizeof out->path);
+  tabq_plugin_manifest_path(ix, e, mpath, sizeof mpath);
+  int rc = check_unloaded(e, out->path, mpath, err);
+  if (rc)
+    return rc;
+  out->handle = dlopen(out->path, RTLD_NOW | RTLD_LOCAL);
+  if (!out->handle)
+    return refuse(err, "cannot load plugin %s: %s", out->path, dlerror());
+  if (!(rc = handshake(out->path, out->handle, &out->plugin, err)))
+    rc = e->has_manifest ? check_manifest_agrees(e, out->path, mpath, out->plugin, err)
+                         : check_name_agrees(e, out->path, scheme, out->plugin, err);
+  if (!rc && !out->plugin->driver && !may_borrow)
+    rc = tabq_err_set(err, TABQ_PLUGIN, NULL, NULL,
+                      "plugin %s has no driver of its own to lend (it borrows one from '%s')",
+                      out->path, out->plugin->driver_from);
+  out->driver = rc ? NULL : out->plugin->driver;
+  if (!rc && !out->driver)
+    rc = borrow_driver(ix, out, err);
+  if (rc)
     tabq_loader_close(out);
-  }
-  /* Read every plugin's descriptor for the scheme, and note the schemes seen for the error. */
-  char installed[512] = "", searched[1024] = "";
-  for (size_t i = 0; i < s.n; i++) {
-    append(searched, sizeof searched, i ? ", " : "");
-    append(searched, sizeof searched, s.dirs[i]);
-    DIR *dir = opendir(s.dirs[i]);
-    if (!dir)
-      continue;
-    struct dirent *e;
-    while ((e = readdir(dir))) {
-      size_t len = strlen(e->d_name);
-      if (len < 4 || strcmp(e->d_name + len - 3, ".so"))
-        continue;
-      char path[PATH_MAX * 2];
-      snprintf(path, sizeof path, "%s/%s", s.dirs[i], e->d_name);
-      tabq_error ignored;
-      if (tabq_loader_open_file(path, out, &ignored))
-        continue; /* a broken plugin serves no scheme; it fails loudly when asked for by name */
-      if (serves(out->plugin, scheme)) {
-        closedir(dir);
-        return TABQ_OK;
-      }
-      for (const char *const *sc = out->plugin->schemes; *sc; sc++) {
-        if (strstr(installed, *sc))
-          continue;
-        append(installed, sizeof installed, installed[0] ? ", " : "");
-        append(installed, sizeof installed, *sc);
-      }
-      tabq_loader_close(out);
-    }
-    closedir(dir);
-  }
-  return tabq_err_set(err, TABQ_BACKEND, NULL, NULL,
-                      "no installed dialect serves the URL scheme '%s'; installed schemes: %s "
-                      "(searched %s)",
-                      scheme, installed[0] ? installed : "none", searched);
+  return rc;
+}
+
+int tabq_loader_open(const char *scheme, tabq_loaded *out, tabq_error *err) {
+  memset(out, 0, sizeof *out);
+  tabq_plugin_index *ix = calloc(1, sizeof *ix);
+  if (!ix)
+    return tabq_err_set(err, TABQ_NOMEM, NULL, NULL, "cannot allocate the plugin list");
+  const tabq_plugin_entry *e;
+  int rc = tabq_plugin_index_read(ix, err);
+  if (!rc)
+    rc = tabq_plugin_index_by_scheme(ix, scheme, &e, err);
+  if (!rc)
+    rc = open_entry(ix, e, scheme, true, out, err);
+  tabq_plugin_index_free(ix);
+  free(ix);
+  return rc;
+}
+
+void tabq_loader_close(tabq_loaded *l) {
+  if (l->handle)
+    dlclose(l->handle);
+  if (l->driver_handle)
+    dlclose(l->driver_handle);
+  l->handle = l->driver_handle = NULL;
 }

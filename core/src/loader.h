@@ -14,11 +14,10 @@ typedef struct tabq_loaded {
   char path[PATH_MAX];
 } tabq_loaded;
 
-/* Loads the plugin serving a URL scheme. Searches TABQ_PLUGIN_PATH (colon separated), the
- * tabq-<major>/ folder beside libtabq, then the installed plugin folder. */
+/* Loads the one plugin serving a URL scheme, chosen from the manifests and file names in the
+ * folders of TABQ_PLUGIN_PATH (colon separated) and tabq-<major>/ beside libtabq, and checks it
+ * (the file, the handshake, every interface's members, agreement with its manifest). */
 int tabq_loader_open(const char *scheme, tabq_loaded *out, tabq_error *err);
-/* Loads one plugin file and checks it (the handshake and every interface's members). */
-int tabq_loader_open_file(const char *path, tabq_loaded *out, tabq_error *err);
 void tabq_loader_close(tabq_loaded *l);
 
 #endif
