@@ -179,6 +179,8 @@ void tabq_sub_wake(tabq_subscription *s);
 
 /* custom.c: the service's own statements (SPEC 8), registered before the forms build theirs. */
 int tabq_custom_open(tabq_subscription *s, tabq_error *err);
+/* Refuses a generated attempt column whose default is not 1, where the dialect reads it. */
+int tabq_check_attempt_default(tabq_subscription *s, tabq_error *err);
 /* After the form opened: the claim and the claimer the service's own statements need. */
 int tabq_custom_after_open(tabq_subscription *s, tabq_error *err);
 static inline bool tabq_sub_own(const tabq_subscription *s, tabq_sq q) {

@@ -137,10 +137,12 @@ static int handshake(const char *path, void *handle, const tabq_plugin **out, ta
                         "(major %u, minor up to %u)",
                         path, major, minor, TABQ_ABI_MAJOR, TABQ_ABI_MINOR, TABQ_ABI_MAJOR,
                         TABQ_ABI_MINOR);
-  if (p->size < sizeof(tabq_plugin))
+  /* The 1.0 descriptor's size, not this core's: members a later minor appends are read only
+   * where the plugin's size covers them. */
+  if (p->size < TABQ_PLUGIN_SIZE_1_0)
     return tabq_err_set(err, TABQ_PLUGIN, NULL, NULL,
-                        "plugin %s: descriptor size %u is smaller than ABI %u.%u's %zu", path,
-                        p->size, major, minor, sizeof(tabq_plugin));
+                        "plugin %s: descriptor size %u is smaller than ABI 1.0's %zu", path,
+                        p->size, (size_t)TABQ_PLUGIN_SIZE_1_0);
   if (!p->name || !p->name[0] || !p->schemes || !p->schemes[0])
     return refuse(err, "plugin %s: %s", path, "the descriptor names no dialect or no URL scheme");
   if (!p->driver && !p->driver_from)

@@ -278,6 +278,8 @@ static int subscribe(tabq_broker *b, const tabq_table *table,
               : read_server(s, err);
   if (!rc)
     rc = check_form(s, err);
+  if (!rc)
+    rc = tabq_check_attempt_default(s, err);
   if (!rc && s->lease_s < 1)
     rc = mount_broken(err, t, "a lease lasts one second or more");
   if (!rc)

@@ -184,6 +184,22 @@ static int placeholder(tabq_stmt *out, tabq_param id) {
   return tabq_sqlb_placeholder(&style, out, id);
 }
 
+/* information_schema, in the table's schema or the connection's database. */
+static int column_default(const tabq_build *b, const char *column, tabq_stmt *out) {
+  size_t schema_len;
+  const char *table = tabq_sql_table_part(b->table->name, &schema_len);
+  tabq_sql_raw(out, "SELECT COLUMN_DEFAULT FROM information_schema.COLUMNS WHERE TABLE_SCHEMA = ");
+  if (schema_len)
+    literal(out, b->table->name, schema_len);
+  else
+    tabq_sql_raw(out, "DATABASE()");
+  tabq_sql_raw(out, " AND TABLE_NAME = ");
+  literal(out, table, strlen(table));
+  tabq_sql_raw(out, " AND COLUMN_NAME = ");
+  literal(out, column, strlen(column));
+  return out->status;
+}
+
 /* A copy then a delete; the core runs both in one transaction. */
 static int dead_letter_table(const tabq_build *b, tabq_stmt *copy, tabq_stmt *remove) {
   return tabq_sqlb_dead_letter_table(&style, b, copy, remove);
@@ -254,6 +270,7 @@ const tabq_dialect_v1 tabq_my_dialect = {
     .notify = NULL,
     .placeholder = placeholder,
     .count_attempt = count_attempt_row,
+    .column_default = column_default,
 };
 
 /* ---- RowLock ------------------------------------------------------------------------------ */

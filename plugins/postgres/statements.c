@@ -153,6 +153,27 @@ static int placeholder(tabq_stmt *out, tabq_param id) {
   return tabq_sqlb_placeholder(&style, out, id);
 }
 
+/* The catalog, by the table's quoted name as the server resolves it (search_path included):
+ * no row when the table or the column is missing. */
+static int column_default(const tabq_build *b, const char *column, tabq_stmt *out) {
+  tabq_stmt name;
+  tabq_sql_init(&name, out->host);
+  quote(&name, b->table->name);
+  tabq_sql_raw(out,
+               "SELECT pg_catalog.pg_get_expr(d.adbin, d.adrelid) FROM pg_catalog.pg_attribute "
+               "a LEFT JOIN pg_catalog.pg_attrdef d ON d.adrelid = a.attrelid AND d.adnum = "
+               "a.attnum WHERE a.attrelid = pg_catalog.to_regclass(");
+  if (name.status)
+    out->status = name.status;
+  else
+    literal(out, name.sql, name.len);
+  tabq_sql_raw(out, ") AND a.attname = ");
+  literal(out, column, strlen(column));
+  tabq_sql_raw(out, " AND NOT a.attisdropped");
+  tabq_sql_free(&name);
+  return out->status;
+}
+
 static int dead_letter_table(const tabq_build *b, tabq_stmt *copy, tabq_stmt *remove) {
   return tabq_sqlb_dead_letter_table(&style, b, copy, remove);
 }
@@ -248,6 +269,7 @@ const tabq_dialect_v1 tabq_pg_dialect = {
     .notify = notify,
     .placeholder = placeholder,
     .count_attempt = count_attempt_row,
+    .column_default = column_default,
 };
 
 /* ---- RowLock ------------------------------------------------------------------------------ */

@@ -73,6 +73,34 @@ static int placeholder(tabq_stmt *out, tabq_param id) {
   return tabq_sqlb_placeholder(&style, out, id);
 }
 
+/* `n` bytes of `text` as a string literal (SQLite has no backslash escapes). */
+static void literal(tabq_stmt *st, const char *text, size_t n) {
+  tabq_sql_raw(st, "'");
+  for (size_t i = 0; i < n; i++) {
+    tabq_sql_append(st, text + i, 1);
+    if (text[i] == '\'')
+      tabq_sql_append(st, text + i, 1);
+  }
+  tabq_sql_raw(st, "'");
+}
+
+/* pragma_table_info, in the table's schema ("main", an attached one) when it names one. Column
+ * names compare without case, as SQLite compares them. */
+static int column_default(const tabq_build *b, const char *column, tabq_stmt *out) {
+  size_t schema_len;
+  const char *table = tabq_sql_table_part(b->table->name, &schema_len);
+  tabq_sql_raw(out, "SELECT dflt_value FROM pragma_table_info(");
+  literal(out, table, strlen(table));
+  if (schema_len) {
+    tabq_sql_raw(out, ", ");
+    literal(out, b->table->name, schema_len);
+  }
+  tabq_sql_raw(out, ") WHERE name = ");
+  literal(out, column, strlen(column));
+  tabq_sql_raw(out, " COLLATE NOCASE");
+  return out->status;
+}
+
 /* retry and retry_after. The dialect serves the lease form alone, so its refusal names what the
  * table lacks, before the shared builder's refusals, which speak of the other forms. */
 static int requeue(const tabq_build *b, tabq_stmt *out, bool delayed, const char *what) {
@@ -131,6 +159,7 @@ const tabq_dialect_v1 tabq_sqlite_dialect = {
     .fifo_guard = NULL, /* one writer at a time already keeps FIFO claims apart */
     .placeholder = placeholder,
     .count_attempt = count_attempt_row,
+    .column_default = column_default,
 };
 
 /* ---- Lease -------------------------------------------------------------------------------- */

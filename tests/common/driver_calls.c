@@ -2,6 +2,7 @@
 #include "driver_calls.h"
 
 #include <time.h>
+#include <tabq/sql.h>
 
 static const tabq_driver_v1 *drv;
 
@@ -115,4 +116,34 @@ tabq_value json(const char *s) {
   tabq_value v = text(s);
   v.type = TABQ_T_JSON;
   return v;
+}
+
+void column_default_of(const tabq_dialect_v1 *dl, tabq_conn *c, const char *table,
+                       const char *column, char *buf, size_t cap) {
+  tabq_table t = {.size = sizeof(tabq_table), .name = table, .id = {"id"}};
+  tabq_build b = {.table = &t, .form = TABQ_FORM_ROWLOCK};
+  tabq_stmt st;
+  tabq_sql_init(&st, &test_host);
+  CU_ASSERT_EQUAL_FATAL(dl->column_default(&b, column, &st), TABQ_OK);
+  tabq_prepared *p = prep(c, st.sql, 0);
+  run_ok(p, NULL, 0);
+  snprintf(buf, cap, "-");
+  if (next_row(p)) {
+    tabq_value v = cell(p, 0);
+    if (v.type == TABQ_T_NULL)
+      snprintf(buf, cap, "NULL");
+    else
+      snprintf(buf, cap, "%.*s", (int)v.u.buf.len, (const char *)v.u.buf.ptr);
+  }
+  drv->finalize(p);
+  tabq_sql_free(&st);
+}
+
+void expect_column_default(const tabq_dialect_v1 *dl, tabq_conn *c, const char *table,
+                           const char *column, const char *want) {
+  char got[128];
+  column_default_of(dl, c, table, column, got, sizeof got);
+  if (strcmp(got, want))
+    fprintf(stderr, "\ncolumn_default of %s.%s: got '%s', want '%s'\n", table, column, got, want);
+  CU_ASSERT_STRING_EQUAL(got, want);
 }

@@ -33,6 +33,14 @@ void expect_text(tabq_prepared *p, unsigned col, const char *want);
  * (INT64_MIN when there is no row or no integer). */
 int64_t query_int(tabq_conn *c, const char *sql, const tabq_value *v, unsigned n);
 
+/* Builds the dialect's column_default query for `column` of `table` and runs it: the default's
+ * text into buf, "NULL" for a column without one, "-" when the query returns no row. */
+void column_default_of(const tabq_dialect_v1 *dl, tabq_conn *c, const char *table,
+                       const char *column, char *buf, size_t cap);
+/* Expects column_default_of to give `want`. */
+void expect_column_default(const tabq_dialect_v1 *dl, tabq_conn *c, const char *table,
+                           const char *column, const char *want);
+
 tabq_value text(const char *s);
 tabq_value json(const char *s);
 

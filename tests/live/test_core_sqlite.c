@@ -141,11 +141,54 @@ static void delay_needs_a_written_retry_after(void) {
   unlink(path);
 }
 
+static tabq_outcome ack(tabq_delivery *d, void *user) {
+  (void)d, (void)user;
+  return tabq_ack();
+}
+
+/* A generated attempt must start at 1: the catalog's default is read at open. */
+static void generated_attempt_must_default_to_one(void) {
+  char path[64], url[96];
+  temp_url(path, sizeof path, url, sizeof url, "attempt");
+  tabq_broker *b = NULL;
+  CU_ASSERT_EQUAL_FATAL(tabq_connect(url, NULL, &b, &err), TABQ_OK);
+  CU_ASSERT_EQUAL(tabq_exec(b,
+                            "CREATE TABLE jobs (id INTEGER PRIMARY KEY, queue TEXT NOT NULL, pkey "
+                            "TEXT, attempt INTEGER NOT NULL DEFAULT 0, locked_until INTEGER, "
+                            "payload BLOB);"
+                            "CREATE TABLE jobs_one (id INTEGER PRIMARY KEY, queue TEXT NOT NULL, "
+                            "pkey TEXT, ATTEMPT INTEGER NOT NULL DEFAULT ('1'), locked_until "
+                            "INTEGER, payload BLOB);"
+                            "CREATE TABLE jobs_none (id INTEGER PRIMARY KEY, queue TEXT NOT NULL, "
+                            "pkey TEXT, attempt INTEGER, locked_until INTEGER, payload BLOB)",
+                            &err),
+                  TABQ_OK);
+  tabq_subscription_options o = TABQ_SUBSCRIPTION_OPTIONS_INIT;
+  o.queue = "q";
+  o.handler = ack;
+  CU_ASSERT_EQUAL(tabq_subscribe(b, &jobs, &o, NULL, &err), TABQ_DECLARATION);
+  CU_ASSERT_PTR_NOT_NULL(strstr(err.message, "its default is 0, not 1"));
+  CU_ASSERT_STRING_EQUAL(err.table, "jobs");
+  tabq_table none = jobs;
+  none.name = "jobs_none";
+  CU_ASSERT_EQUAL(tabq_subscribe(b, &none, &o, NULL, &err), TABQ_DECLARATION);
+  CU_ASSERT_PTR_NOT_NULL(strstr(err.message, "its default is none"));
+  tabq_table one = jobs; /* DEFAULT ('1'), the column named in another case */
+  one.name = "jobs_one";
+  CU_ASSERT_EQUAL(tabq_subscribe(b, &one, &o, NULL, &err), TABQ_OK);
+  tabq_table counted = jobs; /* an attempt tabq writes itself needs no default */
+  counted.attempt.generated = false;
+  CU_ASSERT_EQUAL(tabq_subscribe(b, &counted, &o, NULL, &err), TABQ_OK);
+  tabq_close(b);
+  unlink(path);
+}
+
 int register_tests(void) {
   static CU_TestInfo tests[] = {
       {"plugin log lines reach their broker's callback", plugin_logs_reach_their_brokers_callback},
       {"groups and partition keys must be UTF-8", groups_and_keys_must_be_utf8},
       {"a delay needs a retry_after the insert writes", delay_needs_a_written_retry_after},
+      {"a generated attempt must default to 1", generated_attempt_must_default_to_one},
       CU_TEST_INFO_NULL,
   };
   ADD_SUITE("core on SQLite", NULL, NULL, tests);

@@ -732,6 +732,18 @@ static void test_killed(void) {
 
 /* ---- Registration -------------------------------------------------------------------------- */
 
+/* The catalog query behind the check that a generated attempt starts at 1. */
+static void test_column_default(void) {
+  exec_ok(g_c1, "CREATE TABLE defaults (id BIGINT AUTO_INCREMENT PRIMARY KEY, zero INT NOT NULL "
+                "DEFAULT 0, one BIGINT NOT NULL DEFAULT 1, bare INT NOT NULL) ENGINE=InnoDB");
+  expect_column_default(&tabq_my_dialect, g_c1, "defaults", "zero", "0");
+  expect_column_default(&tabq_my_dialect, g_c1, "defaults", "one", "1");
+  expect_column_default(&tabq_my_dialect, g_c1, "defaults", "ONE", "1"); /* names without case */
+  expect_column_default(&tabq_my_dialect, g_c1, "defaults", "bare", "NULL");
+  expect_column_default(&tabq_my_dialect, g_c1, "defaults", "missing", "-");
+  exec_ok(g_c1, "DROP TABLE defaults");
+}
+
 static CU_TestInfo tests[] = {
     {"open the server", test_open},
     {"URL forms", test_urls},
@@ -739,6 +751,7 @@ static CU_TestInfo tests[] = {
     {"a statement outlasts the connect timeout", test_connect_timeout_ends},
     {"connect to a port nobody listens on", test_connect_refused},
     {"server version and database", test_server_version},
+    {"column defaults from the catalog", test_column_default},
     {"types round trip", test_types_round_trip},
     {"more types and misfits", test_types_more},
     {"steady state allocates nothing", test_steady_state},

@@ -641,12 +641,30 @@ static void test_terminated(void) {
 
 /* ---- Registration -------------------------------------------------------------------------- */
 
+/* The catalog query behind the check that a generated attempt starts at 1. */
+static void test_column_default(void) {
+  NEED_DB();
+  exec_ok(g_c1, "CREATE TABLE defaults (id BIGSERIAL PRIMARY KEY, zero INT NOT NULL DEFAULT 0, "
+                "one BIGINT NOT NULL DEFAULT 1, quoted INT DEFAULT '1', bare INT)");
+  expect_column_default(&tabq_pg_dialect, g_c1, "defaults", "zero", "0");
+  expect_column_default(&tabq_pg_dialect, g_c1, "defaults", "one", "1");
+  expect_column_default(&tabq_pg_dialect, g_c1, "defaults", "quoted", "1");
+  expect_column_default(&tabq_pg_dialect, g_c1, "defaults", "bare", "NULL");
+  expect_column_default(&tabq_pg_dialect, g_c1, "defaults", "missing", "-");
+  expect_column_default(&tabq_pg_dialect, g_c1, "no_such_table", "one", "-");
+  char qualified[64];
+  snprintf(qualified, sizeof qualified, "%s.defaults", g_schema);
+  expect_column_default(&tabq_pg_dialect, g_c1, qualified, "zero", "0");
+  exec_ok(g_c1, "DROP TABLE defaults");
+}
+
 static CU_TestInfo tests[] = {
     {"open the server", test_open},
     {"URL forms", test_urls},
     {"connect to a server that never answers", test_connect_timeout},
     {"connect to a port nobody listens on", test_connect_refused},
     {"server version", test_server_version},
+    {"column defaults from the catalog", test_column_default},
     {"types round trip", test_types_round_trip},
     {"more types and misfits", test_types_more},
     {"steady state allocates nothing", test_steady_state},

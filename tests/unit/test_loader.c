@@ -268,6 +268,24 @@ static void abi_mismatch_names_both_versions(void) {
   mentions(host_abi);
 }
 
+/* A plugin may need members of a newer minor than this core has: refused, both versions named. */
+static void newer_minor_is_refused(void) {
+  CU_ASSERT_EQUAL(connect_to("newerminor:x"), TABQ_PLUGIN);
+  mentions("newerminor");
+  char plugin_abi[32], host_abi[32];
+  snprintf(plugin_abi, sizeof plugin_abi, "%d.%d", TABQ_ABI_MAJOR, TABQ_ABI_MINOR + 1);
+  snprintf(host_abi, sizeof host_abi, "%d.%d", TABQ_ABI_MAJOR, TABQ_ABI_MINOR);
+  mentions(plugin_abi);
+  mentions(host_abi);
+}
+
+/* A plugin built as ABI 1.0 (tables without the 1.1 members) loads: its driver is then asked to
+ * connect, and that fixture's driver refuses every connect (BACKEND, not PLUGIN). */
+static void abi_1_0_plugin_loads(void) {
+  CU_ASSERT_EQUAL(connect_to("abi10:x"), TABQ_BACKEND);
+  CU_ASSERT_PTR_NULL(strstr(err.message, "abi10.so"));
+}
+
 static void missing_member_is_named(void) {
   CU_ASSERT_EQUAL(connect_to("nomember:x"), TABQ_PLUGIN);
   mentions("nomember.so");
@@ -429,6 +447,8 @@ int register_tests(void) {
       {"entry that is a data object", entry_as_data_object_refused},
       {"missing entry symbol", missing_entry_symbol},
       {"ABI mismatch names both versions and the file", abi_mismatch_names_both_versions},
+      {"a newer minor is refused, both versions named", newer_minor_is_refused},
+      {"a plugin built as ABI 1.0 loads", abi_1_0_plugin_loads},
       {"interface lacking a member names it", missing_member_is_named},
       {"entry refusing the host ABI", entry_refusing_host},
       {"manifest that lies about the schemes", lying_manifest_refused},

@@ -42,7 +42,7 @@ extern "C" {
 #endif
 
 #define TABQ_ABI_MAJOR 1
-#define TABQ_ABI_MINOR 1
+#define TABQ_ABI_MINOR 2
 #define TABQ_ABI_VERSION ((uint32_t)(TABQ_ABI_MAJOR << 16 | TABQ_ABI_MINOR))
 #define TABQ_ABI_MAJOR_OF(v) ((uint32_t)(v) >> 16)
 #define TABQ_ABI_MINOR_OF(v) ((uint32_t)(v)&0xffffu)
@@ -219,6 +219,13 @@ typedef struct tabq_dialect_v1 {
   /* Counts the attempt of one claimed row (ID), for a claim of the service's own in the row
    * lock and advisory forms: "UPDATE T SET attempt = attempt + 1 WHERE id = :ID". */
   tabq_build_fn count_attempt;
+
+  /* ---- ABI 1.2 ---- */
+  /* Optional: a query of the database's catalog, without parameters, for the default of column
+   * `column` of b->table: one row whose first cell is the default's expression as text (NULL
+   * when the column has none), or no row when there is no such column. With it the core checks
+   * at open that a generated attempt column starts at 1. */
+  int (*column_default)(const tabq_build *b, const char *column, tabq_stmt *out);
 } tabq_dialect_v1;
 
 /* ---- Capability flags, every one in this one place ------------------------------------------
@@ -308,6 +315,10 @@ typedef struct tabq_plugin {
   const tabq_advisory_v1 *advisory; /* NULL: no advisory lock form */
   const tabq_byname_v1 *byname;     /* NULL: no subscriptions by name */
 } tabq_plugin;
+
+/* The descriptor as ABI 1.0 has it: the loader refuses a smaller one; members a later minor
+ * appends are read only where the plugin's size covers them (TABQ_HAS_MEMBER). */
+#define TABQ_PLUGIN_SIZE_1_0 (offsetof(tabq_plugin, byname) + sizeof(const tabq_byname_v1 *))
 
 typedef const tabq_plugin *(*tabq_plugin_entry_fn)(const tabq_host *host, uint32_t host_abi);
 

@@ -94,6 +94,13 @@ static inline void tabq_sql_quoted(tabq_stmt *st, const char *name, char q, int 
 }
 
 /* Appends a placeholder for parameter `id` in the dialect's style. */
+/* The table part of "schema.table" (or "table"); *schema_len is the schema's length, 0 without. */
+static inline const char *tabq_sql_table_part(const char *name, size_t *schema_len) {
+  const char *dot = strchr(name, '.');
+  *schema_len = dot ? (size_t)(dot - name) : 0;
+  return dot ? dot + 1 : name;
+}
+
 static inline void tabq_sql_param(tabq_stmt *st, tabq_param id, tabq_placeholder style) {
   if (st->status)
     return;
