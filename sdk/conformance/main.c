@@ -93,7 +93,7 @@ static args parse_args(int argc, char **argv) {
       cannot_start("%s '%s'; %s", slot ? "no value after" : "unknown argument", argv[i], usage);
     *slot = argv[++i];
   }
-  if (!a.url || (!a.plugin == !a.scheme))
+  if (!a.url || (!a.child && !a.plugin == !a.scheme))
     cannot_start("%s", usage);
   if (a.form && !form_of(a.form))
     cannot_start("--form is rowlock, lease or advisory, not '%s'", a.form);
