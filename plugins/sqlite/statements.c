@@ -30,8 +30,7 @@ static int check(const tabq_build *b) {
   if (b->form == TABQ_FORM_ROWLOCK)
     return host()->fail(TABQ_DIALECT, NULL, 0,
                         "table %s: SQLite has no FOR UPDATE SKIP LOCKED, so the sqlite dialect "
-                        "serves the lease and advisory lock forms only; declare locked_until "
-                        "(lease) or advisory_lock (advisory lock)",
+                        "serves the lease form only; declare locked_until (lease)",
                         t->name);
   if (b->form == TABQ_FORM_ADVISORY)
     return host()->fail(TABQ_DIALECT, NULL, 0,
