@@ -58,26 +58,11 @@ tabq_form test_form(void) {
   return TABQ_FORM_LEASE;
 }
 
-const char *test_form_name(void) {
-  tabq_form f = test_form();
-  return f == TABQ_FORM_ROWLOCK ? "row lock" : f == TABQ_FORM_ADVISORY ? "advisory" : "lease";
-}
-
 const tabq_table *jobs_table(void) {
   static tabq_table t;
   static bool made;
   if (!made) {
     t = jobs_of(test_form(), false);
-    made = true;
-  }
-  return &t;
-}
-
-const tabq_table *marked_table(void) {
-  static tabq_table t;
-  static bool made;
-  if (!made) {
-    t = jobs_of(test_form(), true);
     made = true;
   }
   return &t;
@@ -364,32 +349,6 @@ void testdb_fill(const testdb *db, const char *queue, int n) {
   testdb_exec(db, sql);
 }
 
-long long testdb_due_after(const testdb *db, int ms) {
-  char sql[256];
-  if (db->kind == TEST_MYSQL)
-    snprintf(sql, sizeof sql,
-             "SELECT count(*) FROM jobs WHERE retry_after > UTC_TIMESTAMP(6) + INTERVAL %d "
-             "MICROSECOND",
-             ms * 1000);
-  else if (db->kind == TEST_POSTGRES)
-    snprintf(sql, sizeof sql,
-             "SELECT count(*) FROM jobs WHERE retry_after > now() + interval '%d milliseconds'",
-             ms);
-  else
-    snprintf(sql, sizeof sql,
-             "SELECT count(*) FROM jobs WHERE retry_after > "
-             "strftime('%%Y-%%m-%%d %%H:%%M:%%f', 'now', '+%d.%03d seconds')",
-             ms / 1000, ms % 1000);
-  return testdb_int(db, sql);
-}
-
-void testdb_lease_text(const testdb *db, char *buf, size_t cap) {
-  testdb_text(db,
-              db->kind == TEST_MYSQL ? "SELECT CAST(locked_until AS CHAR) FROM jobs"
-                                     : "SELECT CAST(locked_until AS TEXT) FROM jobs",
-              buf, cap);
-}
-
 tabq_broker *connect_broker(const testdb *db, unsigned poll_ms) {
   tabq_broker_options o = {
       .size = sizeof(tabq_broker_options), .poll_interval_ms = poll_ms, .pool_size = 6};
@@ -512,12 +471,6 @@ bool child_line(child *c, char *buf, size_t cap, int timeout_ms) {
   }
   buf[n] = '\0';
   return true;
-}
-
-void child_say(child *c, const char *line) {
-  size_t len = strlen(line);
-  CU_ASSERT(write(c->in, line, len) == (ssize_t)len);
-  CU_ASSERT(write(c->in, "\n", 1) == 1);
 }
 
 int child_wait(child *c) {

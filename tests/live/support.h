@@ -1,6 +1,7 @@
-/* What the live suites share: a fresh database per test (a SQLite file, or a PostgreSQL schema
- * of its own), direct SQL on it (checks read the database with sqlite3 or libpq, never through
- * tabq), a recording handler, and child processes.
+/* What the database-specific live suites share (every other behaviour is in the conformance
+ * kit): a fresh database per test (a SQLite file, a PostgreSQL schema or a MySQL database of its
+ * own), direct SQL on it (checks read the database with its client library, never through tabq),
+ * a recording handler, and child processes.
  *
  * One suite runs on several databases and forms: TABQ_TEST_DB (sqlite, postgres) and
  * TABQ_TEST_FORM (lease, rowlock, advisory) choose them, set by ctest per registration. */
@@ -19,12 +20,9 @@ typedef enum test_kind { TEST_SQLITE, TEST_POSTGRES, TEST_MYSQL } test_kind;
 test_kind test_db_kind(void);
 const char *test_db_name(void); /* "sqlite", "postgres", "mysql" */
 tabq_form test_form(void);
-const char *test_form_name(void);
 
 /* The queue table of most tests, in the run's form, every role. */
 const tabq_table *jobs_table(void);
-/* The same columns, with processed_at marking instead of deletes. */
-const tabq_table *marked_table(void);
 
 typedef struct testdb {
   test_kind kind;
@@ -48,10 +46,6 @@ void testdb_text(const testdb *db, const char *sql, char *buf, size_t cap);
 
 /* Writes n rows to `queue` directly (not through tabq), payloads "job-<i>". */
 void testdb_fill(const testdb *db, const char *queue, int n);
-/* Counts rows of jobs whose retry_after lies more than `ms` after the database's now. */
-long long testdb_due_after(const testdb *db, int ms);
-/* The lease of the jobs row as text, to compare a token before and after. */
-void testdb_lease_text(const testdb *db, char *buf, size_t cap);
 
 tabq_broker *connect_broker(const testdb *db, unsigned poll_ms);
 /* Publishes n rows to `queue` with payload "job-<i>". */
@@ -88,7 +82,6 @@ typedef struct child {
 void child_start(child *c, const char *mode, const testdb *db);
 /* Reads one line from the child into buf (without the newline); false at EOF or timeout. */
 bool child_line(child *c, char *buf, size_t cap, int timeout_ms);
-void child_say(child *c, const char *line);
 /* Waits for the child's exit; returns its status as waitpid gives it. */
 int child_wait(child *c);
 

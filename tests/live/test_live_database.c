@@ -1,7 +1,7 @@
-/* Crashes and concurrency in every form, checked in the database: a child SIGKILLed inside its
- * handler, two processes of four workers draining one queue, and (PostgreSQL) wake-ups by
- * NOTIFY from another process and after a lost listener, and repeatable read under
- * concurrent claims. */
+/* What only one database does, beside the conformance kit (tabq-conformance), which checks
+ * every dialect alike: the server's own view of advisory locks after a crash and a shutdown,
+ * MySQL's hashed lock names, and PostgreSQL's listener, channel names, ended sessions and
+ * repeatable read. */
 #include <signal.h>
 #include <stdatomic.h>
 #include <stdio.h>
@@ -19,7 +19,9 @@
 static testdb db;
 static tabq_error err;
 
-static void killed_child_row_returns(void) {
+/* PostgreSQL, row lock and advisory: the server ends a SIGKILLed client's session, and no lock
+ * of it remains (the kit checks that the row returns). */
+static void killed_child_leaves_no_lock(void) {
   testdb_create(&db);
   tabq_broker *b = connect_broker(&db, 50);
   publish_n(b, "q", 1);
@@ -31,91 +33,11 @@ static void killed_child_row_returns(void) {
   kill(c.pid, SIGKILL);
   int status = child_wait(&c);
   CU_ASSERT(WIFSIGNALED(status) && WTERMSIG(status) == SIGKILL);
-  if (test_form() == TABQ_FORM_LEASE) {
-    /* the attempt is spent and the lease still stands: the row waits for it to end */
-    CU_ASSERT_EQUAL(testdb_int(&db, "SELECT attempt FROM jobs"), 2);
-    CU_ASSERT_EQUAL(testdb_int(&db, "SELECT count(*) FROM jobs WHERE locked_until IS NOT NULL"), 1);
-  }
-  if (db.kind == TEST_POSTGRES && test_form() != TABQ_FORM_LEASE)
-    /* the server ends the dead client's session: no lock of it remains */
-    CU_ASSERT(wait_count(&db,
-                         "SELECT count(*) FROM pg_locks l JOIN pg_stat_activity a USING (pid) "
-                         "WHERE a.datname = current_database() AND l.locktype = 'advisory'",
-                         0, 10000));
-  recorder r;
-  recorder_init(&r);
-  tabq_subscription_options o = {.size = sizeof(tabq_subscription_options),
-                                 .queue = "q",
-                                 .handler = recorder_handler,
-                                 .user = &r};
-  CU_ASSERT_EQUAL_FATAL(tabq_subscribe(b, jobs_table(), &o, NULL, &err), TABQ_OK);
-  CU_ASSERT(recorder_wait(&r, 1, 10000));
-  /* Row lock: the crash rolled the claim back, attempt and all. Lease and advisory: the claim
-   * had committed the attempt, so the crash spent one. */
-  CU_ASSERT_EQUAL(r.attempts[0], test_form() == TABQ_FORM_ROWLOCK ? 1 : 2);
-  CU_ASSERT(wait_count(&db, "SELECT count(*) FROM jobs", 0, 10000));
+  CU_ASSERT(wait_count(&db,
+                       "SELECT count(*) FROM pg_locks l JOIN pg_stat_activity a USING (pid) "
+                       "WHERE a.datname = current_database() AND l.locktype = 'advisory'",
+                       0, 10000));
   tabq_close(b);
-  recorder_free(&r);
-  testdb_remove(&db);
-}
-
-#define DRAIN 20000
-
-static void two_processes_drain_exactly_once(void) {
-  testdb_create(&db);
-  testdb_fill(&db, "q", DRAIN);
-  static unsigned char seen[DRAIN + 1];
-  memset(seen, 0, sizeof seen);
-  child c[2];
-  child_start(&c[0], "drain", &db);
-  child_start(&c[1], "drain", &db);
-  unsigned total = 0, twice = 0, strange = 0;
-  char buf[2][32];
-  size_t len[2] = {0, 0};
-  int idle_ms = 0;
-  while (total < DRAIN && idle_ms < 60000) {
-    struct pollfd p[2] = {{.fd = c[0].out, .events = POLLIN}, {.fd = c[1].out, .events = POLLIN}};
-    if (poll(p, 2, 100) <= 0) {
-      idle_ms += 100;
-      continue;
-    }
-    idle_ms = 0;
-    for (int k = 0; k < 2; k++) {
-      if (!(p[k].revents & POLLIN))
-        continue;
-      char chunk[4096];
-      ssize_t n = read(c[k].out, chunk, sizeof chunk);
-      for (ssize_t i = 0; i < n; i++) {
-        if (chunk[i] != '\n') {
-          if (len[k] + 1 < sizeof buf[k])
-            buf[k][len[k]++] = chunk[i];
-          continue;
-        }
-        buf[k][len[k]] = '\0';
-        len[k] = 0;
-        long id = atol(buf[k]);
-        if (id < 1 || id > DRAIN) {
-          strange++;
-          continue;
-        }
-        twice += seen[id]++ > 0;
-        total++;
-      }
-    }
-  }
-  /* A handler reports its row before its ack commits: stop once the last acks are in, or an
-   * advisory shutdown releases a lock under a settlement still running (it then fails CLOSED
-   * and the row stays, as designed). */
-  CU_ASSERT(wait_count(&db, "SELECT count(*) FROM jobs", 0, 20000));
-  child_say(&c[0], "stop");
-  child_say(&c[1], "stop");
-  int s0 = child_wait(&c[0]), s1 = child_wait(&c[1]);
-  CU_ASSERT(WIFEXITED(s0) && WEXITSTATUS(s0) == 0);
-  CU_ASSERT(WIFEXITED(s1) && WEXITSTATUS(s1) == 0);
-  CU_ASSERT_EQUAL(total, DRAIN);
-  CU_ASSERT_EQUAL(twice, 0);
-  CU_ASSERT_EQUAL(strange, 0);
-  CU_ASSERT_EQUAL(testdb_int(&db, "SELECT count(*) FROM jobs"), 0);
   testdb_remove(&db);
 }
 
@@ -139,30 +61,6 @@ static void wait_claims(tabq_subscription *s, uint64_t at_least) {
     sleep_ms(10);
   }
   CU_ASSERT(st.claims >= at_least);
-}
-
-static void notify_from_another_process_wakes(void) {
-  testdb_create(&db);
-  tabq_broker *b = listening_broker();
-  recorder r;
-  recorder_init(&r);
-  tabq_subscription_options o = {.size = sizeof(tabq_subscription_options),
-                                 .queue = "q",
-                                 .handler = recorder_handler,
-                                 .user = &r};
-  tabq_subscription *s;
-  CU_ASSERT_EQUAL_FATAL(tabq_subscribe(b, jobs_table(), &o, &s, &err), TABQ_OK);
-  wait_claims(s, 1); /* the first claim found nothing: the next poll is a minute away */
-  child c;
-  child_start(&c, "publish", &db);
-  int status = child_wait(&c);
-  CU_ASSERT(WIFEXITED(status) && WEXITSTATUS(status) == 0);
-  /* Only the notification can bring the row within this bound. */
-  CU_ASSERT(recorder_wait(&r, 1, 10000));
-  CU_ASSERT_STRING_EQUAL(r.payloads[0], "from-child");
-  tabq_close(b);
-  recorder_free(&r);
-  testdb_remove(&db);
 }
 
 static void lost_listener_reconnects_and_wakes(void) {
@@ -325,44 +223,6 @@ static tabq_outcome wait_at_gate(tabq_delivery *d, void *user) {
   return tabq_ack();
 }
 
-static void held_claim_leaves_other_groups_free(void) {
-  testdb_create(&db);
-  tabq_broker *b = connect_broker(&db, 20);
-  publish_n(b, "slow", 3);
-  publish_n(b, "fast", 5);
-  gate g = {.in = false};
-  pthread_mutex_init(&g.mu, NULL);
-  pthread_cond_init(&g.cv, NULL);
-  tabq_subscription_options slow = {.size = sizeof(tabq_subscription_options),
-                                    .queue = "slow",
-                                    .handler = wait_at_gate,
-                                    .user = &g};
-  CU_ASSERT_EQUAL_FATAL(tabq_subscribe(b, jobs_table(), &slow, NULL, &err), TABQ_OK);
-  pthread_mutex_lock(&g.mu);
-  while (!g.in)
-    pthread_cond_wait(&g.cv, &g.mu);
-  pthread_mutex_unlock(&g.mu);
-  /* The slow group's claim holds its row (and, on MySQL, the index range it read) while its
-   * handler waits: the other group's rows go on all the same. */
-  recorder r;
-  recorder_init(&r);
-  tabq_subscription_options fast = {.size = sizeof(tabq_subscription_options),
-                                    .queue = "fast",
-                                    .handler = recorder_handler,
-                                    .user = &r};
-  CU_ASSERT_EQUAL_FATAL(tabq_subscribe(b, jobs_table(), &fast, NULL, &err), TABQ_OK);
-  CU_ASSERT(recorder_wait(&r, 5, 15000));
-  CU_ASSERT(wait_count(&db, "SELECT count(*) FROM jobs WHERE queue = 'fast'", 0, 10000));
-  pthread_mutex_lock(&g.mu);
-  g.out = true;
-  pthread_cond_broadcast(&g.cv);
-  pthread_mutex_unlock(&g.mu);
-  CU_ASSERT(wait_count(&db, "SELECT count(*) FROM jobs", 0, 15000));
-  tabq_close(b);
-  recorder_free(&r);
-  testdb_remove(&db);
-}
-
 static void long_lock_names_are_hashed(void) {
   testdb_create(&db);
   tabq_table t = *jobs_table();
@@ -435,21 +295,14 @@ static void repeatable_read_fails_claims_not_rows(void) {
 }
 
 int register_tests(void) {
-  static CU_TestInfo tests[] = {
-      {"a SIGKILLed child's row returns", killed_child_row_returns},
-      {"two processes of four workers drain 20,000 rows exactly once",
-       two_processes_drain_exactly_once},
-      CU_TEST_INFO_NULL,
-  };
   static CU_TestInfo postgres_tests[] = {
-      {"NOTIFY from another process wakes a 60 s poller", notify_from_another_process_wakes},
       {"a lost listener reconnects and wakes", lost_listener_reconnects_and_wakes},
       {"a channel over 63 bytes stops the subscription at startup", long_channel_stops_at_startup},
       {"connections the server ended are replaced", ended_connections_are_replaced},
       CU_TEST_INFO_NULL,
   };
-  static CU_TestInfo rowlock_any_tests[] = {
-      {"a claim held for a handler leaves other groups free", held_claim_leaves_other_groups_free},
+  static CU_TestInfo postgres_lock_tests[] = {
+      {"a SIGKILLed child leaves no lock on the server", killed_child_leaves_no_lock},
       CU_TEST_INFO_NULL,
   };
   static CU_TestInfo mysql_advisory_tests[] = {
@@ -466,18 +319,14 @@ int register_tests(void) {
        repeatable_read_fails_claims_not_rows},
       CU_TEST_INFO_NULL,
   };
-  static char suite[64];
-  snprintf(suite, sizeof suite, "crashes and concurrency on %s, %s form", test_db_name(),
-           test_form_name());
-  ADD_SUITE(suite, NULL, NULL, tests);
-  if (test_db_kind() == TEST_POSTGRES)
-    ADD_SUITE("wake-ups on postgres", NULL, NULL, postgres_tests);
+  if (test_db_kind() == TEST_POSTGRES && test_form() == TABQ_FORM_LEASE)
+    ADD_SUITE("wake-ups and sessions on postgres", NULL, NULL, postgres_tests);
+  if (test_db_kind() == TEST_POSTGRES && test_form() != TABQ_FORM_LEASE)
+    ADD_SUITE("crashed sessions on postgres", NULL, NULL, postgres_lock_tests);
   if (test_db_kind() == TEST_POSTGRES && test_form() == TABQ_FORM_ROWLOCK)
     ADD_SUITE("isolation on postgres", NULL, NULL, rowlock_tests);
   if (test_db_kind() != TEST_SQLITE && test_form() == TABQ_FORM_ADVISORY)
     ADD_SUITE("advisory shutdown", NULL, NULL, advisory_tests);
-  if (test_db_kind() != TEST_SQLITE && test_form() == TABQ_FORM_ROWLOCK)
-    ADD_SUITE("row locks and groups", NULL, NULL, rowlock_any_tests);
   if (test_db_kind() == TEST_MYSQL && test_form() == TABQ_FORM_ADVISORY)
     ADD_SUITE("GET_LOCK names on mysql", NULL, NULL, mysql_advisory_tests);
   return 0;

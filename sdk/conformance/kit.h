@@ -1,0 +1,197 @@
+/* tabq-conformance: what the kit's files share.
+ *
+ * The kit tests a dialect plugin through the public API (tabq.h) and checks the database through
+ * the plugin's own Driver vtable, so it links no database client and runs against any plugin. */
+#ifndef TABQ_CONFORMANCE_KIT_H
+#define TABQ_CONFORMANCE_KIT_H
+
+#include <limits.h>
+#include <pthread.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+#include <tabq/dialect.h>
+#include <tabq/tabq.h>
+
+/* ---- The plugin, as the probe found it (probe.c) ------------------------------------------- */
+
+typedef struct kit_plugin {
+  char path[PATH_MAX];        /* the plugin file */
+  char driver_path[PATH_MAX]; /* the file the driver comes from (the lender with driver_from) */
+  const tabq_plugin *desc;
+  const tabq_driver_v1 *driver;
+  unsigned forms;    /* TABQ_FORM_* the plugin declares */
+  bool placeholder;  /* ABI 1.1 Dialect.placeholder: custom events */
+  bool fetch_by_ids; /* Dialect.fetch: a claim of the service's own needs no fetch of its own */
+  bool listen;       /* Driver.listen and wait_notify, Dialect.channel: LISTEN/NOTIFY wake-ups */
+} kit_plugin;
+
+/* Loads the plugin file (or finds the one serving `scheme`, as tabq's loader does) and reads its
+ * descriptor with a host of the kit's own. On failure writes one line into `why`. */
+int probe_file(const char *file, kit_plugin *out, char *why, size_t cap);
+int probe_scheme(const char *scheme, kit_plugin *out, char *why, size_t cap);
+/* The driver's last failure, as reported to the kit's host (empty when none, or when the plugin
+ * reports to tabq's host since a broker connected). */
+const char *probe_last_failure(void);
+void probe_clear_failure(void);
+
+/* ---- DDL (ddl.c) ----------------------------------------------------------------------------- */
+
+#define DDL_MAX_STMTS 8
+typedef struct ddl_section {
+  char *stmts[DDL_MAX_STMTS]; /* each with {table} placeholders */
+  unsigned n;
+} ddl_section;
+
+typedef struct kit_ddl {
+  char name[PATH_MAX]; /* "sqlite", or the file */
+  ddl_section jobs, dead, drop;
+} kit_ddl;
+
+/* A built-in family (sqlite, postgres, mysql) or a file; one line in `why` on failure. */
+int ddl_load(const char *family_or_file, kit_ddl *out, char *why, size_t cap);
+/* The built-in family for a plugin name, or NULL. */
+const char *ddl_family_for(const char *plugin_name);
+
+/* ---- The run ----------------------------------------------------------------------------------
+ */
+
+typedef struct kit_state {
+  kit_plugin plugin;
+  kit_ddl ddl;
+  const char *url;
+  tabq_form form; /* the form of the suite running */
+} kit_state;
+
+extern kit_state kit;
+
+const char *form_name(tabq_form f); /* "rowlock", "lease", "advisory" */
+
+/* ---- Tests ------------------------------------------------------------------------------------
+ */
+
+#define ALL_FORMS (TABQ_FORM_ROWLOCK | TABQ_FORM_LEASE | TABQ_FORM_ADVISORY)
+
+typedef struct kit_test {
+  const char *name;
+  void (*run)(void);
+  unsigned forms; /* the forms the test belongs to */
+  /* NULL, or why the plugin cannot be tested here (the test is then reported as skipped);
+   * called with kit.form set. */
+  const char *(*needs)(void);
+} kit_test;
+
+/* Each group file, NULL-name terminated. */
+extern const kit_test outcome_tests[];
+extern const kit_test lease_tests[];
+extern const kit_test crash_tests[];
+extern const kit_test fifo_tests[];
+extern const kit_test custom_tests[];
+
+/* ---- The database of one test (db.c) --------------------------------------------------------- */
+
+/* Fresh tables for the test: {jobs} with every role and {dead} its dead letter table, under
+ * names no other test or run uses, and a checking connection through the plugin's driver. */
+void fresh_db(void);
+/* Ends the test: closes its brokers, kills its children, drops its tables (suite teardown). */
+void end_test(void);
+/* The names a child works on: {jobs} and {jobs}_dead. */
+void db_set_names(const char *jobs);
+const char *jobs_name(void);
+const char *dead_name(void);
+
+/* SQL on the checking connection, {jobs} and {dead} replaced by the test's table names. */
+void db_exec(const char *sql);
+/* The first cell of the first row as an integer, -1 with no row or NULL. */
+long long db_int(const char *sql);
+/* The first cell of the first row as text; a time cell as microseconds since 1970. */
+void db_text(const char *sql, char *buf, size_t cap);
+/* Writes n rows to `queue` directly, payloads "job-1".."job-<n>". */
+void db_fill(const char *queue, int n);
+/* Rows of {jobs} whose retry_after lies more than `ms` after the client's clock. */
+long long db_due_after(int ms);
+/* The lease of the {jobs} row, to compare a token before and after. */
+void db_lease_text(char *buf, size_t cap);
+/* Waits until a count reaches `want` (a liveness bound, never a speed check). */
+bool wait_count(const char *sql, long long want, int timeout_ms);
+
+/* ---- Descriptions, options and messages (tables.c: the one place that builds them) ----------- */
+
+const tabq_table *jobs_table(void);   /* the test's {jobs} in kit.form, every role */
+const tabq_table *marked_table(void); /* the same, acks set processed_at */
+/* {jobs} in another form (for the refusal of a form the plugin lacks). */
+tabq_table table_in_form(tabq_form form);
+typedef enum refusal_table {
+  TABLE_NO_HEADERS,     /* no headers column: a publish with headers fails */
+  TABLE_NO_ATTEMPT,     /* no attempt role: max_attempts is refused */
+  TABLE_MISSING_COLUMN, /* a role named after a column the table lacks: "lease_ends" */
+  TABLE_MISSING,        /* a table the database lacks: "nope" */
+} refusal_table;
+tabq_table table_for_refusal(refusal_table which);
+
+tabq_broker_options broker_options(unsigned poll_ms, unsigned pool_size);
+tabq_subscription_options sub_options(const char *queue, tabq_handler handler, void *user);
+tabq_subscription_options batch_options(const char *queue, tabq_batch_handler handler, void *user,
+                                        unsigned batch);
+tabq_message message(const char *group, const void *payload, size_t len);
+void stats_of(const tabq_subscription *s, tabq_stats *out);
+
+/* ---- What the tests share (support.c) -------------------------------------------------------- */
+
+/* A broker on kit.url, closed by end_test unless closed before with close_broker. */
+tabq_broker *connect_broker(unsigned poll_ms);
+tabq_broker *connect_broker_with(const tabq_broker_options *o);
+void close_broker(tabq_broker *b);
+/* Publishes n rows to `queue` with payload "job-<i>", i from 0. */
+void publish_n(tabq_broker *b, const char *queue, int n);
+
+/* A handler that records what it saw and answers with a scripted outcome. */
+typedef struct recorder {
+  pthread_mutex_t mu;
+  pthread_cond_t cv;
+  unsigned calls;
+  int64_t ids[64];
+  long attempts[64];
+  char payloads[64][32];
+  tabq_outcome (*script)(struct recorder *r, tabq_delivery *d, unsigned call);
+  void *extra;
+} recorder;
+
+void recorder_init(recorder *r);
+void recorder_free(recorder *r);
+tabq_outcome recorder_handler(tabq_delivery *d, void *user);
+unsigned recorder_calls(recorder *r);
+bool recorder_wait(recorder *r, unsigned calls, int timeout_ms);
+
+/* A child: this executable again with the hidden --child MODE (child.c), on the test's table,
+ * its stdout and stdin as pipes; killed by end_test if still running. */
+typedef struct child {
+  pid_t pid;
+  int out; /* read the child's lines */
+  int in;  /* write to the child */
+} child;
+
+void child_start(child *c, const char *mode);
+bool child_line(child *c, char *buf, size_t cap, int timeout_ms);
+void child_say(child *c, const char *line);
+int child_wait(child *c); /* its status as waitpid gives it */
+/* The child's side: runs MODE on the URL and table; returns the exit status. */
+int child_main(const char *mode, const char *url, tabq_form form, const char *jobs);
+
+void sleep_ms(int ms);
+
+/* Exactly-once counting: reset, mount once_handler (it acks), then once_check asserts. */
+#define ONCE_MAX 20000
+void once_reset(int n);
+tabq_outcome once_handler(tabq_delivery *d, void *user);
+void once_check(void);
+
+/* ---- Skips ------------------------------------------------------------------------------------
+ */
+
+const char *needs_custom_events(void); /* ABI 1.1 */
+const char *needs_listen(void);
+
+#endif

@@ -1,0 +1,208 @@
+/* The lease form under time, crashes and concurrency: extensions keep a long handler's row, a
+ * lapsed lease goes to another claim and the late ack fails with LEASE_LOST and changes nothing,
+ * a SIGTERM lets work settle, a failed settlement keeps the row until its lease ends, and four
+ * workers handle each of 10,000 rows exactly once. */
+#include <CUnit/CUnit.h>
+#include <signal.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/wait.h>
+
+#include "kit.h"
+
+static tabq_error err;
+
+static tabq_outcome slow_ack(recorder *r, tabq_delivery *d, unsigned call) {
+  (void)r, (void)d, (void)call;
+  sleep_ms(3200); /* more than three leases of 1 s */
+  return tabq_ack();
+}
+
+static void extensions_keep_the_row(void) {
+  fresh_db();
+  tabq_broker *a = connect_broker(50), *other = connect_broker(50);
+  recorder slow, rival;
+  recorder_init(&slow);
+  recorder_init(&rival);
+  slow.script = slow_ack;
+  publish_n(a, "q", 1);
+  tabq_subscription_options o = sub_options("q", recorder_handler, &slow);
+  o.lease_s = 1;
+  tabq_subscription *s;
+  CU_ASSERT_EQUAL_FATAL(tabq_subscribe(a, jobs_table(), &o, &s, &err), TABQ_OK);
+  CU_ASSERT_FATAL(
+      wait_count("SELECT count(*) FROM {jobs} WHERE locked_until IS NOT NULL", 1, 10000));
+  /* a second broker claims the same queue all along */
+  o.user = &rival;
+  CU_ASSERT_EQUAL_FATAL(tabq_subscribe(other, jobs_table(), &o, NULL, &err), TABQ_OK);
+  CU_ASSERT(wait_count("SELECT count(*) FROM {jobs}", 0, 15000));
+  tabq_stats st;
+  stats_of(s, &st);
+  CU_ASSERT_EQUAL(st.acked, 1);
+  CU_ASSERT(st.extensions >= 4);
+  CU_ASSERT_EQUAL(st.lease_lost, 0);
+  CU_ASSERT_EQUAL(recorder_calls(&rival), 0);
+  close_broker(other);
+  close_broker(a);
+  recorder_free(&slow);
+  recorder_free(&rival);
+}
+
+typedef struct holder {
+  pthread_mutex_t mu;
+  pthread_cond_t cv;
+  bool claimed, release;
+  long attempt;
+} holder;
+
+static tabq_outcome hold_until_told(tabq_delivery *d, void *user) {
+  holder *h = user;
+  pthread_mutex_lock(&h->mu);
+  h->claimed = true;
+  h->attempt = tabq_delivery_attempt(d);
+  pthread_cond_broadcast(&h->cv);
+  while (!h->release)
+    pthread_cond_wait(&h->cv, &h->mu);
+  pthread_mutex_unlock(&h->mu);
+  return tabq_ack();
+}
+
+static void let_go(holder *h) {
+  pthread_mutex_lock(&h->mu);
+  h->release = true;
+  pthread_cond_broadcast(&h->cv);
+  pthread_mutex_unlock(&h->mu);
+}
+
+static void lapsed_lease_ack_fails_and_changes_nothing(void) {
+  fresh_db();
+  tabq_broker *b = connect_broker(50);
+  publish_n(b, "q", 1);
+  child c;
+  child_start(&c, "lapse");
+  char line[64];
+  CU_ASSERT_FATAL(child_line(&c, line, sizeof line, 10000));
+  CU_ASSERT(!strncmp(line, "claimed", 7));
+  /* The child freezes in its handler (as a stopped VM or a long GC pause would): no extension
+   * runs, and its 1 s lease ends. */
+  kill(c.pid, SIGSTOP);
+  static holder h;
+  memset(&h, 0, sizeof h);
+  pthread_mutex_init(&h.mu, NULL);
+  pthread_cond_init(&h.cv, NULL);
+  tabq_subscription_options o = sub_options("q", hold_until_told, &h);
+  o.lease_s = 30;
+  CU_ASSERT_EQUAL_FATAL(tabq_subscribe(b, jobs_table(), &o, NULL, &err), TABQ_OK);
+  pthread_mutex_lock(&h.mu);
+  while (!h.claimed)
+    pthread_cond_wait(&h.cv, &h.mu);
+  pthread_mutex_unlock(&h.mu);
+  CU_ASSERT_EQUAL(h.attempt, 2);
+  char lease_before[40];
+  db_lease_text(lease_before, sizeof lease_before);
+  /* The child wakes and acks late. */
+  kill(c.pid, SIGCONT);
+  child_say(&c, "go");
+  bool answered = child_line(&c, line, sizeof line, 10000);
+  CU_ASSERT(answered);
+  CU_ASSERT_STRING_EQUAL(answered ? line : "", "LEASE_LOST");
+  int status = child_wait(&c);
+  CU_ASSERT(WIFEXITED(status) && WEXITSTATUS(status) == 0);
+  /* ... and changed nothing: the row is there, under this process's lease. */
+  char lease_after[40];
+  db_lease_text(lease_after, sizeof lease_after);
+  CU_ASSERT_STRING_EQUAL(lease_before, lease_after);
+  CU_ASSERT_EQUAL(db_int("SELECT attempt FROM {jobs}"), 3);
+  let_go(&h);
+  CU_ASSERT(wait_count("SELECT count(*) FROM {jobs}", 0, 10000));
+  close_broker(b);
+}
+
+static void sigterm_lets_work_settle(void) {
+  fresh_db();
+  tabq_broker *b = connect_broker(50);
+  publish_n(b, "q", 1);
+  close_broker(b);
+  child c;
+  child_start(&c, "run");
+  char line[64];
+  CU_ASSERT_FATAL(child_line(&c, line, sizeof line, 10000));
+  CU_ASSERT(!strncmp(line, "claimed", 7));
+  kill(c.pid, SIGTERM); /* in the middle of the handler's 300 ms */
+  CU_ASSERT_FATAL(child_line(&c, line, sizeof line, 10000));
+  CU_ASSERT_STRING_EQUAL(line, "stopped 1");
+  int status = child_wait(&c);
+  CU_ASSERT(WIFEXITED(status) && WEXITSTATUS(status) == 0);
+  CU_ASSERT_EQUAL(db_int("SELECT count(*) FROM {jobs}"), 0);
+}
+
+static tabq_outcome always_retry(recorder *r, tabq_delivery *d, unsigned call) {
+  (void)r, (void)d, (void)call;
+  return tabq_retry();
+}
+
+static void failed_settlement_keeps_row_until_lease_ends(void) {
+  fresh_db();
+  tabq_broker *b = connect_broker(50);
+  publish_n(b, "q", 1);
+  /* The dead letter table already holds id 1, so moving row 1 there fails on its key. */
+  db_exec("INSERT INTO {dead} (id, queue, payload) VALUES (1, 'x', 'x')");
+  recorder r;
+  recorder_init(&r);
+  r.script = always_retry;
+  tabq_subscription_options o = sub_options("q", recorder_handler, &r);
+  o.lease_s = 1;
+  o.max_attempts = 1;
+  o.dead_letter_table = dead_name();
+  tabq_subscription *s;
+  CU_ASSERT_EQUAL_FATAL(tabq_subscribe(b, jobs_table(), &o, &s, &err), TABQ_OK);
+  CU_ASSERT(recorder_wait(&r, 1, 10000));
+  tabq_stats st = {0};
+  for (int i = 0; i < 2000 && !st.failed; i++) {
+    stats_of(s, &st);
+    sleep_ms(5);
+  }
+  CU_ASSERT_FATAL(st.failed > 0);
+  /* The transaction rolled back whole: the row is still here, still leased, attempt spent. */
+  CU_ASSERT_EQUAL(db_int("SELECT count(*) FROM {jobs} WHERE locked_until IS NOT NULL"), 1);
+  CU_ASSERT_EQUAL(db_int("SELECT count(*) FROM {dead}"), 1);
+  CU_ASSERT_EQUAL(recorder_calls(&r), 1);
+  /* After the lease it is claimed again. */
+  CU_ASSERT(recorder_wait(&r, 2, 10000));
+  CU_ASSERT_EQUAL(r.attempts[1], 2);
+  close_broker(b);
+  recorder_free(&r);
+}
+
+#define MANY 10000
+
+static void four_workers_each_row_once(void) {
+  fresh_db();
+  tabq_broker *b = connect_broker(20);
+  db_fill("q", MANY);
+  once_reset(MANY);
+  tabq_subscription_options o = sub_options("q", once_handler, NULL);
+  o.workers = 4;
+  tabq_subscription *s;
+  CU_ASSERT_EQUAL_FATAL(tabq_subscribe(b, jobs_table(), &o, &s, &err), TABQ_OK);
+  CU_ASSERT(wait_count("SELECT count(*) FROM {jobs}", 0, 120000));
+  tabq_shutdown(b);
+  once_check();
+  tabq_stats st;
+  stats_of(s, &st);
+  CU_ASSERT_EQUAL(st.acked, MANY);
+  CU_ASSERT_EQUAL(st.lease_lost + st.failed, 0);
+  close_broker(b);
+}
+
+const kit_test lease_tests[] = {
+    {"extensions keep a handler three leases long", extensions_keep_the_row, TABQ_FORM_LEASE, NULL},
+    {"a lapsed lease: the late ack fails with LEASE_LOST and changes nothing",
+     lapsed_lease_ack_fails_and_changes_nothing, TABQ_FORM_LEASE, NULL},
+    {"SIGTERM lets the delivery in work settle", sigterm_lets_work_settle, TABQ_FORM_LEASE, NULL},
+    {"a failed settlement keeps the row until its lease ends",
+     failed_settlement_keeps_row_until_lease_ends, TABQ_FORM_LEASE, NULL},
+    {"workers(4) handle each of 10,000 rows exactly once", four_workers_each_row_once,
+     TABQ_FORM_LEASE, NULL},
+    {NULL, NULL, 0, NULL},
+};

@@ -1,0 +1,421 @@
+/* Every outcome (SPEC 2) in each form: ack, processed_at, retry and its attempt, retry_after,
+ * drop, release of an unsettled delivery, dead letters into a group and into a table, claim
+ * order, headers, batches, the refusals at open (R-DESC-1, R-DESC-2), and wake-ups. */
+#include <CUnit/CUnit.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "kit.h"
+
+static tabq_broker *broker;
+static recorder rec;
+static tabq_error err;
+
+static void begin(unsigned poll_ms) {
+  fresh_db();
+  broker = connect_broker(poll_ms);
+  recorder_init(&rec);
+}
+
+static void end(void) {
+  close_broker(broker);
+  broker = NULL;
+  recorder_free(&rec);
+}
+
+/* Mounts the recorder with `o` (queue "q" unless set). */
+static tabq_subscription *mount(const tabq_table *t, tabq_subscription_options o) {
+  o.queue = o.queue ? o.queue : "q";
+  o.handler = recorder_handler;
+  o.user = &rec;
+  tabq_subscription *s = NULL;
+  int rc = tabq_subscribe(broker, t, &o, &s, &err);
+  if (rc)
+    fprintf(stderr, "subscribe: %s\n", err.message);
+  CU_ASSERT_FATAL(rc == TABQ_OK);
+  return s;
+}
+
+static tabq_subscription_options plain(void) {
+  return sub_options("q", recorder_handler, &rec);
+}
+
+static tabq_subscription_options dead_letter(unsigned max_attempts, const char *group,
+                                             const char *table) {
+  tabq_subscription_options o = plain();
+  o.max_attempts = max_attempts;
+  o.dead_letter_group = group;
+  o.dead_letter_table = table;
+  return o;
+}
+
+static tabq_outcome always_retry(recorder *r, tabq_delivery *d, unsigned call) {
+  (void)r, (void)d, (void)call;
+  return tabq_retry();
+}
+
+static void ack_deletes(void) {
+  begin(50);
+  publish_n(broker, "q", 3);
+  tabq_subscription *s = mount(jobs_table(), plain());
+  CU_ASSERT(recorder_wait(&rec, 3, 10000));
+  CU_ASSERT(wait_count("SELECT count(*) FROM {jobs}", 0, 10000));
+  tabq_stats st;
+  stats_of(s, &st);
+  CU_ASSERT_EQUAL(st.acked, 3);
+  CU_ASSERT_EQUAL(rec.attempts[0], 1); /* the first delivery reads attempt 1 */
+  CU_ASSERT_STRING_EQUAL(rec.payloads[0], "job-0");
+  end();
+}
+
+static void ack_marks_processed_at(void) {
+  begin(50);
+  publish_n(broker, "q", 2);
+  mount(marked_table(), plain());
+  CU_ASSERT(recorder_wait(&rec, 2, 10000));
+  CU_ASSERT(wait_count("SELECT count(*) FROM {jobs} WHERE processed_at IS NOT NULL", 2, 10000));
+  CU_ASSERT_EQUAL(db_int("SELECT count(*) FROM {jobs}"), 2);
+  sleep_ms(300); /* several poll intervals: marked rows are not claimed again */
+  CU_ASSERT_EQUAL(recorder_calls(&rec), 2);
+  end();
+}
+
+static tabq_outcome retry_then_ack(recorder *r, tabq_delivery *d, unsigned call) {
+  (void)r, (void)d;
+  return call == 0 ? tabq_retry() : tabq_ack();
+}
+
+static void retry_counts_attempt(void) {
+  begin(50);
+  publish_n(broker, "q", 1);
+  rec.script = retry_then_ack;
+  mount(jobs_table(), plain());
+  CU_ASSERT(recorder_wait(&rec, 2, 10000));
+  CU_ASSERT_EQUAL(rec.ids[0], rec.ids[1]);
+  CU_ASSERT_EQUAL(rec.attempts[0], 1);
+  CU_ASSERT_EQUAL(rec.attempts[1], 2);
+  CU_ASSERT(wait_count("SELECT count(*) FROM {jobs}", 0, 10000));
+  end();
+}
+
+static tabq_outcome delay_then_ack(recorder *r, tabq_delivery *d, unsigned call) {
+  (void)r, (void)d;
+  return call == 0 ? tabq_retry_after(1500) : tabq_ack();
+}
+
+static void retry_after_hides_row(void) {
+  begin(50);
+  publish_n(broker, "q", 1);
+  rec.script = delay_then_ack;
+  mount(jobs_table(), plain());
+  CU_ASSERT(recorder_wait(&rec, 1, 10000));
+  /* hidden: due no earlier than (most of) the delay after the first delivery, on the client's
+   * clock, which computed it; the settlement lands just after the handler returns */
+  bool hidden = false;
+  for (int i = 0; i < 100 && !hidden; i++) {
+    hidden = db_due_after(1000) == 1;
+    if (!hidden)
+      sleep_ms(10);
+  }
+  CU_ASSERT(hidden);
+  CU_ASSERT_EQUAL(recorder_calls(&rec), 1);
+  CU_ASSERT(recorder_wait(&rec, 2, 10000));
+  CU_ASSERT_EQUAL(rec.attempts[1], 2);
+  CU_ASSERT(wait_count("SELECT count(*) FROM {jobs}", 0, 10000));
+  end();
+}
+
+static tabq_outcome drop_it(recorder *r, tabq_delivery *d, unsigned call) {
+  (void)r, (void)d, (void)call;
+  return tabq_drop();
+}
+
+static void drop_finishes(void) {
+  begin(50);
+  publish_n(broker, "q", 2);
+  rec.script = drop_it;
+  mount(marked_table(), plain());
+  CU_ASSERT(recorder_wait(&rec, 2, 10000));
+  CU_ASSERT(wait_count("SELECT count(*) FROM {jobs} WHERE processed_at IS NOT NULL", 2, 10000));
+  end();
+}
+
+static tabq_outcome no_outcome(recorder *r, tabq_delivery *d, unsigned call) {
+  (void)r, (void)d;
+  return call == 0 ? tabq_no_outcome() : tabq_ack();
+}
+
+static void unsettled_releases_at_once(void) {
+  begin(50);
+  publish_n(broker, "q", 1);
+  rec.script = no_outcome;
+  /* a 60 s lease: the second delivery comes only because the first released its row */
+  tabq_subscription_options o = plain();
+  o.lease_s = 60;
+  tabq_subscription *s = mount(jobs_table(), o);
+  CU_ASSERT(recorder_wait(&rec, 2, 10000));
+  CU_ASSERT_EQUAL(rec.attempts[1], 2); /* the attempt is spent */
+  tabq_stats st;
+  stats_of(s, &st);
+  CU_ASSERT_EQUAL(st.released, 1);
+  end();
+}
+
+static void dead_letter_into_group(void) {
+  begin(50);
+  publish_n(broker, "q", 1);
+  rec.script = always_retry;
+  tabq_subscription *s = mount(jobs_table(), dead_letter(3, "q.dead", NULL));
+  CU_ASSERT(wait_count("SELECT count(*) FROM {jobs} WHERE queue = 'q.dead'", 1, 10000));
+  CU_ASSERT_EQUAL(recorder_calls(&rec), 3);
+  CU_ASSERT_EQUAL(rec.attempts[2], 3);
+  CU_ASSERT_EQUAL(db_int("SELECT count(*) FROM {jobs} WHERE locked_until IS NULL"), 1);
+  tabq_stats st;
+  stats_of(s, &st);
+  CU_ASSERT_EQUAL(st.dead_lettered, 1);
+  CU_ASSERT_EQUAL(st.retried, 2);
+  end();
+}
+
+static void dead_letter_at_once(void) {
+  begin(50);
+  publish_n(broker, "q", 2);
+  rec.script = always_retry;
+  mount(jobs_table(), dead_letter(1, "q.dead", NULL));
+  CU_ASSERT(wait_count("SELECT count(*) FROM {jobs} WHERE queue = 'q.dead'", 2, 10000));
+  CU_ASSERT_EQUAL(recorder_calls(&rec), 2);
+  end();
+}
+
+static void dead_letter_into_table(void) {
+  begin(50);
+  publish_n(broker, "q", 1);
+  rec.script = always_retry;
+  mount(jobs_table(), dead_letter(2, NULL, dead_name()));
+  CU_ASSERT(wait_count("SELECT count(*) FROM {dead}", 1, 10000));
+  CU_ASSERT_EQUAL(db_int("SELECT count(*) FROM {jobs}"), 0);
+  CU_ASSERT_EQUAL(db_int("SELECT length(payload) FROM {dead}"), 5); /* "job-0" */
+  CU_ASSERT_EQUAL(db_int("SELECT attempt FROM {dead}"), 3);
+  end();
+}
+
+static tabq_outcome ask_dead_letter(recorder *r, tabq_delivery *d, unsigned call) {
+  (void)r, (void)d, (void)call;
+  return tabq_dead_letter();
+}
+
+static void dead_letter_outcome(void) {
+  begin(50);
+  publish_n(broker, "q", 1);
+  rec.script = ask_dead_letter;
+  mount(jobs_table(), dead_letter(5, NULL, dead_name()));
+  CU_ASSERT(wait_count("SELECT count(*) FROM {dead}", 1, 10000));
+  CU_ASSERT_EQUAL(recorder_calls(&rec), 1);
+  end();
+}
+
+static void claim_order(void) {
+  begin(50);
+  /* id 1: priority 0, due 200 ms later; id 2: priority 0; id 3: priority -1; id 4: priority 0,
+   * published after id 2. Order: 3 (priority), 2, 4 (retry_after), 1. */
+  tabq_message m = message("q", "x", 1);
+  m.delay_ms = 200;
+  CU_ASSERT_EQUAL(tabq_publish(broker, jobs_table(), &m, &err), TABQ_OK);
+  m.delay_ms = 0;
+  CU_ASSERT_EQUAL(tabq_publish(broker, jobs_table(), &m, &err), TABQ_OK);
+  m.priority = -1;
+  CU_ASSERT_EQUAL(tabq_publish(broker, jobs_table(), &m, &err), TABQ_OK);
+  m.priority = 0;
+  sleep_ms(2);
+  CU_ASSERT_EQUAL(tabq_publish(broker, jobs_table(), &m, &err), TABQ_OK);
+  sleep_ms(300); /* all due */
+  tabq_subscription_options o = plain();
+  o.workers = 1;
+  mount(jobs_table(), o);
+  CU_ASSERT(recorder_wait(&rec, 4, 10000));
+  CU_ASSERT_EQUAL(rec.ids[0], 3);
+  CU_ASSERT_EQUAL(rec.ids[1], 2);
+  CU_ASSERT_EQUAL(rec.ids[2], 4);
+  CU_ASSERT_EQUAL(rec.ids[3], 1);
+  end();
+}
+
+static void other_queue_untouched(void) {
+  begin(50);
+  publish_n(broker, "other", 2);
+  publish_n(broker, "q", 1);
+  mount(jobs_table(), plain());
+  CU_ASSERT(recorder_wait(&rec, 1, 10000));
+  sleep_ms(200);
+  CU_ASSERT_EQUAL(recorder_calls(&rec), 1);
+  CU_ASSERT_EQUAL(db_int("SELECT count(*) FROM {jobs} WHERE queue = 'other'"), 2);
+  end();
+}
+
+static tabq_outcome read_headers(recorder *r, tabq_delivery *d, unsigned call) {
+  (void)call;
+  const char *v = tabq_delivery_header(d, "trace");
+  snprintf((char *)r->extra, 32, "%s", v ? v : "(none)");
+  return tabq_ack();
+}
+
+static void headers_round_trip(void) {
+  begin(50);
+  char seen[32] = "";
+  rec.script = read_headers;
+  rec.extra = seen;
+  tabq_header h[] = {{"trace", "abc-\xc3\xa9"}, {"kind", "thumb"}};
+  tabq_message m = message("q", "p", 1);
+  m.headers = h;
+  m.nheaders = 2;
+  CU_ASSERT_EQUAL(tabq_publish(broker, jobs_table(), &m, &err), TABQ_OK);
+  mount(jobs_table(), plain());
+  CU_ASSERT(recorder_wait(&rec, 1, 10000));
+  CU_ASSERT_STRING_EQUAL(seen, "abc-\xc3\xa9");
+  end();
+}
+
+static void headers_without_column(void) {
+  begin(50);
+  tabq_table bare = table_for_refusal(TABLE_NO_HEADERS);
+  tabq_header h[] = {{"trace", "x"}};
+  tabq_message m = message("q", "p", 1);
+  m.headers = h;
+  m.nheaders = 1;
+  CU_ASSERT_EQUAL(tabq_publish(broker, &bare, &m, &err), TABQ_HEADER);
+  CU_ASSERT_STRING_EQUAL(err.table, jobs_name());
+  CU_ASSERT_EQUAL(db_int("SELECT count(*) FROM {jobs}"), 0);
+  h[0].value = "bad\xff";
+  CU_ASSERT_EQUAL(tabq_publish(broker, jobs_table(), &m, &err), TABQ_HEADER);
+  CU_ASSERT_EQUAL(db_int("SELECT count(*) FROM {jobs}"), 0);
+  end();
+}
+
+typedef struct batch_seen {
+  unsigned calls, rows;
+} batch_seen;
+
+static void batch_handler(tabq_delivery *const *ds, size_t n, tabq_outcome *out, void *user) {
+  batch_seen *seen = ((recorder *)user)->extra;
+  seen->calls++;
+  seen->rows += (unsigned)n;
+  for (size_t i = 0; i < n; i++)
+    out[i] = tabq_delivery_attempt(ds[i]) == 1 && i == 0 ? tabq_retry() : tabq_ack();
+}
+
+static void batches(void) {
+  begin(50);
+  publish_n(broker, "q", 12);
+  batch_seen seen = {0};
+  rec.extra = &seen;
+  tabq_subscription_options o = batch_options("q", batch_handler, &rec, 5);
+  CU_ASSERT_EQUAL_FATAL(tabq_subscribe(broker, jobs_table(), &o, NULL, &err), TABQ_OK);
+  CU_ASSERT(wait_count("SELECT count(*) FROM {jobs}", 0, 10000));
+  close_broker(broker);       /* the batch handler's counts are read after its last call */
+  CU_ASSERT(seen.rows >= 13); /* 12 rows, and the first of each batch once more */
+  CU_ASSERT(seen.calls >= 3);
+  recorder_free(&rec);
+}
+
+static void refuse(const tabq_table *t, tabq_subscription_options o, int code, const char *text) {
+  o.queue = o.queue ? o.queue : "q";
+  o.handler = o.handler ? o.handler : recorder_handler;
+  o.user = &rec;
+  int rc = tabq_subscribe(broker, t, &o, NULL, &err);
+  CU_ASSERT_EQUAL(rc, code);
+  if (text && !strstr(err.message, text))
+    fprintf(stderr, "\nmessage '%s' lacks '%s'\n", err.message, text);
+  CU_ASSERT(!text || strstr(err.message, text));
+  CU_ASSERT_STRING_EQUAL(err.table, t->name);
+}
+
+/* A form the plugin does not declare is refused at open, and the message names what the plugin
+ * serves instead. */
+static void refuse_forms_not_served(void) {
+  static const tabq_form forms[] = {TABQ_FORM_ROWLOCK, TABQ_FORM_LEASE, TABQ_FORM_ADVISORY};
+  static const char *const names[] = {"row lock", "lease", "advisory"};
+  for (int f = 0; f < 3; f++) {
+    if (kit.plugin.forms & forms[f])
+      continue;
+    tabq_table t = table_in_form(forms[f]);
+    refuse(&t, plain(), TABQ_DIALECT, NULL);
+    bool names_served = false;
+    for (int g = 0; g < 3; g++)
+      names_served |= (kit.plugin.forms & forms[g]) && strstr(err.message, names[g]);
+    if (!names_served)
+      fprintf(stderr, "\nmessage '%s' names no form the plugin serves\n", err.message);
+    CU_ASSERT(names_served);
+  }
+}
+
+static void refusals_at_open(void) {
+  begin(50);
+  publish_n(broker, "q", 1);
+  tabq_subscription_options o = plain();
+  o.max_attempts = 2;
+  refuse(jobs_table(), o, TABQ_DECLARATION, "max_attempts needs a dead letter");
+  o = plain();
+  o.dead_letter_group = "d";
+  refuse(jobs_table(), o, TABQ_DECLARATION, "a dead letter needs max_attempts");
+  tabq_table no_attempt = table_for_refusal(TABLE_NO_ATTEMPT);
+  refuse(&no_attempt, dead_letter(2, "d", NULL), TABQ_DECLARATION,
+         "max_attempts needs a column that plays the attempt role");
+  o = plain();
+  o.queue = "";
+  refuse(jobs_table(), o, TABQ_DECLARATION, "needs a queue");
+  refuse_forms_not_served();
+  tabq_table missing_column = table_for_refusal(TABLE_MISSING_COLUMN);
+  refuse(&missing_column, plain(), TABQ_SCHEMA, "lease_ends");
+  if (tabq_table_form(&missing_column) == TABQ_FORM_LEASE)
+    CU_ASSERT_STRING_EQUAL(err.statement, "claim");
+  tabq_table missing_table = table_for_refusal(TABLE_MISSING);
+  refuse(&missing_table, plain(), TABQ_SCHEMA, "nope");
+  refuse(jobs_table(), dead_letter(2, NULL, "gone"), TABQ_SCHEMA, "gone");
+  /* nothing was claimed by any of them */
+  CU_ASSERT_EQUAL(db_int("SELECT attempt FROM {jobs}"), 1);
+  CU_ASSERT_EQUAL(db_int("SELECT count(*) FROM {jobs} WHERE locked_until IS NULL"), 1);
+  CU_ASSERT_EQUAL(recorder_calls(&rec), 0);
+  end();
+}
+
+static void insert_sql_is_rendered(void) {
+  begin(50);
+  char sql[512];
+  CU_ASSERT_EQUAL(tabq_insert_sql(broker, jobs_table(), sql, sizeof sql, &err), TABQ_OK);
+  CU_ASSERT_PTR_NOT_NULL(strstr(sql, "INSERT INTO "));
+  CU_ASSERT_PTR_NOT_NULL(strstr(sql, jobs_name()));
+  CU_ASSERT_PTR_NOT_NULL(strstr(sql, "payload"));
+  CU_ASSERT_PTR_NULL(strstr(sql, "id")); /* generated (the test's table names hold no "id") */
+  end();
+}
+
+static void wake_on_publish(void) {
+  begin(60000); /* a poll interval no test would wait out */
+  mount(jobs_table(), plain());
+  sleep_ms(100); /* the first claim came back empty; the subscription now waits */
+  publish_n(broker, "q", 1);
+  CU_ASSERT(recorder_wait(&rec, 1, 10000));
+  end();
+}
+
+const kit_test outcome_tests[] = {
+    {"ack deletes the row", ack_deletes, ALL_FORMS, NULL},
+    {"ack sets processed_at", ack_marks_processed_at, ALL_FORMS, NULL},
+    {"retry returns the row with one more attempt", retry_counts_attempt, ALL_FORMS, NULL},
+    {"retry_after hides the row until then", retry_after_hides_row, ALL_FORMS, NULL},
+    {"drop finishes as ack", drop_finishes, ALL_FORMS, NULL},
+    {"a delivery dropped unsettled releases its row", unsettled_releases_at_once, ALL_FORMS, NULL},
+    {"dead letter into a group at the cap", dead_letter_into_group, ALL_FORMS, NULL},
+    {"max_attempts(1) moves at the first failure", dead_letter_at_once, ALL_FORMS, NULL},
+    {"dead letter into a table at the cap", dead_letter_into_table, ALL_FORMS, NULL},
+    {"dead letter outcome", dead_letter_outcome, ALL_FORMS, NULL},
+    {"claim order: priority, retry_after, id", claim_order, ALL_FORMS, NULL},
+    {"other queues are not claimed", other_queue_untouched, ALL_FORMS, NULL},
+    {"headers round trip", headers_round_trip, ALL_FORMS, NULL},
+    {"headers without a column fail with HEADER", headers_without_column, ALL_FORMS, NULL},
+    {"batch handler", batches, ALL_FORMS, NULL},
+    {"refusals at open claim nothing", refusals_at_open, ALL_FORMS, NULL},
+    {"insert SQL is rendered", insert_sql_is_rendered, ALL_FORMS, NULL},
+    {"a publish wakes the subscription", wake_on_publish, ALL_FORMS, NULL},
+    {NULL, NULL, 0, NULL},
+};

@@ -1,0 +1,119 @@
+/* Every table description, option set and message the kit builds: one file, so a change of
+ * these structs (a size member, an INIT macro) is made here once. */
+#include <string.h>
+
+#include "kit.h"
+
+static tabq_table jobs_in(tabq_form form, bool marked) {
+  /* The advisory key names the table, so runs and tests sharing a database never share keys. */
+  static char key[2][80];
+  tabq_table t = {
+      .size = sizeof(tabq_table),
+      .name = jobs_name(),
+      .id = {.name = "id", .generated = true},
+      .group = {.name = "queue"},
+      .priority = {.name = "priority"},
+      .retry_after = {.name = "retry_after"},
+      .attempt = {.name = "attempt", .generated = true},
+      .headers = {.name = "headers"},
+      .payload = {.name = "payload"},
+  };
+  if (marked)
+    t.processed_at.name = "processed_at";
+  if (form == TABQ_FORM_LEASE)
+    t.locked_until.name = "locked_until";
+  else if (form == TABQ_FORM_ADVISORY) {
+    strcpy(key[marked], jobs_name());
+    strcat(key[marked], "-{id}");
+    t.advisory_lock = key[marked];
+  }
+  return t;
+}
+
+/* Built once per test and form: subscriptions keep reading the description they were given. */
+static const tabq_table *cached(bool marked) {
+  static tabq_table t[2];
+  static char made_for[2][48];
+  static tabq_form made_form[2];
+  if (strcmp(made_for[marked], jobs_name()) || made_form[marked] != kit.form) {
+    t[marked] = jobs_in(kit.form, marked);
+    strcpy(made_for[marked], jobs_name());
+    made_form[marked] = kit.form;
+  }
+  return &t[marked];
+}
+
+const tabq_table *jobs_table(void) {
+  return cached(false);
+}
+
+const tabq_table *marked_table(void) {
+  return cached(true);
+}
+
+tabq_table table_in_form(tabq_form form) {
+  return jobs_in(form, false);
+}
+
+/* The refusal tables take the lease form where the plugin serves it, as tabq's own tests always
+ * did; elsewhere the suite's form. */
+tabq_table table_for_refusal(refusal_table which) {
+  tabq_form form = kit.plugin.forms & TABQ_FORM_LEASE ? TABQ_FORM_LEASE : kit.form;
+  tabq_table full = jobs_in(form, false);
+  tabq_table t = {.size = sizeof(tabq_table),
+                  .name = full.name,
+                  .id = {.name = "id"},
+                  .group = {.name = "queue"},
+                  .locked_until = full.locked_until,
+                  .advisory_lock = full.advisory_lock,
+                  .payload = {.name = "payload"}};
+  switch (which) {
+  case TABLE_NO_HEADERS:
+    t.id.generated = true;
+    break;
+  case TABLE_NO_ATTEMPT:
+    break;
+  case TABLE_MISSING_COLUMN:
+    if (form == TABQ_FORM_LEASE)
+      t.locked_until.name = "lease_ends";
+    else
+      t.retry_after.name = "lease_ends";
+    break;
+  case TABLE_MISSING:
+    t.name = "nope";
+    break;
+  }
+  return t;
+}
+
+tabq_broker_options broker_options(unsigned poll_ms, unsigned pool_size) {
+  tabq_broker_options o = {
+      .size = sizeof(tabq_broker_options), .poll_interval_ms = poll_ms, .pool_size = pool_size};
+  return o;
+}
+
+tabq_subscription_options sub_options(const char *queue, tabq_handler handler, void *user) {
+  tabq_subscription_options o = {
+      .size = sizeof(tabq_subscription_options), .queue = queue, .handler = handler, .user = user};
+  return o;
+}
+
+tabq_subscription_options batch_options(const char *queue, tabq_batch_handler handler, void *user,
+                                        unsigned batch) {
+  tabq_subscription_options o = {.size = sizeof(tabq_subscription_options),
+                                 .queue = queue,
+                                 .batch_handler = handler,
+                                 .user = user,
+                                 .batch = batch};
+  return o;
+}
+
+tabq_message message(const char *group, const void *payload, size_t len) {
+  tabq_message m = {
+      .size = sizeof(tabq_message), .group = group, .payload = payload, .payload_len = len};
+  return m;
+}
+
+void stats_of(const tabq_subscription *s, tabq_stats *out) {
+  tabq_subscription_stats(s, out, sizeof *out);
+}

@@ -1,0 +1,15 @@
+#!/bin/sh
+# run_kit.sh KIT DB FORM WORKDIR: runs tabq-conformance on a built-in database and form.
+# SQLite gets a fresh file in WORKDIR; PostgreSQL and MariaDB URLs come from ./dev test.
+set -eu
+kit=$1 db=$2 form=$3 dir=$4
+case "$db" in
+  sqlite)
+    file="$dir/conformance_$form.db"
+    rm -f "$file" "$file-wal" "$file-shm"
+    url="sqlite:$file?synchronous=normal" ;;
+  postgres) url=${TABQ_TEST_POSTGRES_URL:?TABQ_TEST_POSTGRES_URL is not set: ./dev test starts PostgreSQL and sets it} ;;
+  mysql) url=${TABQ_TEST_MYSQL_URL:?TABQ_TEST_MYSQL_URL is not set: ./dev test starts MariaDB and sets it} ;;
+  *) echo "run_kit.sh: unknown database $db" >&2; exit 2 ;;
+esac
+exec "$kit" --scheme "$db" --url "$url" --form "$form" --junit "$dir/conformance_${db}_$form.xml"
