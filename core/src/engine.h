@@ -40,6 +40,7 @@ struct tabq_broker {
   pthread_mutex_t mu; /* guards the lists below */
   tabq_subscription *subs;
   tabq_publisher *publishers;
+  struct tabq_route_entry *routes; /* route.c */
   atomic_bool shut;
   atomic_bool stop_requested;
   bool listen_notify;
@@ -112,6 +113,7 @@ struct tabq_subscription {
   tabq_value queue_value, dest_value;
   char channel[TABQ_CHANNEL_CAP]; /* with listen_notify: the table's channel, else "" */
   tabq_form form;
+  bool by_name; /* opened by tabq_subscribe_to(): its queue is a route's name */
   tabq_projection proj;
   unsigned st[SQ_COUNT];
   char begin_sql[128];
@@ -168,6 +170,9 @@ struct tabq_subscription {
 };
 
 /* subscription.c */
+/* tabq_subscribe's body; by_name adds the dialect's ByName check before the subscription opens. */
+int tabq_sub_open(tabq_broker *b, const tabq_table *table, const tabq_subscription_options *options,
+                  bool by_name, tabq_subscription **out, tabq_error *err);
 void tabq_sub_free(tabq_subscription *s);
 /* What the dialect's builders get for this subscription: table, form, mount, server. */
 tabq_build tabq_sub_build(const tabq_subscription *s);
@@ -269,6 +274,9 @@ const char *tabq_headers_get(tabq_delivery *d, const char *name);
 
 /* The table's notification channel from the dialect (TABQ_DECLARATION when too long). */
 int tabq_channel_of(tabq_broker *b, const tabq_table *t, char *out, size_t cap, tabq_error *err);
+
+/* route.c: frees the broker's routes (tabq_close). */
+void tabq_routes_free(tabq_broker *b);
 
 /* buffers */
 int tabq_buf_reserve(tabq_buf *b, size_t n);

@@ -92,6 +92,9 @@ static int check_form(tabq_subscription *s, tabq_error *err) {
     return tabq_err_set(err, TABQ_DIALECT, s->t->name, NULL,
                         "table %s takes the %s form, which the %s dialect does not serve",
                         s->t->name, missing, p->name);
+  /* route.c refused a plugin without ByName already. */
+  if (s->by_name && (rc = p->byname->check(&build)))
+    return tabq_err_from_plugin(err, rc, s->t->name, "byname");
   return TABQ_OK;
 }
 
@@ -244,9 +247,8 @@ static tabq_subscription *new_subscription(tabq_broker *b, const tabq_table *t,
   return s;
 }
 
-static int subscribe(tabq_broker *b, const tabq_table *table,
-                     const tabq_subscription_options *options, tabq_subscription **out,
-                     tabq_error *err) {
+int tabq_sub_open(tabq_broker *b, const tabq_table *table, const tabq_subscription_options *options,
+                  bool by_name, tabq_subscription **out, tabq_error *err) {
   tabq_table taken_table;
   tabq_subscription_options taken;
   int rc = tabq_table_take(table, &taken_table, err);
@@ -267,6 +269,7 @@ static int subscribe(tabq_broker *b, const tabq_table *table,
   if (!s)
     return tabq_err_set(err, TABQ_NOMEM, t->name, NULL, "cannot allocate a subscription");
   t = s->t;
+  s->by_name = by_name;
   bool failed = false;
   s->queue = copy_or_null(o->queue, &failed);
   s->dead_letter_group = copy_or_null(o->dead_letter_group, &failed);
@@ -323,7 +326,7 @@ int tabq_subscribe(tabq_broker *b, const tabq_table *table,
     return tabq_err_set(err, TABQ_INVALID, NULL, NULL,
                         "tabq_subscribe needs a broker, a table and options");
   const tabq_logger *outer = tabq_log_enter(&b->log);
-  int rc = subscribe(b, table, options, out, err);
+  int rc = tabq_sub_open(b, table, options, false, out, err);
   tabq_log_leave(outer);
   return rc;
 }

@@ -16,6 +16,20 @@ void tabq_my_set_host(const tabq_host *host) {
   g_host = host;
 }
 
+/* A subscription by name is an ordinary subscription whose queue is the route's name, bound
+ * like any queue into the group column: every form and table this dialect opens, MySQL and MariaDB
+ * serves by name as well, so there is nothing to refuse here (the dialect's own check runs too). */
+static int byname_check(const tabq_build *b) {
+  (void)b;
+  return TABQ_OK;
+}
+
+static const tabq_byname_v1 byname = {
+    .size = sizeof(tabq_byname_v1),
+    .version = 1,
+    .check = byname_check,
+};
+
 static const char *const schemes[] = {"mysql", "mariadb", NULL};
 
 static const tabq_plugin descriptor = {
@@ -29,7 +43,7 @@ static const tabq_plugin descriptor = {
     .rowlock = &tabq_my_rowlock,
     .lease = &tabq_my_lease,
     .advisory = &tabq_my_advisory,
-    .byname = NULL,
+    .byname = &byname,
 };
 
 TABQ_PLUGIN_EXPORT const tabq_plugin *tabq_plugin_entry(const tabq_host *host, uint32_t host_abi) {

@@ -27,7 +27,11 @@ static void test_entry(void) {
   CU_ASSERT_PTR_EQUAL(pl->lease, lease);
   CU_ASSERT_PTR_NULL(pl->rowlock);
   CU_ASSERT_PTR_NULL(pl->advisory);
-  CU_ASSERT_PTR_NULL(pl->byname);
+  CU_ASSERT_PTR_NOT_NULL_FATAL(pl->byname);
+  CU_ASSERT_EQUAL(pl->byname->size, sizeof(tabq_byname_v1));
+  CU_ASSERT_EQUAL(pl->byname->version, 1);
+  tabq_build routed = lease_of(&jobs);
+  CU_ASSERT_EQUAL(pl->byname->check(&routed), TABQ_OK); /* nothing refused by name */
   CU_ASSERT_EQUAL(drv->size, sizeof(tabq_driver_v1));
   CU_ASSERT_EQUAL(drv->version, 1);
   CU_ASSERT_PTR_NULL(drv->listen);

@@ -270,6 +270,34 @@ TABQ_API int tabq_insert_sql(tabq_broker *b, const tabq_table *table, char *buf,
 /* Checks a description against R-DESC-1 without a database. */
 TABQ_API int tabq_table_check(const tabq_table *table, tabq_error *err);
 
+/* ---- Routes -------------------------------------------------------------------------------- */
+
+/* Leads `name` into `table`, whose group column receives the name. A name ending in '*' is a
+ * prefix ("billing.*" takes "billing.invoice"; "*" alone takes every name); '*' elsewhere is
+ * refused. An exact name wins over every prefix, and among prefixes the longest wins. Names
+ * are non-empty UTF-8, compared byte for byte.
+ *
+ * The description is copied at full size and checked (R-DESC-1); a table without a group column
+ * is refused with TABQ_DECLARATION. Routing a name again to the same table (by table name)
+ * changes nothing; to another table it is refused with TABQ_INVALID, as is a route that would
+ * take a name an open subscription by name reads to another table. */
+TABQ_API int tabq_route(tabq_broker *b, const char *name, const tabq_table *table, tabq_error *err);
+
+/* Publishes `m` through the route of `name` (one name, not a pattern): the name is written into
+ * the group column, so `m->group` must be NULL (TABQ_INVALID otherwise). A name no route leads
+ * anywhere fails with TABQ_NO_ROUTE and writes nothing. */
+TABQ_API int tabq_publish_to(tabq_broker *b, const char *name, const tabq_message *m,
+                             tabq_error *err);
+
+/* Subscribes to `name` (one name, not a pattern) on the table its route leads to, with the name
+ * as the queue. Needs the dialect's ByName interface (TABQ_DIALECT otherwise). The subscription
+ * takes the broker's poll interval and lease; options that set `queue`, `lease_s`,
+ * `poll_interval_ms`, `max_attempts` or a dead letter are refused with TABQ_DECLARATION
+ * (subscribe to the table with tabq_subscribe() for those). Otherwise as tabq_subscribe(). */
+TABQ_API int tabq_subscribe_to(tabq_broker *b, const char *name,
+                               const tabq_subscription_options *options, tabq_subscription **out,
+                               tabq_error *err);
+
 #ifdef __cplusplus
 }
 #endif

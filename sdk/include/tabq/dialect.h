@@ -291,11 +291,19 @@ typedef struct tabq_advisory_v1 {
   tabq_build_fn stamp;
 } tabq_advisory_v1;
 
-/* ---- ByName: subscriptions and publishes by route name ----------------------------------- */
+/* ---- ByName: subscriptions by route name ------------------------------------------------- *
+ * A route (tabq_route) leads a name into a table; a subscription by name (tabq_subscribe_to)
+ * opens on that table with the name as its queue, bound as TABQ_P_GROUP like any queue, so it
+ * runs the statements of the table's form and nothing of its own. Serving this interface says
+ * the dialect serves such subscriptions; without it they are refused (TABQ_DIALECT), while
+ * publishing by name, a plain insert, works on every dialect. */
 typedef struct tabq_byname_v1 {
   uint32_t size;
   uint32_t version; /* 1 */
-  /* Refuses a routed table the dialect cannot serve by name (TABQ_DIALECT), else TABQ_OK. */
+  /* Called once per subscription by name, after the Dialect's check and before any statement is
+   * built: refuses (TABQ_DIALECT, through host->fail, naming the table and the reason) a routed
+   * table the database cannot serve by name, else TABQ_OK. The build has no dead letter (a
+   * subscription by name takes none). */
   int (*check)(const tabq_build *b);
 } tabq_byname_v1;
 
