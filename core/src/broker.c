@@ -1,6 +1,7 @@
 /* The broker: a dialect picked by URL scheme, a pool of its connections, the statements its
  * subscriptions and publishers built, and shutdown. */
 #include <ctype.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <tabq/sql.h>
@@ -27,6 +28,21 @@ static int url_scheme(const char *url, char *scheme, size_t cap, tabq_error *err
   return TABQ_OK;
 }
 
+/* A borrowed driver knows only its own plugin's schemes: it gets the URL with the lender's
+ * first scheme in place of the borrower's ("pglease://h/db" -> "postgres://h/db"). */
+static int driver_url(const tabq_loaded *l, const char *url, char **out, tabq_error *err) {
+  const char *rest = strchr(url, ':');
+  const char *scheme = l->lender ? l->lender->schemes[0] : NULL;
+  size_t n = scheme ? strlen(scheme) + strlen(rest) + 1 : strlen(url) + 1;
+  if (!(*out = malloc(n)))
+    return tabq_err_set(err, TABQ_NOMEM, NULL, NULL, "cannot copy the URL");
+  if (scheme)
+    snprintf(*out, n, "%s%s", scheme, rest);
+  else
+    memcpy(*out, url, n);
+  return TABQ_OK;
+}
+
 /* Everything after the plugin is loaded; on failure the caller closes the broker. */
 static int start_broker(tabq_broker *b, const char *url, const tabq_broker_options *o,
                         tabq_error *err) {
@@ -35,7 +51,12 @@ static int start_broker(tabq_broker *b, const char *url, const tabq_broker_optio
   unsigned size = o && o->pool_size ? o->pool_size : DEFAULT_POOL_SIZE;
   unsigned timeout =
       o && o->acquire_timeout_ms ? o->acquire_timeout_ms : DEFAULT_ACQUIRE_TIMEOUT_MS;
-  int rc = tabq_pool_init(&b->pool, b->drv, url, size, timeout, err);
+  char *for_driver;
+  int rc = driver_url(&b->plugin, url, &for_driver, err);
+  if (rc)
+    return rc;
+  rc = tabq_pool_init(&b->pool, b->drv, for_driver, size, timeout, err);
+  free(for_driver);
   if (rc)
     return rc;
   /* Connect once now, so a wrong URL or an unreachable database fails here. */

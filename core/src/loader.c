@@ -285,6 +285,7 @@ static int borrow_driver(const tabq_plugin_index *ix, tabq_loaded *out, tabq_err
     return rc;
   out->driver_handle = lender.handle;
   out->driver = lender.driver;
+  out->lender = lender.plugin;
   return TABQ_OK;
 }
 

@@ -84,7 +84,7 @@ void fresh_db(void) {
   snprintf(db.jobs, sizeof db.jobs, "cf%d_%u", (int)getpid(), ++serial);
   snprintf(db.dead, sizeof db.dead, "%s_dead", db.jobs);
   probe_clear_failure();
-  int rc = kit.plugin.driver->connect(kit.url, &db.conn);
+  int rc = kit.plugin.driver->connect(kit.driver_url, &db.conn);
   if (rc) {
     db.conn = NULL;
     failed("connect", kit.url, rc);

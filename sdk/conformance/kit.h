@@ -22,6 +22,8 @@ typedef struct kit_plugin {
   char driver_path[PATH_MAX]; /* the file the driver comes from (the lender with driver_from) */
   const tabq_plugin *desc;
   const tabq_driver_v1 *driver;
+  /* With driver_from: the lender's first scheme, which its driver takes URLs in; else "". */
+  char driver_scheme[32];
   unsigned forms;    /* TABQ_FORM_* the plugin declares */
   bool placeholder;  /* ABI 1.1 Dialect.placeholder: custom events */
   bool fetch_by_ids; /* Dialect.fetch: a claim of the service's own needs no fetch of its own */
@@ -62,6 +64,9 @@ typedef struct kit_state {
   kit_plugin plugin;
   kit_ddl ddl;
   const char *url;
+  /* The URL the plugin's driver takes for the checks: `url`, or with a borrowed driver the same
+   * URL under the lender's scheme, as tabq hands it (pglease://... -> postgres://...). */
+  char driver_url[1024];
   tabq_form form; /* the form of the suite running */
 } kit_state;
 

@@ -134,9 +134,14 @@ static void start(const args *a) {
     setenv("TABQ_PLUGIN_PATH", path, 1);
   }
   kit.url = a->url;
+  const char *rest = strchr(a->url, ':');
+  if (kit.plugin.driver_scheme[0] && rest)
+    snprintf(kit.driver_url, sizeof kit.driver_url, "%s%s", kit.plugin.driver_scheme, rest);
+  else
+    snprintf(kit.driver_url, sizeof kit.driver_url, "%s", a->url);
   tabq_conn *conn = NULL;
   probe_clear_failure();
-  if ((rc = kit.plugin.driver->connect(a->url, &conn)))
+  if ((rc = kit.plugin.driver->connect(kit.driver_url, &conn)))
     cannot_start("cannot reach %s: %s", url,
                  probe_last_failure()[0] ? probe_last_failure() : tabq_code_name((tabq_code)rc));
   kit.plugin.driver->close(conn);

@@ -267,6 +267,16 @@ TABQ_API int tabq_publish(tabq_broker *b, const tabq_table *table, const tabq_me
 TABQ_API int tabq_insert_sql(tabq_broker *b, const tabq_table *table, char *buf, size_t cap,
                              tabq_error *err);
 
+/* ---- Plugins ------------------------------------------------------------------------------- */
+
+/* The file of the installed dialect plugin that serves URL scheme `scheme`, or that is named
+ * `name`, found as tabq_connect finds it (TABQ_PLUGIN_PATH, then tabq-1/ beside libtabq; from
+ * manifests and file names, loading nothing). For tools that probe the file tabq would load.
+ * TABQ_BACKEND when no plugin serves the scheme, TABQ_PLUGIN when none bears the name or the
+ * folders are refused. */
+TABQ_API int tabq_plugin_for_scheme(const char *scheme, char *path, size_t cap, tabq_error *err);
+TABQ_API int tabq_plugin_named(const char *name, char *path, size_t cap, tabq_error *err);
+
 /* Checks a description against R-DESC-1 without a database. */
 TABQ_API int tabq_table_check(const tabq_table *table, tabq_error *err);
 
