@@ -223,5 +223,7 @@ const char *needs_custom_events(void) {
 }
 
 const char *needs_listen(void) {
-  return kit.plugin.listen ? NULL : "LISTEN/NOTIFY: the plugin's driver has no listen";
+  return kit.plugin.listen
+             ? NULL
+             : "LISTEN/NOTIFY: the plugin has no Driver.listen/wait_notify or no Dialect.channel";
 }

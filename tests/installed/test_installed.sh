@@ -42,9 +42,9 @@ for h in "$prefix"/include/tabq/*.h; do
     c++ -std=c++11 -pedantic -Wall -Wextra -Werror -fsyntax-only -I'$prefix/include' -x c++ -"
 done
 
-exports() { nm -D --defined-only "$1" | awk '{print $3}' | sort; }
+exports() { nm -D --defined-only "$1" | awk '{print $3}' | LC_ALL=C sort; }
 check "libtabq exports the committed list (tests/installed/symbols-libtabq.txt)" \
-  diff -u "$src/tests/installed/symbols-libtabq.txt" <(exports "$libdir/libtabq.so")
+  diff -u <(LC_ALL=C sort "$src/tests/installed/symbols-libtabq.txt") <(exports "$libdir/libtabq.so")
 for p in "$libdir"/tabq-1/*.so; do
   check "$(basename "$p") exports tabq_plugin_entry alone" \
     diff -u <(echo tabq_plugin_entry) <(exports "$p")
@@ -81,6 +81,29 @@ if [ -d "$src/sdk/template" ]; then
   else
     not_ok "the skeleton dialect loads by TABQ_PLUGIN_PATH and refuses with DIALECT"
     sed 's/^/    /' "$work/out"
+  fi
+fi
+
+kit=$prefix/bin/tabq-conformance
+check "tabq-conformance is installed and runs from the prefix" sh -c "'$kit' --help | grep -q '^usage: tabq-conformance'"
+
+# pglease, a third-party dialect over the postgres plugin's driver, must pass the kit.
+if [ -d "$src/examples/dialects/pglease" ]; then
+  check "pglease builds out of tree against the prefix" sh -c "cmake -S '$src/examples/dialects/pglease' \
+    -B '$work/pglease' -DCMAKE_PREFIX_PATH='$prefix' && cmake --build '$work/pglease'"
+  if [ -z "${TABQ_TEST_POSTGRES_URL:-}" ]; then
+    not_ok "pglease passes the conformance kit: TABQ_TEST_POSTGRES_URL is not set (./dev test sets it)"
+  else
+    url=pglease:${TABQ_TEST_POSTGRES_URL#*:}
+    dir=$(dirname "$(find "$work/pglease" -name pglease.so | head -n 1)")
+    if TABQ_PLUGIN_PATH=$dir "$kit" --scheme pglease --url "$url" --junit "$build/conformance_pglease.xml" \
+        >"$work/out" 2>&1; then
+      ok "pglease passes the conformance kit ($(grep '^conformance:' "$work/out"))"
+    else
+      not_ok "pglease passes the conformance kit"
+      sed 's/^/    /' "$work/out"
+    fi
+    cp "$work/out" "$build/conformance_pglease.txt"
   fi
 fi
 
