@@ -5,7 +5,8 @@
 #   - check what libtabq and each plugin export against the committed lists;
 #   - build examples/ as a project of its own with find_package(tabq), and once with pkg-config;
 #   - run the thumbnails example on a SQLite file, its dialect loaded from the prefix;
-#   - build the skeleton dialect (sdk/template) out of tree and load it by TABQ_PLUGIN_PATH.
+#   - follow docs/writing-a-dialect.md's first steps with the installed template;
+#   - build examples/dialects/pglease out of tree and run the installed kit on it.
 # Usage: test_installed.sh SOURCE_DIR BUILD_DIR
 set -euo pipefail
 src=$1
@@ -71,17 +72,29 @@ check "try_connect builds with pkg-config" sh -c "cc -std=c11 -Wall -Werror \
   '$src/tests/installed/try_connect.c' -o '$work/try_connect' \$(pkg-config --cflags --libs tabq) \
   -Wl,-rpath,\$(realpath \$(pkg-config --variable=libdir tabq))"
 
-if [ -d "$src/sdk/template" ]; then
-  check "the skeleton dialect builds out of tree against the prefix" sh -c "cmake -S '$src/sdk/template' \
-    -B '$work/template' -DCMAKE_PREFIX_PATH='$prefix' && cmake --build '$work/template'"
-  plugin_dir=$(dirname "$(find "$work/template" -name 'skeleton.so' | head -n 1)")
-  TABQ_PLUGIN_PATH=$plugin_dir "$work/try_connect" "skeleton://anything" >"$work/out" 2>&1 || true
-  if grep -q "^error DIALECT .*skeleton dialect: Driver.connect is not written yet" "$work/out"; then
-    ok "the skeleton dialect loads by TABQ_PLUGIN_PATH and refuses with DIALECT"
-  else
-    not_ok "the skeleton dialect loads by TABQ_PLUGIN_PATH and refuses with DIALECT"
-    sed 's/^/    /' "$work/out"
-  fi
+# docs/writing-a-dialect.md, steps 1 and 2, literally: the installed template copied and renamed,
+# built against the prefix, loaded by TABQ_PLUGIN_PATH, and the kit naming the first member to
+# write.
+check "the installed template, renamed mydb, builds out of tree against the prefix" sh -c "
+  cp -r '$prefix/share/tabq/template' '$work/mydb' && cd '$work/mydb' && mv skeleton.c mydb.c && mv skeleton.ddl mydb.ddl &&
+  sed -i 's/skeleton/mydb/g' mydb.c CMakeLists.txt &&
+  cmake -S . -B build -DCMAKE_PREFIX_PATH='$prefix' && cmake --build build"
+TABQ_PLUGIN_PATH=$work/mydb/build "$work/try_connect" "mydb://anything" >"$work/out" 2>&1 || true
+if grep -q "^error DIALECT .*mydb dialect: Driver.connect is not written yet" "$work/out"; then
+  ok "the mydb skeleton loads by TABQ_PLUGIN_PATH and refuses with DIALECT"
+else
+  not_ok "the mydb skeleton loads by TABQ_PLUGIN_PATH and refuses with DIALECT"
+  sed 's/^/    /' "$work/out"
+fi
+status=0
+TABQ_PLUGIN_PATH=$work/mydb/build "$prefix/bin/tabq-conformance" --scheme mydb \
+  --url mydb://localhost/test --ddl "$work/mydb/mydb.ddl" >"$work/out" 2>&1 || status=$?
+if [ "$status" -eq 2 ] && [ "$(wc -l <"$work/out")" -eq 1 ] &&
+    grep -q "^tabq-conformance: cannot reach mydb://localhost/test: .*Driver.connect is not written yet" "$work/out"; then
+  ok "the kit on the skeleton: exit 2, one line naming the member to write"
+else
+  not_ok "the kit on the skeleton: exit 2, one line naming the member to write (exit $status)"
+  sed 's/^/    /' "$work/out"
 fi
 
 kit=$prefix/bin/tabq-conformance
