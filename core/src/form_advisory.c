@@ -12,11 +12,6 @@
 int tabq_advisory_open(tabq_subscription *s, tabq_error *err) {
   tabq_broker *b = s->b;
   const tabq_advisory_v1 *adv = b->plugin.plugin->advisory;
-  if (adv->flags & TABQ_ADVISORY_PROCESS_KEYS)
-    return tabq_err_set(err, TABQ_DIALECT, s->t->name, NULL,
-                        "table %s: this tabq does not yet keep advisory keys in the process, which "
-                        "the %s dialect needs",
-                        s->t->name, b->plugin.plugin->name);
   tabq_build build = tabq_sub_build(s);
   int rc = tabq_sub_stmt(s, adv->candidates, "candidates", SQ_CANDIDATES, err);
   if (!rc)

@@ -92,6 +92,11 @@ static int check_form(tabq_subscription *s, tabq_error *err) {
     return tabq_err_set(err, TABQ_DIALECT, s->t->name, NULL,
                         "table %s takes the %s form, which the %s dialect does not serve",
                         s->t->name, missing, p->name);
+  if (s->form == TABQ_FORM_ADVISORY && (p->advisory->flags & TABQ_ADVISORY_PROCESS_KEYS))
+    return tabq_err_set(err, TABQ_DIALECT, s->t->name, NULL,
+                        "table %s: this tabq does not yet keep advisory keys in the process, which "
+                        "the %s dialect needs (TABQ_ADVISORY_PROCESS_KEYS)",
+                        s->t->name, p->name);
   /* route.c refused a plugin without ByName already. */
   if (s->by_name && (rc = p->byname->check(&build)))
     return tabq_err_from_plugin(err, rc, s->t->name, "byname");

@@ -286,6 +286,27 @@ static void abi_1_0_plugin_loads(void) {
   CU_ASSERT_PTR_NULL(strstr(err.message, "abi10.so"));
 }
 
+static tabq_outcome never(tabq_delivery *d, void *user) {
+  (void)d, (void)user;
+  return tabq_ack();
+}
+
+/* TABQ_ADVISORY_PROCESS_KEYS is specified but reserved: the plugin loads (lock and unlock may
+ * then be NULL), and an advisory subscription on it is refused naming the dialect. */
+static void process_keys_advisory_is_refused_at_open(void) {
+  setenv("TABQ_PLUGIN_PATH", refusals, 1);
+  tabq_broker *b = NULL;
+  CU_ASSERT_EQUAL_FATAL(tabq_connect("processkeys:x", NULL, &b, &err), TABQ_OK);
+  static const tabq_table adv = {
+      .size = sizeof(tabq_table), .name = "jobs", .id = {"id"}, .advisory_lock = "job-{id}"};
+  tabq_subscription_options o = TABQ_SUBSCRIPTION_OPTIONS_INIT;
+  o.handler = never;
+  CU_ASSERT_EQUAL(tabq_subscribe(b, &adv, &o, NULL, &err), TABQ_DIALECT);
+  mentions("advisory keys in the process");
+  mentions("processkeys");
+  tabq_close(b);
+}
+
 static void missing_member_is_named(void) {
   CU_ASSERT_EQUAL(connect_to("nomember:x"), TABQ_PLUGIN);
   mentions("nomember.so");
@@ -449,6 +470,8 @@ int register_tests(void) {
       {"ABI mismatch names both versions and the file", abi_mismatch_names_both_versions},
       {"a newer minor is refused, both versions named", newer_minor_is_refused},
       {"a plugin built as ABI 1.0 loads", abi_1_0_plugin_loads},
+      {"an advisory form keeping keys in the process is refused at open",
+       process_keys_advisory_is_refused_at_open},
       {"interface lacking a member names it", missing_member_is_named},
       {"entry refusing the host ABI", entry_refusing_host},
       {"manifest that lies about the schemes", lying_manifest_refused},
