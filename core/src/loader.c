@@ -299,7 +299,10 @@ static int open_entry(const tabq_plugin_index *ix, const tabq_plugin_entry *e, c
   int rc = check_unloaded(e, out->path, mpath, err);
   if (rc)
     return rc;
-  out->handle = dlopen(out->path, RTLD_NOW | RTLD_LOCAL);
+  /* NODELETE: a plugin stays mapped for the process's life once loaded. Its database client
+   * library keeps process-wide state (libmariadb's, OpenSSL's) that cannot be torn down safely
+   * while another broker or thread may still use it. */
+  out->handle = dlopen(out->path, RTLD_NOW | RTLD_LOCAL | RTLD_NODELETE);
   if (!out->handle)
     return refuse(err, "cannot load plugin %s: %s", out->path, dlerror());
   if (!(rc = handshake(out->path, out->handle, &out->plugin, err)))

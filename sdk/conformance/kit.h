@@ -15,6 +15,9 @@
 #include <tabq/dialect.h>
 #include <tabq/tabq.h>
 
+#include "child_pipe.h"
+#include "handlers.h"
+
 /* ---- The plugin, as the probe found it (probe.c) ------------------------------------------- */
 
 typedef struct kit_plugin {
@@ -152,46 +155,12 @@ void close_broker(tabq_broker *b);
 /* Publishes n rows to `queue` with payload "job-<i>", i from 0. */
 void publish_n(tabq_broker *b, const char *queue, int n);
 
-/* A handler that records what it saw and answers with a scripted outcome. */
-typedef struct recorder {
-  pthread_mutex_t mu;
-  pthread_cond_t cv;
-  unsigned calls;
-  int64_t ids[64];
-  long attempts[64];
-  char payloads[64][32];
-  tabq_outcome (*script)(struct recorder *r, tabq_delivery *d, unsigned call);
-  void *extra;
-} recorder;
-
-void recorder_init(recorder *r);
-void recorder_free(recorder *r);
-tabq_outcome recorder_handler(tabq_delivery *d, void *user);
-unsigned recorder_calls(recorder *r);
-bool recorder_wait(recorder *r, unsigned calls, int timeout_ms);
-
 /* A child: this executable again with the hidden --child MODE (child.c), on the test's table,
  * its stdout and stdin as pipes; killed by end_test if still running. */
-typedef struct child {
-  pid_t pid;
-  int out; /* read the child's lines */
-  int in;  /* write to the child */
-} child;
-
 void child_start(child *c, const char *mode);
-bool child_line(child *c, char *buf, size_t cap, int timeout_ms);
-void child_say(child *c, const char *line);
 int child_wait(child *c); /* its status as waitpid gives it */
 /* The child's side: runs MODE on the URL and table; returns the exit status. */
 int child_main(const char *mode, const char *url, tabq_form form, const char *jobs);
-
-void sleep_ms(int ms);
-
-/* Exactly-once counting: reset, mount once_handler (it acks), then once_check asserts. */
-#define ONCE_MAX 20000
-void once_reset(int n);
-tabq_outcome once_handler(tabq_delivery *d, void *user);
-void once_check(void);
 
 /* ---- Skips ------------------------------------------------------------------------------------
  */

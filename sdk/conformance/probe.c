@@ -55,7 +55,7 @@ void probe_clear_failure(void) {
 
 /* Opens one file and hands its descriptor back, or says in `why` what is wrong with it. */
 static const tabq_plugin *open_descriptor(const char *path, char *why, size_t cap) {
-  void *handle = dlopen(path, RTLD_NOW | RTLD_LOCAL);
+  void *handle = dlopen(path, RTLD_NOW | RTLD_LOCAL | RTLD_NODELETE); /* as tabq loads it */
   if (!handle) {
     snprintf(why, cap, "cannot load plugin %s: %s", path, dlerror());
     return NULL;

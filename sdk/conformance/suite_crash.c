@@ -137,39 +137,16 @@ static void notify_from_another_process_wakes(void) {
   recorder_free(&r);
 }
 
-typedef struct gate {
-  pthread_mutex_t mu;
-  pthread_cond_t cv;
-  bool in, out;
-} gate;
-
-static tabq_outcome wait_at_gate(tabq_delivery *d, void *user) {
-  (void)d;
-  gate *g = user;
-  pthread_mutex_lock(&g->mu);
-  g->in = true;
-  pthread_cond_broadcast(&g->cv);
-  while (!g->out)
-    pthread_cond_wait(&g->cv, &g->mu);
-  pthread_mutex_unlock(&g->mu);
-  return tabq_ack();
-}
-
 static void held_claim_leaves_other_groups_free(void) {
   fresh_db();
   tabq_broker *b = connect_broker(20);
   publish_n(b, "slow", 3);
   publish_n(b, "fast", 5);
   static gate g;
-  memset(&g, 0, sizeof g);
-  pthread_mutex_init(&g.mu, NULL);
-  pthread_cond_init(&g.cv, NULL);
+  gate_init(&g);
   tabq_subscription_options slow = sub_options("slow", wait_at_gate, &g);
   CU_ASSERT_EQUAL_FATAL(tabq_subscribe(b, jobs_table(), &slow, NULL, &err), TABQ_OK);
-  pthread_mutex_lock(&g.mu);
-  while (!g.in)
-    pthread_cond_wait(&g.cv, &g.mu);
-  pthread_mutex_unlock(&g.mu);
+  gate_wait_in(&g);
   /* The slow group's claim holds its row (and, on MySQL, the index range it read) while its
    * handler waits: the other group's rows go on all the same. */
   recorder r;
@@ -178,10 +155,7 @@ static void held_claim_leaves_other_groups_free(void) {
   CU_ASSERT_EQUAL(tabq_subscribe(b, jobs_table(), &fast, NULL, &err), TABQ_OK);
   CU_ASSERT(recorder_wait(&r, 5, 15000));
   CU_ASSERT(wait_count("SELECT count(*) FROM {jobs} WHERE queue = 'fast'", 0, 10000));
-  pthread_mutex_lock(&g.mu);
-  g.out = true;
-  pthread_cond_broadcast(&g.cv);
-  pthread_mutex_unlock(&g.mu);
+  gate_open(&g);
   CU_ASSERT(wait_count("SELECT count(*) FROM {jobs}", 0, 15000));
   close_broker(b);
   recorder_free(&r);

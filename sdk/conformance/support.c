@@ -1,5 +1,5 @@
-/* What the tests share: brokers closed at the test's end, a recording handler, child processes
- * (this executable again, with the hidden --child argument), and exactly-once counting. */
+/* What the tests share: brokers closed at the test's end and child processes (this executable
+ * again, with the hidden --child argument); the handlers are in handlers.c. */
 #include <CUnit/CUnit.h>
 #include <poll.h>
 #include <signal.h>
@@ -73,78 +73,18 @@ void publish_n(tabq_broker *b, const char *queue, int n) {
   }
 }
 
-void recorder_init(recorder *r) {
-  memset(r, 0, sizeof *r);
-  pthread_mutex_init(&r->mu, NULL);
-  pthread_cond_init(&r->cv, NULL);
-}
-
-void recorder_free(recorder *r) {
-  pthread_mutex_destroy(&r->mu);
-  pthread_cond_destroy(&r->cv);
-}
-
-tabq_outcome recorder_handler(tabq_delivery *d, void *user) {
-  recorder *r = user;
-  pthread_mutex_lock(&r->mu);
-  unsigned call = r->calls;
-  if (call < 64) {
-    r->ids[call] = tabq_delivery_id(d);
-    r->attempts[call] = tabq_delivery_attempt(d);
-    size_t len = 0;
-    const char *p = tabq_delivery_payload(d, &len);
-    snprintf(r->payloads[call], sizeof r->payloads[call], "%.*s", (int)len, p ? p : "");
-  }
-  pthread_mutex_unlock(&r->mu);
-  tabq_outcome o = r->script ? r->script(r, d, call) : tabq_ack();
-  pthread_mutex_lock(&r->mu);
-  r->calls++;
-  pthread_cond_broadcast(&r->cv);
-  pthread_mutex_unlock(&r->mu);
-  return o;
-}
-
-unsigned recorder_calls(recorder *r) {
-  pthread_mutex_lock(&r->mu);
-  unsigned n = r->calls;
-  pthread_mutex_unlock(&r->mu);
-  return n;
-}
-
-void sleep_ms(int ms) {
-  struct timespec ts = {.tv_sec = ms / 1000, .tv_nsec = (long)(ms % 1000) * 1000000};
-  nanosleep(&ts, NULL);
-}
-
-bool recorder_wait(recorder *r, unsigned calls, int timeout_ms) {
-  for (int waited = 0;; waited += 10) {
-    if (recorder_calls(r) >= calls)
-      return true;
-    if (waited >= timeout_ms)
-      return false;
-    sleep_ms(10);
-  }
-}
-
 void child_start(child *c, const char *mode) {
-  int out[2], in[2];
-  CU_ASSERT_FATAL(pipe(out) == 0 && pipe(in) == 0);
-  fflush(NULL);
-  c->pid = fork();
-  CU_ASSERT_FATAL(c->pid >= 0);
-  if (c->pid == 0) {
-    dup2(out[1], STDOUT_FILENO);
-    dup2(in[0], STDIN_FILENO);
-    close(out[0]);
-    close(in[1]);
-    execl("/proc/self/exe", "tabq-conformance", "--child", mode, "--url", kit.url, "--form",
-          form_name(kit.form), "--table", jobs_name(), (char *)NULL);
-    _exit(127);
-  }
-  close(out[1]);
-  close(in[0]);
-  c->out = out[0];
-  c->in = in[1];
+  char *const argv[] = {"/proc/self/exe",
+                        "--child",
+                        (char *)mode,
+                        "--url",
+                        (char *)kit.url,
+                        "--form",
+                        (char *)form_name(kit.form),
+                        "--table",
+                        (char *)jobs_name(),
+                        NULL};
+  child_spawn(c, argv);
   for (int i = 0; i < MAX_CHILDREN; i++)
     if (!children[i]) {
       children[i] = c;
@@ -152,65 +92,12 @@ void child_start(child *c, const char *mode) {
     }
 }
 
-bool child_line(child *c, char *buf, size_t cap, int timeout_ms) {
-  size_t n = 0;
-  while (n + 1 < cap) {
-    struct pollfd p = {.fd = c->out, .events = POLLIN};
-    if (poll(&p, 1, timeout_ms) <= 0)
-      return false;
-    char ch;
-    if (read(c->out, &ch, 1) != 1)
-      return false;
-    if (ch == '\n')
-      break;
-    buf[n++] = ch;
-  }
-  buf[n] = '\0';
-  return true;
-}
-
-void child_say(child *c, const char *line) {
-  size_t len = strlen(line);
-  CU_ASSERT(write(c->in, line, len) == (ssize_t)len);
-  CU_ASSERT(write(c->in, "\n", 1) == 1);
-}
-
 int child_wait(child *c) {
-  int status = 0;
-  waitpid(c->pid, &status, 0);
-  close(c->out);
-  close(c->in);
+  int status = child_reap(c);
   for (int i = 0; i < MAX_CHILDREN; i++)
     if (children[i] == c)
       children[i] = NULL;
   return status;
-}
-
-static atomic_int once_seen[ONCE_MAX + 1];
-static int once_n;
-
-void once_reset(int n) {
-  once_n = n;
-  for (int i = 0; i <= ONCE_MAX; i++)
-    atomic_store(&once_seen[i], 0);
-}
-
-tabq_outcome once_handler(tabq_delivery *d, void *user) {
-  (void)user;
-  int64_t id = tabq_delivery_id(d);
-  if (id >= 1 && id <= once_n)
-    atomic_fetch_add(&once_seen[id], 1);
-  return tabq_ack();
-}
-
-void once_check(void) {
-  int twice = 0, never = 0;
-  for (int i = 1; i <= once_n; i++) {
-    twice += atomic_load(&once_seen[i]) > 1;
-    never += atomic_load(&once_seen[i]) == 0;
-  }
-  CU_ASSERT_EQUAL(twice, 0);
-  CU_ASSERT_EQUAL(never, 0);
 }
 
 const char *needs_custom_events(void) {

@@ -14,6 +14,9 @@
 #include <sys/types.h>
 #include <tabq/tabq.h>
 
+#include "child_pipe.h"
+#include "handlers.h" /* the recorder and exactly-once counting, shared with the kit */
+
 typedef enum test_kind { TEST_SQLITE, TEST_POSTGRES, TEST_MYSQL } test_kind;
 
 /* The database and form this run tests (from the environment; SQLite and lease by default). */
@@ -51,47 +54,12 @@ tabq_broker *connect_broker(const testdb *db, unsigned poll_ms);
 /* Publishes n rows to `queue` with payload "job-<i>". */
 void publish_n(tabq_broker *b, const char *queue, int n);
 
-/* A handler that records what it saw and answers with a scripted outcome. */
-typedef struct recorder {
-  pthread_mutex_t mu;
-  pthread_cond_t cv;
-  unsigned calls;
-  int64_t ids[64];
-  long attempts[64];
-  char payloads[64][32];
-  tabq_outcome (*script)(struct recorder *r, tabq_delivery *d, unsigned call);
-  void *extra;
-} recorder;
-
-void recorder_init(recorder *r);
-void recorder_free(recorder *r);
-tabq_outcome recorder_handler(tabq_delivery *d, void *user);
-/* Waits until the recorder saw `calls` deliveries; false after `timeout_ms` (a liveness bound,
- * never a speed check). */
-bool recorder_wait(recorder *r, unsigned calls, int timeout_ms);
 /* Waits until a SQL count reaches `want`. */
 bool wait_count(const testdb *db, const char *sql, long long want, int timeout_ms);
 
-/* A child running tests/live/child.c with `mode` on `db`, its stdout and stdin as pipes. */
-typedef struct child {
-  pid_t pid;
-  int out; /* read the child's lines */
-  int in;  /* write to the child */
-} child;
-
+/* A child running tests/live/child.c with `mode` on `db` (child_pipe.h reads and writes it). */
 void child_start(child *c, const char *mode, const testdb *db);
-/* Reads one line from the child into buf (without the newline); false at EOF or timeout. */
-bool child_line(child *c, char *buf, size_t cap, int timeout_ms);
 /* Waits for the child's exit; returns its status as waitpid gives it. */
 int child_wait(child *c);
-
-void sleep_ms(int ms);
-
-/* Counts how often each id 1..n was handled, for the exactly-once checks: reset, mount
- * once_handler (it acks), then once_check asserts every id came exactly once. */
-#define ONCE_MAX 20000
-void once_reset(int n);
-tabq_outcome once_handler(tabq_delivery *d, void *user);
-void once_check(void);
 
 #endif

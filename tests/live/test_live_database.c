@@ -205,24 +205,6 @@ static void long_channel_stops_at_startup(void) {
   testdb_remove(&db);
 }
 
-typedef struct gate {
-  pthread_mutex_t mu;
-  pthread_cond_t cv;
-  bool in, out;
-} gate;
-
-static tabq_outcome wait_at_gate(tabq_delivery *d, void *user) {
-  (void)d;
-  gate *g = user;
-  pthread_mutex_lock(&g->mu);
-  g->in = true;
-  pthread_cond_broadcast(&g->cv);
-  while (!g->out)
-    pthread_cond_wait(&g->cv, &g->mu);
-  pthread_mutex_unlock(&g->mu);
-  return tabq_ack();
-}
-
 static void long_lock_names_are_hashed(void) {
   testdb_create(&db);
   tabq_table t = *jobs_table();
@@ -231,16 +213,12 @@ static void long_lock_names_are_hashed(void) {
   tabq_broker *b = connect_broker(&db, 20);
   tabq_message m = {.size = sizeof(tabq_message), .group = "q", .payload = "x", .payload_len = 1};
   CU_ASSERT_EQUAL_FATAL(tabq_publish(b, &t, &m, &err), TABQ_OK);
-  gate g = {.in = false};
-  pthread_mutex_init(&g.mu, NULL);
-  pthread_cond_init(&g.cv, NULL);
+  gate g;
+  gate_init(&g);
   tabq_subscription_options o = {
       .size = sizeof(tabq_subscription_options), .queue = "q", .handler = wait_at_gate, .user = &g};
   CU_ASSERT_EQUAL_FATAL(tabq_subscribe(b, &t, &o, NULL, &err), TABQ_OK);
-  pthread_mutex_lock(&g.mu);
-  while (!g.in)
-    pthread_cond_wait(&g.cv, &g.mu);
-  pthread_mutex_unlock(&g.mu);
+  gate_wait_in(&g);
   /* While the handler runs its key's lock is held, under the SHA-256 of the long name (the
    * check runs here: the checking connection is this thread's). */
   CU_ASSERT_EQUAL(testdb_int(&db,
@@ -248,10 +226,7 @@ static void long_lock_names_are_hashed(void) {
                              "'a-key-template-long-enough-to-pass-sixty-four-characters-with-its-"
                              "database-', 1), 256)) IS NOT NULL"),
                   1);
-  pthread_mutex_lock(&g.mu);
-  g.out = true;
-  pthread_cond_broadcast(&g.cv);
-  pthread_mutex_unlock(&g.mu);
+  gate_open(&g);
   CU_ASSERT(wait_count(&db, "SELECT count(*) FROM jobs", 0, 10000));
   tabq_close(b);
   testdb_remove(&db);

@@ -418,7 +418,9 @@ int register_tests(void) {
   char suite[64];
   tabq_form f = test_form();
   snprintf(suite, sizeof suite, "routes on %s, %s", test_db_name(),
-           f == TABQ_FORM_ROWLOCK ? "row lock" : f == TABQ_FORM_ADVISORY ? "advisory" : "lease");
+           f == TABQ_FORM_ROWLOCK    ? "row lock"
+           : f == TABQ_FORM_ADVISORY ? "advisory"
+                                     : "lease");
   ADD_SUITE(suite, NULL, NULL, tests);
   return 0;
 }

@@ -35,6 +35,15 @@ static void guarded_free(guarded *g) {
   munmap(g->base, g->len);
 }
 
+/* The size an older program's compiler gives a struct whose last member is the first layout's:
+ * the members' end rounded up to the struct's alignment. */
+#define OLD_SIZE(type, size_1_0)                                                                   \
+  ((((size_1_0) + _Alignof(type) - 1) / _Alignof(type)) * _Alignof(type))
+#define BROKER_OLD OLD_SIZE(tabq_broker_options, TABQ_BROKER_OPTIONS_SIZE_1_0)
+#define TABLE_OLD OLD_SIZE(tabq_table, TABQ_TABLE_SIZE_1_0)
+#define MESSAGE_OLD OLD_SIZE(tabq_message, TABQ_MESSAGE_SIZE_1_0)
+#define SUB_OLD OLD_SIZE(tabq_subscription_options, TABQ_SUBSCRIPTION_OPTIONS_SIZE_1_0)
+
 static const tabq_table jobs = {
     .size = sizeof(tabq_table),
     .name = "jobs",
@@ -54,9 +63,9 @@ static int open_db(void) {
   snprintf(url, sizeof url, "sqlite:%s", db_path);
   /* The options themselves sit against the guard page, at their first 1.x size. */
   guarded g;
-  tabq_broker_options *o = guarded_tail(&g, TABQ_BROKER_OPTIONS_SIZE_1_0);
-  memset(o, 0, TABQ_BROKER_OPTIONS_SIZE_1_0);
-  o->size = (uint32_t)TABQ_BROKER_OPTIONS_SIZE_1_0;
+  tabq_broker_options *o = guarded_tail(&g, BROKER_OLD);
+  memset(o, 0, BROKER_OLD);
+  o->size = (uint32_t)BROKER_OLD;
   o->poll_interval_ms = 50;
   int rc = tabq_connect(url, o, &broker, &err);
   guarded_free(&g);
@@ -99,21 +108,21 @@ static void table_smaller_than_1_0_is_refused(void) {
 
 static void first_layout_structs_are_read_to_their_size_only(void) {
   guarded gt, gm, go;
-  tabq_table *t = guarded_tail(&gt, TABQ_TABLE_SIZE_1_0);
-  memcpy(t, &jobs, TABQ_TABLE_SIZE_1_0);
-  t->size = (uint32_t)TABQ_TABLE_SIZE_1_0;
+  tabq_table *t = guarded_tail(&gt, TABLE_OLD);
+  memcpy(t, &jobs, TABLE_OLD);
+  t->size = (uint32_t)TABLE_OLD;
   CU_ASSERT_EQUAL(tabq_table_check(t, &err), TABQ_OK);
 
-  tabq_message *m = guarded_tail(&gm, TABQ_MESSAGE_SIZE_1_0);
-  memset(m, 0, TABQ_MESSAGE_SIZE_1_0);
-  m->size = (uint32_t)TABQ_MESSAGE_SIZE_1_0;
+  tabq_message *m = guarded_tail(&gm, MESSAGE_OLD);
+  memset(m, 0, MESSAGE_OLD);
+  m->size = (uint32_t)MESSAGE_OLD;
   m->payload = "old";
   m->payload_len = 3;
   CU_ASSERT_EQUAL(tabq_publish(broker, t, m, &err), TABQ_OK);
 
-  tabq_subscription_options *o = guarded_tail(&go, TABQ_SUBSCRIPTION_OPTIONS_SIZE_1_0);
-  memset(o, 0, TABQ_SUBSCRIPTION_OPTIONS_SIZE_1_0);
-  o->size = (uint32_t)TABQ_SUBSCRIPTION_OPTIONS_SIZE_1_0;
+  tabq_subscription_options *o = guarded_tail(&go, SUB_OLD);
+  memset(o, 0, SUB_OLD);
+  o->size = (uint32_t)SUB_OLD;
   o->handler = NULL; /* refused below for want of a handler, after reading every member */
   CU_ASSERT_EQUAL(tabq_subscribe(broker, t, o, NULL, &err), TABQ_INVALID);
   CU_ASSERT_PTR_NOT_NULL(strstr(err.message, "exactly one of handler and batch_handler"));
@@ -137,7 +146,8 @@ static void stats_are_written_to_the_callers_size_only(void) {
   m.payload = "x";
   m.payload_len = 1;
   CU_ASSERT_EQUAL(tabq_publish(broker, &jobs, &m, &err), TABQ_OK);
-  /* An older program's tabq_stats that ends before the advisory shutdown counters. */
+  /* An older program's tabq_stats that ends before the advisory shutdown counters (8-byte
+   * members: the size is aligned as its compiler would make it). */
   size_t old_size = offsetof(tabq_stats, shutdown_released);
   guarded g;
   tabq_stats *st = guarded_tail(&g, old_size);
