@@ -81,17 +81,24 @@ static long long count_rows(const char *path) {
   return n;
 }
 
-static void groups_and_keys_must_be_utf8(void) {
-  char path[64], url[96];
-  temp_url(path, sizeof path, url, sizeof url, "utf8");
+/* A broker on a fresh file (its path into `path`) with the schema given. */
+static tabq_broker *broker_with(const char *tag, const char *schema, char *path, size_t cap) {
+  char url[96];
+  temp_url(path, cap, url, sizeof url, tag);
   tabq_broker *b = NULL;
   CU_ASSERT_EQUAL_FATAL(tabq_connect(url, NULL, &b, &err), TABQ_OK);
-  CU_ASSERT_EQUAL(tabq_exec(b,
-                            "CREATE TABLE jobs (id INTEGER PRIMARY KEY, queue TEXT NOT NULL, pkey "
-                            "TEXT, attempt INTEGER NOT NULL DEFAULT 1, locked_until INTEGER, "
-                            "payload BLOB)",
-                            &err),
-                  TABQ_OK);
+  CU_ASSERT_EQUAL(tabq_exec(b, schema, &err), TABQ_OK);
+  return b;
+}
+
+#define JOBS_COLUMNS                                                                               \
+  "id INTEGER PRIMARY KEY, queue TEXT NOT NULL, pkey TEXT, locked_until INTEGER, payload BLOB, "
+
+static void groups_and_keys_must_be_utf8(void) {
+  char path[64];
+  tabq_broker *b =
+      broker_with("utf8", "CREATE TABLE jobs (" JOBS_COLUMNS "attempt INTEGER NOT NULL DEFAULT 1)",
+                  path, sizeof path);
   tabq_message m = TABQ_MESSAGE_INIT;
   m.group = "caf\xc3"; /* a UTF-8 sequence cut short */
   m.payload = "x";
@@ -113,16 +120,11 @@ static void groups_and_keys_must_be_utf8(void) {
 
 /* A delay needs a retry_after column the insert writes: otherwise it would be lost silently. */
 static void delay_needs_a_written_retry_after(void) {
-  char path[64], url[96];
-  temp_url(path, sizeof path, url, sizeof url, "delay");
-  tabq_broker *b = NULL;
-  CU_ASSERT_EQUAL_FATAL(tabq_connect(url, NULL, &b, &err), TABQ_OK);
-  CU_ASSERT_EQUAL(tabq_exec(b,
-                            "CREATE TABLE jobs (id INTEGER PRIMARY KEY, queue TEXT NOT NULL, pkey "
-                            "TEXT, attempt INTEGER NOT NULL DEFAULT 1, locked_until INTEGER, "
-                            "payload BLOB, retry_after INTEGER DEFAULT 0)",
-                            &err),
-                  TABQ_OK);
+  char path[64];
+  tabq_broker *b = broker_with("delay",
+                               "CREATE TABLE jobs (" JOBS_COLUMNS
+                               "attempt INTEGER NOT NULL DEFAULT 1, retry_after INTEGER DEFAULT 0)",
+                               path, sizeof path);
   tabq_table generated = jobs;
   generated.retry_after = (tabq_col){.name = "retry_after", .generated = true};
   tabq_message m = TABQ_MESSAGE_INIT;
@@ -148,21 +150,14 @@ static tabq_outcome ack(tabq_delivery *d, void *user) {
 
 /* A generated attempt must start at 1: the catalog's default is read at open. */
 static void generated_attempt_must_default_to_one(void) {
-  char path[64], url[96];
-  temp_url(path, sizeof path, url, sizeof url, "attempt");
-  tabq_broker *b = NULL;
-  CU_ASSERT_EQUAL_FATAL(tabq_connect(url, NULL, &b, &err), TABQ_OK);
-  CU_ASSERT_EQUAL(tabq_exec(b,
-                            "CREATE TABLE jobs (id INTEGER PRIMARY KEY, queue TEXT NOT NULL, pkey "
-                            "TEXT, attempt INTEGER NOT NULL DEFAULT 0, locked_until INTEGER, "
-                            "payload BLOB);"
-                            "CREATE TABLE jobs_one (id INTEGER PRIMARY KEY, queue TEXT NOT NULL, "
-                            "pkey TEXT, ATTEMPT INTEGER NOT NULL DEFAULT ('1'), locked_until "
-                            "INTEGER, payload BLOB);"
-                            "CREATE TABLE jobs_none (id INTEGER PRIMARY KEY, queue TEXT NOT NULL, "
-                            "pkey TEXT, attempt INTEGER, locked_until INTEGER, payload BLOB)",
-                            &err),
-                  TABQ_OK);
+  char path[64];
+  tabq_broker *b =
+      broker_with("attempt",
+                  "CREATE TABLE jobs (" JOBS_COLUMNS "attempt INTEGER NOT NULL DEFAULT 0);"
+                  "CREATE TABLE jobs_one (" JOBS_COLUMNS "ATTEMPT INTEGER NOT NULL "
+                  "DEFAULT ('1'));"
+                  "CREATE TABLE jobs_none (" JOBS_COLUMNS "attempt INTEGER)",
+                  path, sizeof path);
   tabq_subscription_options o = TABQ_SUBSCRIPTION_OPTIONS_INIT;
   o.queue = "q";
   o.handler = ack;
