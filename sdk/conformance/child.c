@@ -9,6 +9,8 @@
  *             "stopped ACKED"
  *   drain   - four workers print each id they ack, one a line, until "stop" on stdin
  *   publish - publishes one row to queue q with listen_notify, and exits */
+#include <pthread.h>
+#include <signal.h>
 #include <stdatomic.h>
 #include <stdio.h>
 #include <string.h>
@@ -83,6 +85,13 @@ int child_main(const char *mode, const char *url, tabq_form form, const char *jo
   db_set_names(jobs);
   if (!strcmp(mode, "publish"))
     return publish_one(url);
+  /* A SIGTERM may come as soon as a handler has said "claimed", before tabq_run: blocked here,
+   * in every thread the broker starts, it waits for tabq_run (tabq.h). */
+  sigset_t stops;
+  sigemptyset(&stops);
+  sigaddset(&stops, SIGINT);
+  sigaddset(&stops, SIGTERM);
+  pthread_sigmask(SIG_BLOCK, &stops, NULL);
   tabq_broker_options bo = broker_options(50, 4);
   tabq_broker *b;
   tabq_error err;

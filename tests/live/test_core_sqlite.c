@@ -2,6 +2,8 @@
  * reach the log callback of the broker they work for, and publish refuses text a database could
  * store but never match (groups and partition keys that are not UTF-8), writing nothing. */
 #include <pthread.h>
+#include <signal.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -178,12 +180,54 @@ static void generated_attempt_must_default_to_one(void) {
   unlink(path);
 }
 
+typedef struct watchdog {
+  tabq_broker *b;
+  atomic_bool fired, cancel;
+} watchdog;
+
+/* Stops tabq_run after 20 s if the signal never reached it (a liveness bound). */
+static void *watch(void *arg) {
+  watchdog *w = arg;
+  for (int i = 0; i < 2000 && !atomic_load(&w->cancel); i++)
+    usleep(10000);
+  if (!atomic_load(&w->cancel)) {
+    atomic_store(&w->fired, true);
+    tabq_stop(w->b);
+  }
+  return NULL;
+}
+
+/* A SIGTERM that comes before tabq_run, with SIGINT and SIGTERM blocked as tabq.h advises, stays
+ * pending instead of ending the process, and tabq_run takes it at once. */
+static void sigterm_before_run_waits_for_it(void) {
+  sigset_t stops, old;
+  sigemptyset(&stops);
+  sigaddset(&stops, SIGINT);
+  sigaddset(&stops, SIGTERM);
+  pthread_sigmask(SIG_BLOCK, &stops, &old);
+  char path[64];
+  tabq_broker *b = broker_with("signal", "CREATE TABLE jobs (" JOBS_COLUMNS "attempt INTEGER)",
+                               path, sizeof path);
+  kill(getpid(), SIGTERM); /* pending: every thread of the process blocks it */
+  watchdog w = {.b = b};
+  pthread_t t;
+  pthread_create(&t, NULL, watch, &w);
+  CU_ASSERT_EQUAL(tabq_run(b), TABQ_OK);
+  atomic_store(&w.cancel, true);
+  pthread_join(t, NULL);
+  CU_ASSERT_FALSE(atomic_load(&w.fired));
+  tabq_close(b);
+  pthread_sigmask(SIG_SETMASK, &old, NULL);
+  unlink(path);
+}
+
 int register_tests(void) {
   static CU_TestInfo tests[] = {
       {"plugin log lines reach their broker's callback", plugin_logs_reach_their_brokers_callback},
       {"groups and partition keys must be UTF-8", groups_and_keys_must_be_utf8},
       {"a delay needs a retry_after the insert writes", delay_needs_a_written_retry_after},
       {"a generated attempt must default to 1", generated_attempt_must_default_to_one},
+      {"a SIGTERM before tabq_run waits for it", sigterm_before_run_waits_for_it},
       CU_TEST_INFO_NULL,
   };
   ADD_SUITE("core on SQLite", NULL, NULL, tests);

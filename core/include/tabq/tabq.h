@@ -108,7 +108,10 @@ TABQ_API int tabq_exec(tabq_broker *b, const char *sql, tabq_error *err);
 TABQ_API void tabq_shutdown(tabq_broker *b);
 /* Shuts down if needed and frees the broker with its subscriptions and connections. */
 TABQ_API void tabq_close(tabq_broker *b);
-/* Blocks until SIGINT or SIGTERM arrives (or tabq_stop() is called), then shuts down. */
+/* Blocks until SIGINT or SIGTERM arrives (or tabq_stop() is called), then shuts down. To keep
+ * a signal that comes before tabq_run() from ending the process, block SIGINT and SIGTERM with
+ * pthread_sigmask() before tabq_connect(): the broker's threads inherit the mask, and tabq_run()
+ * unblocks them in its own thread, where a pending one is then taken. */
 TABQ_API int tabq_run(tabq_broker *b);
 /* Ends a tabq_run() from another thread or a signal-free context. */
 TABQ_API void tabq_stop(tabq_broker *b);
