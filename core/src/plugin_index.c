@@ -173,6 +173,7 @@ static int read_dir(tabq_plugin_index *ix, unsigned d, tabq_error *err) {
 }
 
 int tabq_plugin_index_read(tabq_plugin_index *ix, tabq_error *err) {
+  memset(ix, 0, sizeof *ix); /* a caller's index starts empty, whatever its memory held */
   int rc = env_dirs(ix, err);
   if (!rc)
     rc = beside_library(ix, err);

@@ -33,7 +33,8 @@ typedef struct tabq_plugin_index {
   size_t n, cap;
 } tabq_plugin_index;
 
-/* Reads the folders: each TABQ_PLUGIN_PATH entry, then tabq-<major>/ beside libtabq. Refuses
+/* Reads the folders into `ix` (which it first empties; free it with tabq_plugin_index_free
+ * whatever the result): each TABQ_PLUGIN_PATH entry, then tabq-<major>/ beside libtabq. Refuses
  * (TABQ_PLUGIN) a relative entry, a folder any user may write to and a malformed manifest. */
 int tabq_plugin_index_read(tabq_plugin_index *ix, tabq_error *err);
 void tabq_plugin_index_free(tabq_plugin_index *ix);

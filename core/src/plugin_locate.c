@@ -1,6 +1,7 @@
 /* Which file serves a scheme, or bears a name, answered as the loader answers it and without
  * loading anything: for tools (tabq-conformance) that must probe the very file tabq would use. */
 #include <stdio.h>
+#include <stdlib.h>
 
 #include "error.h"
 #include "plugin_index.h"
@@ -9,27 +10,30 @@ static int locate(const char *key, bool by_name, char *path, size_t cap, tabq_er
   tabq_err_clear(err);
   if (!key || !path || !cap)
     return tabq_err_set(err, TABQ_INVALID, NULL, NULL, "a scheme or name and a buffer are needed");
-  tabq_plugin_index ix;
-  int rc = tabq_plugin_index_read(&ix, err);
-  if (rc)
-    return rc;
+  /* Heap, as the loader does: the folders' paths make it too large for a caller's stack. */
+  tabq_plugin_index *ix = calloc(1, sizeof *ix);
+  if (!ix)
+    return tabq_err_set(err, TABQ_NOMEM, NULL, NULL, "cannot allocate the plugin list");
+  int rc = tabq_plugin_index_read(ix, err);
   const tabq_plugin_entry *e = NULL;
-  rc = by_name ? tabq_plugin_index_by_name(&ix, key, &e, err)
-               : tabq_plugin_index_by_scheme(&ix, key, &e, err);
+  if (!rc)
+    rc = by_name ? tabq_plugin_index_by_name(ix, key, &e, err)
+                 : tabq_plugin_index_by_scheme(ix, key, &e, err);
   if (!rc && !e) {
     char searched[512];
-    tabq_plugin_index_folders(&ix, searched, sizeof searched);
-    rc = tabq_err_set(err, TABQ_PLUGIN, NULL, NULL, "no installed plugin is named '%s' (searched %s)",
-                      key, searched);
+    tabq_plugin_index_folders(ix, searched, sizeof searched);
+    rc = tabq_err_set(err, TABQ_PLUGIN, NULL, NULL,
+                      "no installed plugin is named '%s' (searched %s)", key, searched);
   }
   if (!rc) {
     char found[PATH_MAX + 256];
-    tabq_plugin_entry_path(&ix, e, found, sizeof found);
+    tabq_plugin_entry_path(ix, e, found, sizeof found);
     if ((size_t)snprintf(path, cap, "%s", found) >= cap)
       rc = tabq_err_set(err, TABQ_INVALID, NULL, NULL, "the path %s is longer than the buffer",
                         found);
   }
-  tabq_plugin_index_free(&ix);
+  tabq_plugin_index_free(ix);
+  free(ix);
   return rc;
 }
 

@@ -208,6 +208,8 @@ static void register_form(tabq_form form, const char *only) {
 }
 
 int main(int argc, char **argv) {
+  /* A line at a time: a dialect that crashes the kit still leaves the report up to its crash. */
+  setvbuf(stdout, NULL, _IOLBF, 0);
   args a = parse_args(argc, argv);
   if (a.child)
     return child_main(a.child, a.url, a.form ? form_of(a.form) : TABQ_FORM_LEASE,

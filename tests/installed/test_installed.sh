@@ -68,6 +68,13 @@ for exe in "$work/ex/thumbnails/thumbnails" "$work/thumbnails-pc"; do
   fi
 done
 
+# Relocatable: the whole prefix copied elsewhere serves a build and a run from there alone.
+cp -a "$prefix" "$work/moved"
+check "a copy of the prefix elsewhere serves find_package and loads its own plugins" sh -c "
+  cmake -S '$src/examples' -B '$work/ex-moved' -DCMAKE_PREFIX_PATH='$work/moved' >/dev/null &&
+  cmake --build '$work/ex-moved' >/dev/null &&
+  '$work/ex-moved/thumbnails/thumbnails' '$work/moved.db' 20 | grep -q 'from $work/moved/.*/tabq-1/sqlite.so'"
+
 check "try_connect builds with pkg-config" sh -c "cc -std=c11 -Wall -Werror \
   '$src/tests/installed/try_connect.c' -o '$work/try_connect' \$(pkg-config --cflags --libs tabq) \
   -Wl,-rpath,\$(realpath \$(pkg-config --variable=libdir tabq))"
