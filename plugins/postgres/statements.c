@@ -62,10 +62,14 @@ static void claimed_rows(const tabq_build *b, tabq_stmt *st, bool subquery) {
       tabq_sql_raw(st, " FOR UPDATE");
     return;
   }
+  /* "= ANY (ARRAY(SELECT ...))" rather than "IN (SELECT ...)": the array is an InitPlan run once,
+   * walking the claim-order index to the LIMIT and locking only those rows, and the UPDATE then
+   * finds them by primary key. With IN, a generic plan (plan_cache_mode, or a prepared statement
+   * after five runs) scans the whole table into a hash semi join. */
   if (subquery) {
     tabq_sql_raw(st, " WHERE ");
     tabq_sqlb_col(&style, st, &t->id);
-    tabq_sql_raw(st, " IN (SELECT ");
+    tabq_sql_raw(st, " = ANY (ARRAY(SELECT ");
     tabq_sqlb_col(&style, st, &t->id);
     tabq_sql_raw(st, " FROM ");
     tabq_sqlb_table(&style, st, t->name);
@@ -73,7 +77,7 @@ static void claimed_rows(const tabq_build *b, tabq_stmt *st, bool subquery) {
   tabq_sqlb_first_due(&style, b, st);
   tabq_sql_raw(st, " FOR UPDATE SKIP LOCKED");
   if (subquery)
-    tabq_sql_raw(st, ")");
+    tabq_sql_raw(st, "))");
 }
 
 /* The lists each database opens, for every refusal of a level or mode. */

@@ -13,6 +13,7 @@
 
 #include <libpq-fe.h>
 #include <tabq/dialect.h>
+#include <tabq/sql.h>
 
 #include "cunit_main.h"
 #include "driver_calls.h"
@@ -641,6 +642,77 @@ static void test_terminated(void) {
 
 /* ---- Registration -------------------------------------------------------------------------- */
 
+/* The plan of `claim` under a generic plan, EXPLAINed on the server: PREPAREd with its own
+ * placeholders, each bound to a literal of its kind. Lines of the plan into `plan`. */
+static void explain_generic(const tabq_stmt *claim, char *plan, size_t cap) {
+  char args[256] = "";
+  for (unsigned i = 0; i < claim->nparams; i++) {
+    tabq_param id = (tabq_param)claim->params[i];
+    const char *v = id == TABQ_P_GROUP ? "'q'" : id == TABQ_P_LIMIT ? "10" : "now()";
+    size_t len = strlen(args);
+    snprintf(args + len, sizeof args - len, "%s%s", i ? ", " : "", v);
+  }
+  char sql[4096];
+  snprintf(sql, sizeof sql, "PREPARE explained AS %s", claim->sql);
+  exec_ok(g_c1, "SET plan_cache_mode = force_generic_plan");
+  exec_ok(g_c1, sql);
+  snprintf(sql, sizeof sql, "EXPLAIN EXECUTE explained(%s)", args);
+  tabq_prepared *p = prep(g_c1, sql, 0);
+  run_ok(p, NULL, 0);
+  plan[0] = '\0';
+  while (next_row(p)) {
+    tabq_value v = cell(p, 0);
+    size_t len = strlen(plan);
+    snprintf(plan + len, cap - len, "%.*s\n", (int)v.u.buf.len, (const char *)v.u.buf.ptr);
+  }
+  drv->finalize(p);
+  exec_ok(g_c1, "DEALLOCATE explained; RESET plan_cache_mode");
+}
+
+/* Each claim walks the claim-order index to its LIMIT under a generic plan (what a prepared
+ * statement gets after its fifth run): no sequential scan of the queue table. */
+static void test_claims_use_the_index(void) {
+  NEED_DB();
+  exec_ok(g_c1, "CREATE TABLE claims (id bigserial PRIMARY KEY, queue text NOT NULL, priority int "
+                "NOT NULL DEFAULT 0, retry_after timestamptz, attempt int NOT NULL DEFAULT 1, "
+                "locked_until timestamptz, payload bytea NOT NULL);"
+                "CREATE INDEX claims_order ON claims (queue, priority, retry_after, id);"
+                "INSERT INTO claims (queue, payload) SELECT 'q' || (i % 20), 'x' FROM "
+                "generate_series(1, 20000) i; ANALYZE claims");
+  tabq_table t = {.size = sizeof(tabq_table),
+                  .name = "claims",
+                  .id = {"id", .generated = true},
+                  .group = {"queue"},
+                  .priority = {"priority"},
+                  .retry_after = {"retry_after"},
+                  .attempt = {"attempt", .generated = true},
+                  .payload = {"payload"}};
+  tabq_build rowlock = {.table = &t, .form = TABQ_FORM_ROWLOCK, .server_version = 150000};
+  tabq_table leased = t;
+  leased.locked_until.name = "locked_until";
+  tabq_build lease = {.table = &leased, .form = TABQ_FORM_LEASE, .server_version = 150000};
+  struct {
+    const char *name;
+    tabq_build_fn fn;
+    const tabq_build *b;
+  } claims[] = {{"row lock", tabq_pg_rowlock.claim, &rowlock},
+                {"lease", tabq_pg_lease.claim, &lease}};
+  for (size_t i = 0; i < sizeof claims / sizeof claims[0]; i++) {
+    tabq_stmt st;
+    tabq_sql_init(&st, &test_host);
+    CU_ASSERT_EQUAL_FATAL(claims[i].fn(claims[i].b, &st), TABQ_OK);
+    char plan[8192];
+    explain_generic(&st, plan, sizeof plan);
+    bool seq = strstr(plan, "Seq Scan on claims") != NULL;
+    if (seq || !strstr(plan, "claims_order"))
+      fprintf(stderr, "\n%s claim's generic plan:\n%s", claims[i].name, plan);
+    CU_ASSERT_FALSE(seq);
+    CU_ASSERT_PTR_NOT_NULL(strstr(plan, "claims_order"));
+    tabq_sql_free(&st);
+  }
+  exec_ok(g_c1, "DROP TABLE claims");
+}
+
 /* The catalog query behind the check that a generated attempt starts at 1. */
 static void test_column_default(void) {
   NEED_DB();
@@ -665,6 +737,7 @@ static CU_TestInfo tests[] = {
     {"connect to a port nobody listens on", test_connect_refused},
     {"server version", test_server_version},
     {"column defaults from the catalog", test_column_default},
+    {"claims use the claim-order index under a generic plan", test_claims_use_the_index},
     {"types round trip", test_types_round_trip},
     {"more types and misfits", test_types_more},
     {"steady state allocates nothing", test_steady_state},

@@ -222,9 +222,9 @@ static void test_rowlock_claim(void) {
   CU_ASSERT_EQUAL(b.form, TABQ_FORM_ROWLOCK);
   expect_built(rowlock->claim, &b,
                "WITH claimed AS (UPDATE \"jobs\" SET \"attempt\" = \"attempt\" + 1 WHERE \"id\" "
-               "IN (SELECT \"id\" FROM \"jobs\" WHERE (\"retry_after\" IS NULL OR "
+               "= ANY (ARRAY(SELECT \"id\" FROM \"jobs\" WHERE (\"retry_after\" IS NULL OR "
                "\"retry_after\" <= $1) AND \"processed_at\" IS NULL AND \"queue\" = $2 ORDER BY "
-               "\"priority\", \"retry_after\", \"id\" LIMIT $3 FOR UPDATE SKIP LOCKED) "
+               "\"priority\", \"retry_after\", \"id\" LIMIT $3 FOR UPDATE SKIP LOCKED)) "
                "RETURNING *) SELECT \"id\", \"attempt\", \"queue\", \"pkey\", \"headers\", "
                "\"payload\", \"title\", \"size\" FROM claimed ORDER BY \"priority\", "
                "\"retry_after\", \"id\"",
@@ -236,10 +236,10 @@ static void test_rowlock_claim(void) {
   b = on(&t);
   expect_built(rowlock->claim, &b,
                "WITH claimed AS (UPDATE \"jobs\" SET \"attempt\" = \"attempt\" + 1 WHERE \"id\" "
-               "IN (SELECT \"id\" FROM \"jobs\" WHERE (\"retry_after\" IS NULL OR "
+               "= ANY (ARRAY(SELECT \"id\" FROM \"jobs\" WHERE (\"retry_after\" IS NULL OR "
                "\"retry_after\" <= statement_timestamp()) AND \"processed_at\" IS NULL AND "
                "\"queue\" = $1 ORDER BY \"priority\", \"retry_after\", \"id\" LIMIT $2 FOR "
-               "UPDATE SKIP LOCKED) RETURNING *) SELECT \"id\", \"attempt\", \"queue\", "
+               "UPDATE SKIP LOCKED)) RETURNING *) SELECT \"id\", \"attempt\", \"queue\", "
                "\"pkey\", \"headers\", \"payload\", \"title\", \"size\" FROM claimed ORDER BY "
                "\"priority\", \"retry_after\", \"id\"",
                TABQ_P_GROUP, TABQ_P_LIMIT, 0);
@@ -264,8 +264,8 @@ static void test_rowlock_claim(void) {
   b = on(&weird);
   expect_built(rowlock->claim, &b,
                "WITH claimed AS (UPDATE \"app\".\"we\"\"ird\" SET \"attempt\" = \"attempt\" + 1 "
-               "WHERE \"i\"\"d\" IN (SELECT \"i\"\"d\" FROM \"app\".\"we\"\"ird\" ORDER BY "
-               "\"i\"\"d\" LIMIT $1 FOR UPDATE SKIP LOCKED) RETURNING *) SELECT \"i\"\"d\", "
+               "WHERE \"i\"\"d\" = ANY (ARRAY(SELECT \"i\"\"d\" FROM \"app\".\"we\"\"ird\" ORDER BY "
+               "\"i\"\"d\" LIMIT $1 FOR UPDATE SKIP LOCKED)) RETURNING *) SELECT \"i\"\"d\", "
                "\"attempt\", \"payload\" FROM claimed ORDER BY \"i\"\"d\"",
                TABQ_P_LIMIT, 0);
 }
@@ -313,10 +313,10 @@ static void test_lease_claim(void) {
   CU_ASSERT_EQUAL(b.form, TABQ_FORM_LEASE);
   expect_built(lease->claim, &b,
                "WITH claimed AS (UPDATE \"jobs\" SET \"locked_until\" = $1, \"attempt\" = "
-               "\"attempt\" + 1 WHERE \"id\" IN (SELECT \"id\" FROM \"jobs\" WHERE "
+               "\"attempt\" + 1 WHERE \"id\" = ANY (ARRAY(SELECT \"id\" FROM \"jobs\" WHERE "
                "(\"locked_until\" IS NULL OR \"locked_until\" <= $2) AND (\"retry_after\" IS "
                "NULL OR \"retry_after\" <= $2) AND \"processed_at\" IS NULL AND \"queue\" = $3 "
-               "ORDER BY \"priority\", \"retry_after\", \"id\" LIMIT $4 FOR UPDATE SKIP LOCKED) "
+               "ORDER BY \"priority\", \"retry_after\", \"id\" LIMIT $4 FOR UPDATE SKIP LOCKED)) "
                "RETURNING *) SELECT \"id\", \"attempt\", \"queue\", \"pkey\", \"headers\", "
                "\"payload\", \"title\", \"size\" FROM claimed ORDER BY \"priority\", "
                "\"retry_after\", \"id\"",
@@ -324,17 +324,17 @@ static void test_lease_claim(void) {
   b = on(&thumbs);
   expect_built(lease->claim, &b,
                "WITH claimed AS (UPDATE \"app\".\"thumbs\" SET \"locked_until\" = $1, "
-               "\"attempt\" = \"attempt\" + 1 WHERE \"id\" IN (SELECT \"id\" FROM "
+               "\"attempt\" = \"attempt\" + 1 WHERE \"id\" = ANY (ARRAY(SELECT \"id\" FROM "
                "\"app\".\"thumbs\" WHERE (\"locked_until\" IS NULL OR \"locked_until\" <= $2) "
-               "ORDER BY \"id\" LIMIT $3 FOR UPDATE SKIP LOCKED) RETURNING *) SELECT \"id\", "
+               "ORDER BY \"id\" LIMIT $3 FOR UPDATE SKIP LOCKED)) RETURNING *) SELECT \"id\", "
                "\"attempt\", \"payload\" FROM claimed ORDER BY \"id\"",
                TABQ_P_LEASE_UNTIL, TABQ_P_NOW, TABQ_P_LIMIT, 0);
   /* No attempt column: nothing counted, nothing returned for it. */
   b = on(&bare);
   expect_built(lease->claim, &b,
-               "WITH claimed AS (UPDATE \"bare\" SET \"lu\" = $1 WHERE \"id\" IN (SELECT \"id\" "
+               "WITH claimed AS (UPDATE \"bare\" SET \"lu\" = $1 WHERE \"id\" = ANY (ARRAY(SELECT \"id\" "
                "FROM \"bare\" WHERE (\"lu\" IS NULL OR \"lu\" <= $2) ORDER BY \"id\" LIMIT $3 "
-               "FOR UPDATE SKIP LOCKED) RETURNING *) SELECT \"id\" FROM claimed ORDER BY \"id\"",
+               "FOR UPDATE SKIP LOCKED)) RETURNING *) SELECT \"id\" FROM claimed ORDER BY \"id\"",
                TABQ_P_LEASE_UNTIL, TABQ_P_NOW, TABQ_P_LIMIT, 0);
 }
 
