@@ -158,6 +158,9 @@ void publish_n(tabq_broker *b, const char *queue, int n);
 /* A child: this executable again with the hidden --child MODE (child.c), on the test's table,
  * its stdout and stdin as pipes; killed by end_test if still running. */
 void child_start(child *c, const char *mode);
+/* Fresh tables with one row, a broker on them (returned), and a child in `mode` that has said
+ * it claimed the row (its handler is running). */
+tabq_broker *child_claims_one_row(child *c, const char *mode);
 int child_wait(child *c); /* its status as waitpid gives it */
 /* The child's side: runs MODE on the URL and table; returns the exit status. */
 int child_main(const char *mode, const char *url, tabq_form form, const char *jobs);

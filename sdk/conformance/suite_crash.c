@@ -16,14 +16,8 @@
 static tabq_error err;
 
 static void killed_child_row_returns(void) {
-  fresh_db();
-  tabq_broker *b = connect_broker(50);
-  publish_n(b, "q", 1);
   child c;
-  child_start(&c, "crash");
-  char line[64];
-  CU_ASSERT_FATAL(child_line(&c, line, sizeof line, 10000));
-  CU_ASSERT(!strncmp(line, "claimed", 7));
+  tabq_broker *b = child_claims_one_row(&c, "crash");
   kill(c.pid, SIGKILL);
   int status = child_wait(&c);
   CU_ASSERT(WIFSIGNALED(status) && WTERMSIG(status) == SIGKILL);

@@ -75,14 +75,9 @@ static void let_go(holder *h) {
 }
 
 static void lapsed_lease_ack_fails_and_changes_nothing(void) {
-  fresh_db();
-  tabq_broker *b = connect_broker(50);
-  publish_n(b, "q", 1);
   child c;
-  child_start(&c, "lapse");
+  tabq_broker *b = child_claims_one_row(&c, "lapse");
   char line[64];
-  CU_ASSERT_FATAL(child_line(&c, line, sizeof line, 10000));
-  CU_ASSERT(!strncmp(line, "claimed", 7));
   /* The child freezes in its handler (as a stopped VM or a long GC pause would): no extension
    * runs, and its 1 s lease ends. */
   kill(c.pid, SIGSTOP);
@@ -119,15 +114,10 @@ static void lapsed_lease_ack_fails_and_changes_nothing(void) {
 }
 
 static void sigterm_lets_work_settle(void) {
-  fresh_db();
-  tabq_broker *b = connect_broker(50);
-  publish_n(b, "q", 1);
-  close_broker(b);
   child c;
-  child_start(&c, "run");
+  tabq_broker *b = child_claims_one_row(&c, "run");
+  close_broker(b);
   char line[64];
-  CU_ASSERT_FATAL(child_line(&c, line, sizeof line, 10000));
-  CU_ASSERT(!strncmp(line, "claimed", 7));
   kill(c.pid, SIGTERM); /* in the middle of the handler's 300 ms */
   CU_ASSERT_FATAL(child_line(&c, line, sizeof line, 10000));
   CU_ASSERT_STRING_EQUAL(line, "stopped 1");

@@ -92,6 +92,17 @@ void child_start(child *c, const char *mode) {
     }
 }
 
+tabq_broker *child_claims_one_row(child *c, const char *mode) {
+  fresh_db();
+  tabq_broker *b = connect_broker(50);
+  publish_n(b, "q", 1);
+  child_start(c, mode);
+  char line[64];
+  CU_ASSERT_FATAL(child_line(c, line, sizeof line, 10000));
+  CU_ASSERT(!strncmp(line, "claimed", 7));
+  return b;
+}
+
 int child_wait(child *c) {
   int status = child_reap(c);
   for (int i = 0; i < MAX_CHILDREN; i++)
