@@ -8,6 +8,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <dirent.h>
 #include <sys/resource.h>
 #include <time.h>
 #include <unistd.h>
@@ -223,8 +224,13 @@ static void tabq_log(int level, const char *message, void *user) {
     fprintf(stderr, "tabq %s: %s\n", level == TABQ_LOG_ERROR ? "error" : "warning", message);
 }
 
-double bench_run_tabq(const char *url, const tabq_table *table, unsigned workers, int64_t rows,
-                      bench_tally *out) {
+static void on_batch(tabq_delivery *const *ds, size_t n, tabq_outcome *outcomes, void *user) {
+  for (size_t i = 0; i < n; i++)
+    outcomes[i] = on_job(ds[i], user);
+}
+
+double bench_run_tabq(const char *url, const tabq_table *table, unsigned workers, unsigned batch,
+                      int64_t rows, bench_tally *out) {
   tabq_broker_options bo = {.size = sizeof(tabq_broker_options),
                             .poll_interval_ms = BENCH_POLL_MS,
                             .pool_size = workers + 2 > 8 ? workers + 2 : 8,
@@ -239,7 +245,9 @@ double bench_run_tabq(const char *url, const tabq_table *table, unsigned workers
   tabq_subscription_options so = {
       .size = sizeof(tabq_subscription_options),
       .queue = BENCH_QUEUE,
-      .handler = on_job,
+      .handler = batch > 1 ? NULL : on_job,
+      .batch_handler = batch > 1 ? on_batch : NULL,
+      .batch = batch > 1 ? batch : 0,
       .user = &dr,
       .workers = workers,
       .poll_interval_ms = BENCH_POLL_MS,
@@ -291,4 +299,131 @@ static int cmp_double(const void *a, const void *b) {
 double bench_median(double *v, unsigned n) {
   qsort(v, n, sizeof *v, cmp_double);
   return n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
+}
+
+/* ---- One drain per run ---------------------------------------------------------------------- */
+
+static const char *const side_names[] = {"tabq", "own", "best"};
+
+const char *bench_side_name(bench_side side) {
+  return side_names[side];
+}
+
+const char *bench_form_name(tabq_form form) {
+  return form == TABQ_FORM_ROWLOCK ? "rowlock" : form == TABQ_FORM_LEASE ? "lease" : "advisory";
+}
+
+static const char *arg_of(int argc, char **argv, int *i) {
+  if (*i + 1 >= argc)
+    bench_die("%s takes a value", argv[*i]);
+  return argv[++*i];
+}
+
+void bench_parse_args(int argc, char **argv, unsigned forms, int64_t default_rows,
+                      const char *usage, bench_args *a) {
+  *a = (bench_args){.side = BENCH_TABQ, .workers = 1, .batch = 1, .rows = default_rows};
+  bool form_given = false;
+  for (int i = 1; i < argc; i++) {
+    const char *o = argv[i];
+    if (!strcmp(o, "--side")) {
+      const char *v = arg_of(argc, argv, &i);
+      unsigned s = 0;
+      while (s < 3 && strcmp(v, side_names[s]))
+        s++;
+      if (s == 3)
+        bench_die("--side is tabq, own or best, not %s", v);
+      a->side = (bench_side)s;
+    } else if (!strcmp(o, "--form")) {
+      const char *v = arg_of(argc, argv, &i);
+      tabq_form f = !strcmp(v, "rowlock") ? TABQ_FORM_ROWLOCK
+                    : !strcmp(v, "lease") ? TABQ_FORM_LEASE
+                                          : TABQ_FORM_ADVISORY;
+      if (strcmp(v, bench_form_name(f)) || !(forms & (unsigned)f))
+        bench_die("this benchmark has no form %s", v);
+      a->form = f;
+      form_given = true;
+    } else if (!strcmp(o, "--workers"))
+      a->workers = bench_parse_count(o, arg_of(argc, argv, &i), BENCH_MAX_WORKERS);
+    else if (!strcmp(o, "--batch"))
+      a->batch = bench_parse_count(o, arg_of(argc, argv, &i), BENCH_MAX_BATCH);
+    else if (!strcmp(o, "--rows"))
+      a->rows = bench_parse_count(o, arg_of(argc, argv, &i), 100000000);
+    else if (!strcmp(o, "--sql"))
+      a->show_sql = true;
+    else if (!strcmp(o, "--help") || !strcmp(o, "-h")) {
+      fputs(usage, stdout);
+      exit(0);
+    } else {
+      fputs(usage, stderr);
+      exit(2);
+    }
+  }
+  if (!form_given) /* the first form the benchmark serves */
+    a->form = (tabq_form)(forms & -forms);
+}
+
+/* utime + stime (+ cutime + cstime when `children`) of one process, in clock ticks; -1 when it
+ * cannot be read. The command name may hold spaces, so the fields are counted after its ')'. */
+static long long proc_ticks(long pid, bool children, long *ppid) {
+  char path[64], buf[1024];
+  snprintf(path, sizeof path, "/proc/%ld/stat", pid);
+  FILE *f = fopen(path, "r");
+  if (!f)
+    return -1;
+  size_t n = fread(buf, 1, sizeof buf - 1, f);
+  fclose(f);
+  buf[n] = '\0';
+  char *p = strrchr(buf, ')');
+  long long ut, st, cut, cst;
+  long parent;
+  /* after ')': state ppid pgrp session tty tpgid flags minflt cminflt majflt cmajflt utime stime
+   * cutime cstime */
+  if (!p || sscanf(p + 1, " %*c %ld %*d %*d %*d %*d %*u %*u %*u %*u %*u %lld %lld %lld %lld",
+                   &parent, &ut, &st, &cut, &cst) != 5)
+    return -1;
+  if (ppid)
+    *ppid = parent;
+  return ut + st + (children ? cut + cst : 0);
+}
+
+double bench_server_cpu_s(void) {
+  const char *env = getenv("TABQ_BENCH_SERVER_PID");
+  long server = env && *env ? strtol(env, NULL, 10) : 0;
+  if (server <= 0)
+    return -1;
+  long long ticks = proc_ticks(server, true, NULL);
+  if (ticks < 0)
+    return -1;
+  /* PostgreSQL's backends are the server's children: the live ones count here, the ended ones
+   * in the server's cutime once it has reaped them. */
+  DIR *d = opendir("/proc");
+  struct dirent *e;
+  while (d && (e = readdir(d))) {
+    char *end;
+    long pid = strtol(e->d_name, &end, 10);
+    long parent = 0;
+    if (*end || pid <= 0 || pid == server)
+      continue;
+    long long t = proc_ticks(pid, false, &parent);
+    if (t > 0 && parent == server)
+      ticks += t;
+  }
+  if (d)
+    closedir(d);
+  return (double)ticks / (double)sysconf(_SC_CLK_TCK);
+}
+
+void bench_emit(const bench_args *a, const bench_result *r) {
+  double rows = (double)a->rows;
+  printf("{\"db\":\"%s\",\"side\":\"%s\",\"form\":\"%s\",\"workers\":%u,\"batch\":%u,"
+         "\"rows\":%lld,\"seconds\":%.4f,\"msgs_per_s\":%.1f,\"client_cpu_us_per_row\":%.2f,",
+         r->db, bench_side_name(a->side), bench_form_name(a->form), a->workers, a->batch,
+         (long long)a->rows, r->seconds, rows / r->seconds, r->client_cpu_s / rows * 1e6);
+  if (r->server_cpu_s >= 0)
+    printf("\"server_cpu_us_per_row\":%.2f,", r->server_cpu_s / rows * 1e6);
+  else
+    printf("\"server_cpu_us_per_row\":null,");
+  printf("\"server_version\":\"%s\"}\n", r->server_version ? r->server_version : "");
+  if (fflush(stdout) || ferror(stdout))
+    bench_die("cannot write the result: %s", strerror(errno));
 }

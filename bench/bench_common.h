@@ -60,11 +60,50 @@ void bench_expect_tally(const bench_tally *t, int64_t rows, int64_t id_sum, cons
  * trim and fault differently, and that alone moved results by 10%. */
 void bench_threads(unsigned n, void *(*fn)(void *), void *args, size_t arg_size);
 
-/* Drains `rows` rows through tabq with a no-op handler that acks: connects (untimed), then
- * times from subscribe until every row is settled. Returns the seconds; the run ends unless
- * every row was acked. */
-double bench_run_tabq(const char *url, const tabq_table *table, unsigned workers, int64_t rows,
-                      bench_tally *out);
+/* Drains `rows` rows through tabq with a no-op handler that acks (a batch handler of `batch`
+ * rows when batch > 1): connects (untimed), then times from subscribe until every row is
+ * settled. Returns the seconds; the run ends unless every row was acked. */
+double bench_run_tabq(const char *url, const tabq_table *table, unsigned workers, unsigned batch,
+                      int64_t rows, bench_tally *out);
+
+/* ---- One drain per run, as bench/run.py asks for it ----------------------------------------- */
+
+/* tabq itself; a loop of the dialect's own statements ("own"); a loop of the best SQL written by
+ * hand for the same guarantee ("best"). */
+typedef enum bench_side { BENCH_TABQ, BENCH_OWN, BENCH_BEST } bench_side;
+
+typedef struct bench_args {
+  bench_side side;
+  tabq_form form;
+  unsigned workers, batch;
+  int64_t rows;
+  bool show_sql;
+} bench_args;
+
+#define BENCH_MAX_WORKERS 64
+#define BENCH_MAX_BATCH 1000
+
+/* --side, --form (one of `forms`, tabq_form values or'ed), --workers, --batch, --rows, --sql;
+ * --help prints `usage` and ends the run; a bad option ends it with status 2. */
+void bench_parse_args(int argc, char **argv, unsigned forms, int64_t default_rows,
+                      const char *usage, bench_args *a);
+const char *bench_side_name(bench_side side);
+const char *bench_form_name(tabq_form form);
+
+/* The database server's CPU time (user + system, its reaped children included) in seconds, from
+ * /proc for the process TABQ_BENCH_SERVER_PID names (a PostgreSQL postmaster with its backends,
+ * or mysqld); below 0 when the variable is unset or the process cannot be read. */
+double bench_server_cpu_s(void);
+
+/* What one drain measured. */
+typedef struct bench_result {
+  const char *db, *server_version;
+  double seconds, client_cpu_s, server_cpu_s; /* server_cpu_s < 0: not measured */
+} bench_result;
+
+/* One JSON line on stdout: db, side, form, workers, batch, rows, seconds, msgs_per_s, client and
+ * server CPU per row in microseconds. */
+void bench_emit(const bench_args *a, const bench_result *r);
 
 /* A whole number from 1 to max for option `opt`, or the run ends. */
 unsigned bench_parse_count(const char *opt, const char *s, unsigned max);

@@ -1,75 +1,62 @@
-/* tabq_bench_postgres — how close tabq comes to the plainest libpq loop that does its work.
+/* tabq_bench_postgres — one drain of a PostgreSQL queue table per run, by one side:
  *
- * One PostgreSQL table, in a schema of the run's own (bench_<pid>, dropped at the end), is
- * drained again and again in one run, in turns: raw loops on plain libpq connections, then tabq,
- * then the raw loops again... so both sides see the same server state. Four scenarios: the row
- * lock form and the lease form, each with one worker and with four. The raw loops run the very
- * statements the PostgreSQL dialect renders (from its builders, bound by parameter id as the core
- * binds them), prepared with PQprepare and run with binary parameters and results as the
- * plugin's driver runs them, one row per claim as each of tabq's workers claims; the difference
- * between the two is what tabq itself costs. */
+ *   tabq  tabq itself, a no-op handler that acks (a batch handler with --batch N > 1);
+ *   own   a plain libpq loop of the very statements the PostgreSQL dialect renders (from its
+ *         builders, bound by parameter id as the core binds them, binary as the driver runs
+ *         them): what tabq would cost with nothing of its own;
+ *   best  a plain libpq loop of the best SQL written by hand for the same guarantee (pg_best.c).
+ *
+ * The table lives in a schema of the run's own (bench_<pid>, dropped at the end, also when
+ * interrupted), is filled untimed with --rows rows and vacuumed, then drained by --workers
+ * threads (each raw loop a connection of its own; tabq's workers share its pool). The run prints
+ * one JSON line (bench_emit) with the rate, this process's CPU per row and the server's, read
+ * from /proc when TABQ_BENCH_SERVER_PID names the postmaster. bench/run.py interleaves the sides
+ * in rounds. */
 #include <errno.h>
 #include <pthread.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <unistd.h>
 
-#include <libpq-fe.h>
 #include <tabq/sql.h>
 #include <tabq/tabq.h>
 
-#include "bench_common.h"
+#include "pg_bench.h"
 #include "postgres_plugin.h"
 
 #define PROGRAM "tabq_bench_postgres"
 #define URL_ENV "TABQ_BENCH_POSTGRES_URL"
 #define DEFAULT_ROWS 20000
-#define MAX_WORKERS 4
-#define PG_EPOCH_US INT64_C(946684800000000) /* 2000-01-01, PostgreSQL's epoch, since 1970 */
 
-/* Type OIDs (pg_type.dat), checked against what the server inferred for each placeholder. */
-enum { OID_BYTEA = 17, OID_INT8 = 20, OID_INT2 = 21, OID_INT4 = 23, OID_TEXT = 25 };
-enum { OID_TIMESTAMPTZ = 1184 };
-
-/* The row lock form's description has no locked_until; the lease form's has. */
+/* Each form's description of the one table; the columns a form does not use stay NULL. */
 #define JOBS_ROLES                                                                                 \
   .name = "jobs", .id = {.name = "id", .generated = true}, .group = {.name = "queue"},             \
   .attempt = {.name = "attempt", .generated = true}, .payload = {.name = "payload"}
 static const tabq_table rowlock_jobs = {.size = sizeof(tabq_table), JOBS_ROLES};
 static const tabq_table lease_jobs = {
     .size = sizeof(tabq_table), JOBS_ROLES, .locked_until = {.name = "locked_until"}};
+static const tabq_table advisory_jobs = {
+    .size = sizeof(tabq_table), JOBS_ROLES, .advisory_lock = "job-{id}"};
 
 /* No autovacuum on the table: one landing inside a drain would slow whichever side ran then.
- * Each refill ends with a VACUUM ANALYZE instead, so every round starts alike. */
+ * The refill ends with a VACUUM ANALYZE instead, so every run starts alike. */
 static const char *const schema_sql =
     "CREATE TABLE jobs (id BIGSERIAL PRIMARY KEY, queue TEXT NOT NULL, "
     "attempt INTEGER NOT NULL DEFAULT 1, locked_until TIMESTAMPTZ, payload BYTEA NOT NULL) "
     "WITH (autovacuum_enabled = off);"
     "CREATE INDEX jobs_claim ON jobs (queue, id)";
 
-typedef struct scenario {
-  const char *key;  /* for --scenario */
-  const char *form; /* as printed */
-  const tabq_table *table;
-  unsigned workers;
-} scenario;
-
-static const scenario scenarios[] = {
-    {"rowlock1", "rowlock", &rowlock_jobs, 1},
-    {"rowlock4", "rowlock", &rowlock_jobs, MAX_WORKERS},
-    {"lease1", "lease", &lease_jobs, 1},
-    {"lease4", "lease", &lease_jobs, MAX_WORKERS},
-};
-#define NSCENARIOS (sizeof scenarios / sizeof scenarios[0])
-
-/* A form's statements as the dialect renders them. */
+/* A form's statements as the dialect renders them, for the "own" loop. */
 typedef struct form_stmts {
   tabq_stmt claim, ack, begin; /* begin: row lock only, whose claim and ack share a transaction */
   bench_projection pr;
   bool in_txn;
 } form_stmts;
+
+static form_stmts own;
 
 /* ---- The schema, and dropping it whatever ends the run -------------------------------------- */
 
@@ -77,6 +64,7 @@ static const char *base_url;
 static char schema[32];   /* bench_<pid> */
 static char app_name[48]; /* every connection of this run, tabq's too, so cleanup finds them */
 static char url[2048];    /* base_url reaching the schema */
+const char *pg_bench_url = url;
 static pthread_mutex_t cleanup_mu = PTHREAD_MUTEX_INITIALIZER;
 static bool schema_made, schema_dropped;
 
@@ -152,18 +140,13 @@ static void watch_signals(void) {
   sigaddset(&stop_signals, SIGTERM);
   sigaddset(&stop_signals, SIGHUP);
   pthread_sigmask(SIG_BLOCK, &stop_signals, NULL);
-  /* A closed stdout shows as a failed write (flush_out), which ends the run with the cleanup. */
+  /* A closed stdout shows as a failed write (bench_emit), which ends the run with the cleanup. */
   signal(SIGPIPE, SIG_IGN);
   pthread_t th;
   if (pthread_create(&th, NULL, signal_main, NULL))
     bench_die("cannot start the signal thread");
   pthread_detach(th);
   atexit(drop_schema);
-}
-
-static void flush_out(void) {
-  if (fflush(stdout) || ferror(stdout))
-    bench_die("cannot write the results: %s", strerror(errno));
 }
 
 /* ---- Plain libpq ---------------------------------------------------------------------------- */
@@ -177,7 +160,7 @@ static void on_notice(void *arg, const char *message) {
     fprintf(stderr, "%s: server: %s\n", PROGRAM, one_line(message, msg, sizeof msg));
 }
 
-static PGconn *pg_open(const char *conninfo) {
+PGconn *pg_open(const char *conninfo) {
   PGconn *c = PQconnectdb(conninfo);
   char msg[512];
   if (PQstatus(c) != CONNECTION_OK)
@@ -186,7 +169,7 @@ static PGconn *pg_open(const char *conninfo) {
   return c;
 }
 
-static void pg_check(PGconn *c, PGresult *r, const char *what) {
+void pg_check(PGconn *c, PGresult *r, const char *what) {
   ExecStatusType st = PQresultStatus(r);
   if (st == PGRES_COMMAND_OK || st == PGRES_TUPLES_OK)
     return;
@@ -195,7 +178,7 @@ static void pg_check(PGconn *c, PGresult *r, const char *what) {
             one_line(r ? PQresultErrorMessage(r) : PQerrorMessage(c), msg, sizeof msg));
 }
 
-static void pg_exec(PGconn *c, const char *sql) {
+void pg_exec(PGconn *c, const char *sql) {
   PGresult *r = PQexec(c, sql);
   pg_check(c, r, sql);
   PQclear(r);
@@ -236,10 +219,29 @@ static void expect_empty(PGconn *admin, const char *side) {
     bench_die("%s: %lld rows left in the table after the drain", side, (long long)left);
 }
 
-/* ---- The raw loop --------------------------------------------------------------------------- */
+void pg_prepare(PGconn *c, const char *name, const char *sql, int n, const Oid *types) {
+  PGresult *r = PQprepare(c, name, sql, n, types);
+  pg_check(c, r, sql);
+  PQclear(r);
+}
+
+void pg_put_be64(char *p, int64_t v) {
+  uint64_t u = (uint64_t)v;
+  for (int i = 7; i >= 0; i--, u >>= 8)
+    p[i] = (char)(u & 0xffu);
+}
+
+int64_t pg_get_int(const char *p, int len) {
+  uint64_t u = (unsigned char)p[0] & 0x80 ? UINT64_MAX : 0;
+  for (int i = 0; i < len; i++)
+    u = u << 8 | (unsigned char)p[i];
+  return (int64_t)u;
+}
+
+/* ---- The loop of the dialect's own statements ------------------------------------------------ */
 
 typedef struct raw_values {
-  int64_t now, lease_until, token, id;
+  int64_t now, lease_until, token, id, limit;
 } raw_values;
 
 /* A statement prepared on one connection, with the buffers its binary parameters go out in. */
@@ -257,15 +259,15 @@ static Oid wanted_type(uint16_t param) {
   switch (param) {
   case TABQ_P_ID:
   case TABQ_P_LIMIT:
-    return OID_INT8;
+    return PG_OID_INT8;
   case TABQ_P_GROUP:
-    return OID_TEXT;
+    return PG_OID_TEXT;
   case TABQ_P_NOW:
   case TABQ_P_LEASE_UNTIL:
   case TABQ_P_TOKEN:
-    return OID_TIMESTAMPTZ;
+    return PG_OID_TIMESTAMPTZ;
   default:
-    bench_die("the raw loop binds no parameter id %u", param);
+    bench_die("the own loop binds no parameter id %u", param);
   }
 }
 
@@ -277,10 +279,8 @@ static void raw_prepare(PGconn *c, raw_stmt *s, const tabq_stmt *def, const char
   memset(s, 0, sizeof *s);
   s->def = def;
   s->name = name;
-  PGresult *r = PQprepare(c, name, def->sql, 0, NULL);
-  pg_check(c, r, def->sql);
-  PQclear(r);
-  r = PQdescribePrepared(c, name);
+  pg_prepare(c, name, def->sql, 0, NULL);
+  PGresult *r = PQdescribePrepared(c, name);
   pg_check(c, r, def->sql);
   if ((unsigned)PQnparams(r) != def->nparams)
     bench_die("%s: %d placeholders, not %u", def->sql, PQnparams(r), def->nparams);
@@ -288,32 +288,18 @@ static void raw_prepare(PGconn *c, raw_stmt *s, const tabq_stmt *def, const char
     s->types[i] = PQparamtype(r, (int)i);
     s->formats[i] = 1;
     if (s->types[i] != wanted_type(def->params[i]))
-      bench_die("%s: placeholder $%u is type OID %u, which the raw loop does not send", def->sql,
+      bench_die("%s: placeholder $%u is type OID %u, which the own loop does not send", def->sql,
                 i + 1, (unsigned)s->types[i]);
   }
   if (pr) {
     Oid id = PQftype(r, pr->id), attempt = PQftype(r, pr->attempt);
-    if (PQnfields(r) != pr->n || (id != OID_INT8 && id != OID_INT4) ||
-        (attempt != OID_INT4 && attempt != OID_INT8 && attempt != OID_INT2) ||
-        PQftype(r, pr->payload) != OID_BYTEA)
-      bench_die("%s: the projection's columns are not the bigint/integer/bytea the raw loop reads",
+    if (PQnfields(r) != pr->n || (id != PG_OID_INT8 && id != PG_OID_INT4) ||
+        (attempt != PG_OID_INT4 && attempt != PG_OID_INT8 && attempt != PG_OID_INT2) ||
+        PQftype(r, pr->payload) != PG_OID_BYTEA)
+      bench_die("%s: the projection's columns are not the bigint/integer/bytea the loop reads",
                 def->sql);
   }
   PQclear(r);
-}
-
-static void put_be64(char *p, int64_t v) {
-  uint64_t u = (uint64_t)v;
-  for (int i = 7; i >= 0; i--, u >>= 8)
-    p[i] = (char)(u & 0xffu);
-}
-
-/* A big-endian integer of 2, 4 or 8 bytes, sign extended. */
-static int64_t get_int(const char *p, int len) {
-  uint64_t u = (unsigned char)p[0] & 0x80 ? UINT64_MAX : 0;
-  for (int i = 0; i < len; i++)
-    u = u << 8 | (unsigned char)p[i];
-  return (int64_t)u;
 }
 
 /* Binds every placeholder by the parameter id the dialect put there, as the core's statement
@@ -325,23 +311,23 @@ static PGresult *raw_exec(PGconn *c, raw_stmt *s, const raw_values *v) {
     s->lengths[i] = 8;
     switch (def->params[i]) {
     case TABQ_P_ID:
-      put_be64(s->bufs[i], v->id);
+      pg_put_be64(s->bufs[i], v->id);
       break;
     case TABQ_P_GROUP:
       s->values[i] = BENCH_QUEUE;
       s->lengths[i] = (int)sizeof BENCH_QUEUE - 1;
       break;
     case TABQ_P_LIMIT:
-      put_be64(s->bufs[i], 1); /* one row per claim, as each of tabq's workers claims */
+      pg_put_be64(s->bufs[i], v->limit);
       break;
     case TABQ_P_NOW:
-      put_be64(s->bufs[i], v->now - PG_EPOCH_US);
+      pg_put_be64(s->bufs[i], v->now - PG_EPOCH_US);
       break;
     case TABQ_P_LEASE_UNTIL:
-      put_be64(s->bufs[i], v->lease_until - PG_EPOCH_US);
+      pg_put_be64(s->bufs[i], v->lease_until - PG_EPOCH_US);
       break;
     default: /* TABQ_P_TOKEN: raw_prepare refused the rest */
-      put_be64(s->bufs[i], v->token - PG_EPOCH_US);
+      pg_put_be64(s->bufs[i], v->token - PG_EPOCH_US);
       break;
     }
   }
@@ -350,33 +336,30 @@ static PGresult *raw_exec(PGconn *c, raw_stmt *s, const raw_values *v) {
   return r;
 }
 
-typedef struct raw_worker {
-  const form_stmts *fs;
-  pthread_barrier_t *ready;
-  bench_tally t;
-  double start, end;
-} raw_worker;
-
-/* One connection draining until its claim comes back empty: in the row lock form BEGIN, claim,
- * ack, COMMIT per row; in the lease form claim and ack in autocommit. */
-static void *raw_main(void *arg) {
-  raw_worker *w = arg;
-  const form_stmts *fs = w->fs;
+/* One connection draining until its claim comes back empty: a claim of --batch rows, then an
+ * ack per row as the core settles them; in the row lock form inside BEGIN ... COMMIT. */
+static void *own_main(void *arg) {
+  pg_loop *l = arg;
+  const form_stmts *fs = &own;
   PGconn *c = pg_open(url);
   raw_stmt claim, ack;
-  raw_prepare(c, &claim, &fs->claim, "bench_claim", &fs->pr);
-  raw_prepare(c, &ack, &fs->ack, "bench_ack", NULL);
-  memset(&w->t, 0, sizeof w->t);
-  pthread_barrier_wait(w->ready); /* connected and prepared: the clock starts for all at once */
+  raw_prepare(c, &claim, &fs->claim, "own_claim", &fs->pr);
+  raw_prepare(c, &ack, &fs->ack, "own_ack", NULL);
+  int64_t *ids = calloc(l->a->batch, sizeof *ids);
+  if (!ids)
+    bench_die("out of memory");
+  memset(&l->t, 0, sizeof l->t);
+  pthread_barrier_wait(l->ready);
 
-  w->start = bench_mono_s();
+  l->start = bench_mono_s();
   for (;;) {
-    raw_values v = {.now = bench_now_us()};
+    raw_values v = {.now = bench_now_us(), .limit = l->a->batch};
     v.lease_until = v.now + (int64_t)BENCH_LEASE_S * 1000000;
     if (fs->in_txn)
       pg_exec(c, fs->begin.sql);
     PGresult *r = raw_exec(c, &claim, &v);
-    if (PQntuples(r) == 0) {
+    int n = PQntuples(r);
+    if (n == 0) {
       PQclear(r);
       if (fs->in_txn)
         pg_exec(c, "ROLLBACK"); /* nothing to hold, as tabq ends an empty claim */
@@ -384,21 +367,27 @@ static void *raw_main(void *arg) {
     }
     /* What a handler reads: id, the attempt as it stood before this claim, the payload. */
     const bench_projection *pr = &fs->pr;
-    if (PQgetisnull(r, 0, pr->id) || PQgetisnull(r, 0, pr->attempt) ||
-        PQgetisnull(r, 0, pr->payload))
-      bench_die("claim: a row came back with a NULL id, attempt or payload");
-    v.id = get_int(PQgetvalue(r, 0, pr->id), PQgetlength(r, 0, pr->id));
-    w->t.rows++;
-    w->t.id_sum += v.id;
-    w->t.attempt_sum += get_int(PQgetvalue(r, 0, pr->attempt), PQgetlength(r, 0, pr->attempt)) - 1;
-    w->t.bytes += PQgetlength(r, 0, pr->payload);
+    for (int i = 0; i < n; i++) {
+      if (PQgetisnull(r, i, pr->id) || PQgetisnull(r, i, pr->attempt) ||
+          PQgetisnull(r, i, pr->payload))
+        bench_die("claim: a row came back with a NULL id, attempt or payload");
+      ids[i] = pg_get_int(PQgetvalue(r, i, pr->id), PQgetlength(r, i, pr->id));
+      l->t.rows++;
+      l->t.id_sum += ids[i];
+      l->t.attempt_sum +=
+          pg_get_int(PQgetvalue(r, i, pr->attempt), PQgetlength(r, i, pr->attempt)) - 1;
+      l->t.bytes += PQgetlength(r, i, pr->payload);
+    }
     PQclear(r);
 
     v.token = v.lease_until;
-    r = raw_exec(c, &ack, &v);
-    if (strcmp(PQcmdTuples(r), "1") != 0)
-      bench_die("ack of row %lld changed %s rows", (long long)v.id, PQcmdTuples(r));
-    PQclear(r);
+    for (int i = 0; i < n; i++) {
+      v.id = ids[i];
+      r = raw_exec(c, &ack, &v);
+      if (strcmp(PQcmdTuples(r), "1") != 0)
+        bench_die("ack of row %lld changed %s rows", (long long)v.id, PQcmdTuples(r));
+      PQclear(r);
+    }
     if (fs->in_txn) {
       r = PQexec(c, "COMMIT");
       pg_check(c, r, "COMMIT");
@@ -407,122 +396,61 @@ static void *raw_main(void *arg) {
       PQclear(r);
     }
   }
-  w->end = bench_mono_s();
+  l->end = bench_mono_s();
+  free(ids);
   PQfinish(c);
   return NULL;
 }
 
-/* From the first loop's start to the last one's end. */
-static double run_raw(const form_stmts *fs, unsigned n, bench_tally *t) {
-  raw_worker ws[MAX_WORKERS];
-  pthread_barrier_t ready;
-  pthread_barrier_init(&ready, NULL, n);
-  for (unsigned i = 0; i < n; i++)
-    ws[i] = (raw_worker){.fs = fs, .ready = &ready};
-  bench_threads(n, raw_main, ws, sizeof ws[0]);
-  pthread_barrier_destroy(&ready);
-  double start = ws[0].start, end = ws[0].end;
-  memset(t, 0, sizeof *t);
-  for (unsigned i = 0; i < n; i++) {
-    start = ws[i].start < start ? ws[i].start : start;
-    end = ws[i].end > end ? ws[i].end : end;
-    bench_tally_add(t, &ws[i].t);
-  }
-  return end - start;
-}
-
-/* ---- Scenarios ------------------------------------------------------------------------------ */
-
-static void build_form(form_stmts *fs, const tabq_table *t, tabq_form form) {
-  memset(fs, 0, sizeof *fs);
-  fs->in_txn = form == TABQ_FORM_ROWLOCK;
-  bench_build(fs->in_txn ? tabq_pg_rowlock.claim : tabq_pg_lease.claim, t, form, "claim",
-              &fs->claim);
-  bench_build(tabq_pg_dialect.ack, t, form, "ack", &fs->ack);
-  if (fs->in_txn)
-    bench_build(tabq_pg_dialect.begin, t, form, "begin", &fs->begin);
-  fs->pr = bench_project(&fs->claim, t);
-}
-
-static void free_form(form_stmts *fs) {
-  tabq_sql_free(&fs->claim);
-  tabq_sql_free(&fs->ack);
-  if (fs->in_txn)
-    tabq_sql_free(&fs->begin);
-}
-
-/* One side of a scenario: per counted round its rate and the CPU this process spent per row
- * (every thread, so the side's own cost apart from the server's and the neighbours'). */
-typedef struct side_rounds {
-  double *rate, *cpu_us;
-} side_rounds;
-
-typedef struct medians {
-  double raw, tabq, raw_cpu_us, tabq_cpu_us;
-} medians;
-
-static void print_round(const scenario *sc, unsigned round, const char *side, double rate,
-                        double cpu_us) {
-  char when[24];
-  snprintf(when, sizeof when, round ? "round %u" : "warm-up", round);
-  printf("%-7s w%u  %-8s %-4s %6.0f msg/s   client CPU %3.0f us/row%s\n", sc->form, sc->workers,
-         when, side, rate, cpu_us, round ? "" : "  (not counted)");
-  flush_out();
-}
-
-/* One uncounted warm-up round, then `rounds` rounds of raw then tabq. */
-static medians run_scenario(const scenario *sc, const form_stmts *fs, PGconn *admin, int64_t rows,
-                            unsigned rounds) {
-  side_rounds raw = {calloc(rounds, sizeof(double)), calloc(rounds, sizeof(double))};
-  side_rounds tq = {calloc(rounds, sizeof(double)), calloc(rounds, sizeof(double))};
-  if (!raw.rate || !raw.cpu_us || !tq.rate || !tq.cpu_us)
+/* Runs `fn` on --workers threads; the time from the first loop's start to the last one's end. */
+static double run_loops(void *(*fn)(void *), const bench_args *a, bench_tally *t) {
+  pg_loop *ls = calloc(a->workers, sizeof *ls);
+  if (!ls)
     bench_die("out of memory");
-  bench_tally t;
-  for (unsigned r = 0; r <= rounds; r++) {
-    int64_t ids = refill(admin, rows);
-    double cpu = bench_cpu_s();
-    double rate = (double)rows / run_raw(fs, sc->workers, &t);
-    cpu = (bench_cpu_s() - cpu) / (double)rows * 1e6;
-    bench_expect_tally(&t, rows, ids, "raw");
-    expect_empty(admin, "raw");
-    print_round(sc, r, "raw", rate, cpu);
-    if (r > 0) {
-      raw.rate[r - 1] = rate;
-      raw.cpu_us[r - 1] = cpu;
-    }
-
-    ids = refill(admin, rows);
-    cpu = bench_cpu_s();
-    rate = (double)rows / bench_run_tabq(url, sc->table, sc->workers, rows, &t);
-    cpu = (bench_cpu_s() - cpu) / (double)rows * 1e6;
-    bench_expect_tally(&t, rows, ids, "tabq");
-    expect_empty(admin, "tabq");
-    print_round(sc, r, "tabq", rate, cpu);
-    if (r > 0) {
-      tq.rate[r - 1] = rate;
-      tq.cpu_us[r - 1] = cpu;
-    }
+  pthread_barrier_t ready;
+  pthread_barrier_init(&ready, NULL, a->workers);
+  for (unsigned i = 0; i < a->workers; i++)
+    ls[i] = (pg_loop){.a = a, .ready = &ready};
+  bench_threads(a->workers, fn, ls, sizeof ls[0]);
+  pthread_barrier_destroy(&ready);
+  double start = ls[0].start, end = ls[0].end;
+  memset(t, 0, sizeof *t);
+  for (unsigned i = 0; i < a->workers; i++) {
+    start = ls[i].start < start ? ls[i].start : start;
+    end = ls[i].end > end ? ls[i].end : end;
+    bench_tally_add(t, &ls[i].t);
   }
-  medians m = {bench_median(raw.rate, rounds), bench_median(tq.rate, rounds),
-               bench_median(raw.cpu_us, rounds), bench_median(tq.cpu_us, rounds)};
-  free(raw.rate);
-  free(raw.cpu_us);
-  free(tq.rate);
-  free(tq.cpu_us);
-  return m;
+  free(ls);
+  return end - start;
 }
 
 /* ---- Main ----------------------------------------------------------------------------------- */
 
-static void usage(FILE *to) {
-  fprintf(to,
-          "usage: " PROGRAM " [--rows N] [--rounds N] [--scenario NAME] [--sql]\n"
-          "  reads the server's URL from " URL_ENV " (postgres://...)\n"
-          "  --rows N         rows per drain (default %d)\n"
-          "  --rounds N       rounds per side, alternating raw and tabq (default 3)\n"
-          "  --scenario NAME  only rowlock1, rowlock4, lease1 or lease4 (default all)\n"
-          "  --sql            print the statements both sides run\n",
-          DEFAULT_ROWS);
+static const char *const usage =
+    "usage: " PROGRAM " [--side tabq|own|best] [--form rowlock|lease|advisory] [--workers N]\n"
+    "                           [--batch N] [--rows N] [--sql]\n"
+    "  one drain of --rows rows (default 20000) by one side, printed as one JSON line;\n"
+    "  the server's URL from " URL_ENV " (postgres://...), its postmaster's pid (for the\n"
+    "  server's CPU per row) from TABQ_BENCH_SERVER_PID\n";
+
+static const tabq_table *table_of(tabq_form form) {
+  return form == TABQ_FORM_ROWLOCK ? &rowlock_jobs
+         : form == TABQ_FORM_LEASE ? &lease_jobs
+                                   : &advisory_jobs;
+}
+
+static void build_own(tabq_form form) {
+  const tabq_table *t = table_of(form);
+  own.in_txn = form == TABQ_FORM_ROWLOCK;
+  if (form == TABQ_FORM_ADVISORY)
+    bench_die("the own loop runs the row lock and lease forms (an advisory claim is several "
+              "statements per candidate, which tabq's own loop is)");
+  bench_build(own.in_txn ? tabq_pg_rowlock.claim : tabq_pg_lease.claim, t, form, "claim",
+              &own.claim);
+  bench_build(tabq_pg_dialect.ack, t, form, "ack", &own.ack);
+  if (own.in_txn)
+    bench_build(tabq_pg_dialect.begin, t, form, "begin", &own.begin);
+  own.pr = bench_project(&own.claim, t);
 }
 
 /* Builds the URL that reaches the schema: unqualified names resolve there (search_path), and
@@ -538,56 +466,11 @@ static void make_url(void) {
     bench_die(URL_ENV " is too long");
 }
 
-static void print_header(PGconn *admin, int64_t rows, unsigned rounds) {
-  char fsync[16], sync_commit[16];
-  pg_text(admin, "SHOW fsync", fsync, sizeof fsync);
-  pg_text(admin, "SHOW synchronous_commit", sync_commit, sizeof sync_commit);
-  printf(PROGRAM ": PostgreSQL %s; fsync %s, synchronous_commit %s; libpq %d\n",
-         PQparameterStatus(admin, "server_version"), fsync, sync_commit, PQlibVersion());
-  printf("  server %s:%s, database %s, schema %s (dropped at the end)\n", PQhost(admin),
-         PQport(admin), PQdb(admin), schema);
-  printf("  %lld rows per drain, %d-byte payloads; refilled with INSERT .. SELECT "
-         "generate_series, then VACUUM ANALYZE (untimed, autovacuum off for the table)\n",
-         (long long)rows, BENCH_PAYLOAD_LEN);
-  printf("  %u rounds per side, alternating raw and tabq, after one uncounted warm-up round\n",
-         rounds);
-  printf("  raw:  libpq, one connection per thread, the dialect's statements prepared (PQprepare)"
-         " and run with binary parameters and results, as the plugin runs them\n");
-  printf("  tabq: no-op handler that acks, pool_size 8, timed from subscribe until every row is "
-         "settled\n");
-  flush_out();
-}
-
 int main(int argc, char **argv) {
-  unsigned rounds = 3;
-  int64_t rows = DEFAULT_ROWS;
-  const char *only = NULL;
-  bool show_sql = false;
   bench_init(PROGRAM);
-  for (int i = 1; i < argc; i++) {
-    if (!strcmp(argv[i], "--rows"))
-      rows = bench_parse_count("--rows", i + 1 < argc ? argv[++i] : NULL, 10000000);
-    else if (!strcmp(argv[i], "--rounds"))
-      rounds = bench_parse_count("--rounds", i + 1 < argc ? argv[++i] : NULL, 1000);
-    else if (!strcmp(argv[i], "--scenario") && i + 1 < argc)
-      only = argv[++i];
-    else if (!strcmp(argv[i], "--sql"))
-      show_sql = true;
-    else if (!strcmp(argv[i], "--help") || !strcmp(argv[i], "-h")) {
-      usage(stdout);
-      return 0;
-    } else {
-      usage(stderr);
-      return 2;
-    }
-  }
-  bool known = !only;
-  for (size_t i = 0; only && i < NSCENARIOS; i++)
-    known = known || !strcmp(only, scenarios[i].key);
-  if (!known) {
-    fprintf(stderr, PROGRAM ": no scenario %s (rowlock1, rowlock4, lease1, lease4)\n", only);
-    return 2;
-  }
+  bench_args a;
+  bench_parse_args(argc, argv, TABQ_FORM_ROWLOCK | TABQ_FORM_LEASE | TABQ_FORM_ADVISORY,
+                   DEFAULT_ROWS, usage, &a);
   base_url = getenv(URL_ENV);
   if (!base_url || !*base_url) {
     fprintf(stderr,
@@ -596,12 +479,16 @@ int main(int argc, char **argv) {
     return 2;
   }
   make_url();
-
   /* The builders report failures through the host the core would have lent. */
   tabq_pg_set_host(&bench_host);
-  form_stmts rowlock, lease;
-  build_form(&rowlock, &rowlock_jobs, TABQ_FORM_ROWLOCK);
-  build_form(&lease, &lease_jobs, TABQ_FORM_LEASE);
+  if (a.side == BENCH_OWN)
+    build_own(a.form);
+  if (a.show_sql && a.side == BENCH_OWN)
+    fprintf(stderr, "own %s: %s%s%s; %s%s\n", bench_form_name(a.form),
+            own.in_txn ? own.begin.sql : "", own.in_txn ? "; " : "", own.claim.sql, own.ack.sql,
+            own.in_txn ? "; COMMIT" : "");
+  if (a.show_sql && a.side == BENCH_BEST)
+    pg_best_print(&a);
 
   watch_signals(); /* before any other thread, so every one inherits the blocked signals */
   PGconn *admin = pg_open(base_url);
@@ -614,40 +501,34 @@ int main(int argc, char **argv) {
   PQfinish(admin);
   admin = pg_open(url);
   pg_exec(admin, schema_sql);
+  int64_t ids = refill(admin, a.rows);
 
-  print_header(admin, rows, rounds);
-  if (show_sql) {
-    printf("  rowlock: %s; %s; %s; COMMIT\n", rowlock.begin.sql, rowlock.claim.sql,
-           rowlock.ack.sql);
-    printf("  lease:   %s; %s\n", lease.claim.sql, lease.ack.sql);
-  }
-  flush_out();
+  bench_tally t;
+  double cpu = bench_cpu_s(), server = bench_server_cpu_s(), seconds;
+  if (a.side == BENCH_TABQ)
+    seconds = bench_run_tabq(url, table_of(a.form), a.workers, a.batch, a.rows, &t);
+  else
+    seconds = run_loops(a.side == BENCH_OWN ? own_main : pg_best_main, &a, &t);
+  cpu = bench_cpu_s() - cpu;
+  /* The drain's sessions have ended; their backends' time reaches the postmaster once reaped. */
+  nanosleep(&(struct timespec){.tv_nsec = 100 * 1000 * 1000}, NULL);
+  double server_end = bench_server_cpu_s();
+  bench_expect_tally(&t, a.rows, ids, bench_side_name(a.side));
+  expect_empty(admin, bench_side_name(a.side));
 
-  medians med[NSCENARIOS] = {{0}};
-  for (size_t i = 0; i < NSCENARIOS; i++) {
-    const scenario *sc = &scenarios[i];
-    if (only && strcmp(only, sc->key))
-      continue;
-    med[i] = run_scenario(sc, sc->table == &rowlock_jobs ? &rowlock : &lease, admin, rows, rounds);
-  }
-
-  printf("\nmedians of %u rounds\n", rounds);
-  printf("  scenario     raw msg/s  tabq msg/s  tabq/raw   client CPU us/row: raw  tabq\n");
-  for (size_t i = 0; i < NSCENARIOS; i++) {
-    const scenario *sc = &scenarios[i];
-    if (only && strcmp(only, sc->key))
-      continue;
-    printf("  %-7s w%u   %9.0f  %10.0f  %8.2f   %22.0f  %4.0f\n", sc->form, sc->workers, med[i].raw,
-           med[i].tabq, med[i].tabq / med[i].raw, med[i].raw_cpu_us, med[i].tabq_cpu_us);
-  }
-  printf("target: tabq/raw >= 0.95 (shown, never asserted)\n");
-  printf("client CPU: this process's user + system time per row over the drain (connecting "
-         "included), which the server's and other processes' load on the machine do not move\n");
-  flush_out();
-
+  bench_result r = {.db = "postgres",
+                    .server_version = PQparameterStatus(admin, "server_version"),
+                    .seconds = seconds,
+                    .client_cpu_s = cpu,
+                    .server_cpu_s = server >= 0 && server_end >= 0 ? server_end - server : -1};
+  bench_emit(&a, &r);
   PQfinish(admin);
   drop_schema();
-  free_form(&rowlock);
-  free_form(&lease);
+  if (a.side == BENCH_OWN) {
+    tabq_sql_free(&own.claim);
+    tabq_sql_free(&own.ack);
+    if (own.in_txn)
+      tabq_sql_free(&own.begin);
+  }
   return 0;
 }
