@@ -26,10 +26,13 @@ maria_test_start() {
     { cat "$d/install.log" >&2; return 1; }
   # A binary log in MIXED format (MariaDB's default), so the tests can show what a server that
   # logs statements does at READ COMMITTED; no fsync per commit: a test server needs no
-  # durability and the suites run faster.
+  # durability and the suites run faster. The benchmark sets MARIA_TEST_DURABLE=1 for a server
+  # that flushes its redo log at every commit, as a service's would.
+  local flush=0
+  [ "${MARIA_TEST_DURABLE:-0}" = 1 ] && flush=1
   /usr/sbin/mariadbd --no-defaults --datadir="$d/data" --user="$user" --socket="$d/sock" \
     --port="$MARIA_TEST_PORT" --bind-address=127.0.0.1 --pid-file="$d/pid" \
-    --log-error="$d/error.log" --innodb-flush-log-at-trx-commit=0 --innodb-buffer-pool-size=128M \
+    --log-error="$d/error.log" --innodb-flush-log-at-trx-commit=$flush --innodb-buffer-pool-size=128M \
     --max-connections=400 --skip-name-resolve --log-bin="$d/binlog" --server-id=1 \
     --sync-binlog=0 >/dev/null 2>&1 &
   local i
@@ -42,6 +45,7 @@ maria_test_start() {
      GRANT ALL ON *.* TO 'tabq'@'127.0.0.1';" ||
     { cat "$d/error.log" >&2; return 1; }
   export TABQ_TEST_MYSQL_URL="mysql://tabq:tabq@127.0.0.1:$MARIA_TEST_PORT/tabq_test"
+  MARIA_TEST_PID=$(cat "$d/pid")
   echo "dev: MariaDB $(mariadb --no-defaults --socket="$d/sock" -uroot -N -e 'SELECT VERSION()') on 127.0.0.1:$MARIA_TEST_PORT (TABQ_TEST_MYSQL_URL)"
 }
 

@@ -36,12 +36,16 @@ pg_test_start() {
   PG_TEST_PORT=$(free_port 55432)
   as_db_user "$bin/initdb" -D "$PG_TEST_DIR/data" -A trust -U tabq --no-sync -E UTF8 >"$PG_TEST_DIR/initdb.log" 2>&1 ||
     { cat "$PG_TEST_DIR/initdb.log" >&2; return 1; }
-  # fsync off: a test cluster needs no durability, and it keeps the suites fast.
+  # fsync off: a test cluster needs no durability, and it keeps the suites fast. The benchmark
+  # sets PG_TEST_DURABLE=1 for a server that flushes every commit, as a service's would.
+  local sync="-c fsync=off -c synchronous_commit=off"
+  [ "${PG_TEST_DURABLE:-0}" = 1 ] && sync="-c fsync=on -c synchronous_commit=on"
   as_db_user "$bin/pg_ctl" -D "$PG_TEST_DIR/data" -l "$PG_TEST_DIR/server.log" -w -t 60 \
-    -o "-c listen_addresses=127.0.0.1 -p $PG_TEST_PORT -k $PG_TEST_DIR -c fsync=off -c max_connections=300 -c synchronous_commit=off" \
+    -o "-c listen_addresses=127.0.0.1 -p $PG_TEST_PORT -k $PG_TEST_DIR $sync -c max_connections=300" \
     start >/dev/null || { cat "$PG_TEST_DIR/server.log" >&2; return 1; }
   as_db_user "$bin/createdb" -h 127.0.0.1 -p "$PG_TEST_PORT" -U tabq tabq_test
   export TABQ_TEST_POSTGRES_URL="postgres://tabq@127.0.0.1:$PG_TEST_PORT/tabq_test"
+  PG_TEST_PID=$(head -n 1 "$PG_TEST_DIR/data/postmaster.pid")
   echo "dev: PostgreSQL $("$bin/postgres" --version | awk '{print $3}') on 127.0.0.1:$PG_TEST_PORT (TABQ_TEST_POSTGRES_URL)"
 }
 
