@@ -53,7 +53,7 @@ int tabq_ids_read(tabq_subscription *s, tabq_pconn *c, unsigned stmt, const tabq
   return TABQ_OK;
 }
 
-static bool same_id(const tabq_value *a, const tabq_value *b) {
+bool tabq_same_id(const tabq_value *a, const tabq_value *b) {
   if (a->type != b->type)
     return false;
   if (a->type == TABQ_T_INT)
@@ -100,7 +100,7 @@ static int fetch_list(tabq_subscription *s, tabq_pconn *c, const candidate *ids,
     if ((rc = b->drv->cell(p, (unsigned)s->proj.id, &id)))
       break;
     unsigned i = 0;
-    while (i < n && (found[i] || !same_id(&id, &ids[i].id)))
+    while (i < n && (found[i] || !tabq_same_id(&id, &ids[i].id)))
       i++;
     if (i == n)
       continue; /* not asked for, or twice */

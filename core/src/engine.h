@@ -259,11 +259,18 @@ void tabq_delivery_done(tabq_delivery *d);
 /* Takes claimed deliveries back out of work (their claim failed or rolled back). */
 void tabq_delivery_unclaim(tabq_delivery **slots, unsigned n);
 
+/* claim_ids.c: two ids of the same row (integer or text). */
+bool tabq_same_id(const tabq_value *a, const tabq_value *b);
+
 /* settle.c */
 int tabq_settle(tabq_delivery *d, tabq_outcome outcome, tabq_error *err);
 /* Row lock batches: every row's settlement in the claim's one transaction, then one commit;
  * a failure rolls them all back. */
 void tabq_settle_batch(tabq_delivery *const *ds, unsigned n, const tabq_outcome *outcomes);
+/* Lease and advisory batches: the returned outcomes in one transaction, one commit (each row's
+ * token still checked); one by one when that cannot be (a statement of the service's own, a
+ * failure other than a lost lease, a row its handler settled). */
+void tabq_settle_joined(tabq_delivery *const *ds, unsigned n, const tabq_outcome *outcomes);
 /* Settles a handler's returned outcome unless the handler settled already; logs failures. */
 void tabq_settle_returned(tabq_delivery *d, tabq_outcome outcome);
 

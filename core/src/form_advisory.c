@@ -94,6 +94,20 @@ static int take(tabq_subscription *s, tabq_pconn *c, const candidate *k, tabq_de
   return rc;
 }
 
+/* Whether a candidate's row is in work here: one of this subscription's own sessions holds its
+ * key, so asking for the lock would only cost a round trip to hear no. */
+static bool in_work_here(tabq_subscription *s, const tabq_value *id) {
+  for (unsigned i = 0; i < s->nslots; i++) {
+    tabq_delivery *d = &s->slots[i];
+    pthread_mutex_lock(&d->mu);
+    bool same = d->in_work && tabq_same_id(&d->id, id);
+    pthread_mutex_unlock(&d->mu);
+    if (same)
+      return true;
+  }
+  return false;
+}
+
 int tabq_advisory_claim(tabq_subscription *s, tabq_delivery **slots, unsigned limit, unsigned *got,
                         tabq_error *err) {
   tabq_broker *b = s->b;
@@ -107,6 +121,8 @@ int tabq_advisory_claim(tabq_subscription *s, tabq_delivery **slots, unsigned li
   rc = read_candidates(s, c, limit + s->nslots, &n, err);
   for (unsigned i = 0; i < n && *got < limit && !rc; i++) {
     const candidate *k = &s->candidates[i];
+    if (in_work_here(s, &k->id))
+      continue;
     tabq_value key = tabq_text(s->scratch.p + k->key_at, k->key_len);
     if (!c && (rc = tabq_pool_acquire(&b->pool, &c, err)))
       break;

@@ -7,8 +7,8 @@
 #include <tabq/tabq.h>
 
 typedef struct tabq_loaded {
-  void *handle;        /* dlopen handle of the plugin */
-  void *driver_handle; /* dlopen handle of the plugin lending its driver, or NULL */
+  void *handle;              /* dlopen handle of the plugin */
+  void *driver_handle;       /* dlopen handle of the plugin lending its driver, or NULL */
   const tabq_plugin *lender; /* that plugin's descriptor, or NULL */
   const tabq_plugin *plugin;
   const tabq_driver_v1 *driver;

@@ -322,6 +322,96 @@ void tabq_settle_batch(tabq_delivery *const *ds, unsigned n, const tabq_outcome 
   tabq_sub_wake(s);
 }
 
+/* Whether every row of a lease or advisory batch can settle inside one transaction tabq
+ * begins: not when a statement of the service's own runs (it has a transaction of its own) nor
+ * a dead letter into a table (its copy and delete commit on their own). */
+static bool joinable(tabq_delivery *const *ds, unsigned n, const action *actions) {
+  tabq_subscription *s = ds[0]->sub;
+  for (unsigned i = 0; i < n; i++) {
+    if (actions[i] != ACT_RELEASE && tabq_sub_own(s, stmt_of[actions[i]]))
+      return false;
+    if (actions[i] == ACT_DEAD && s->dead_letter_table)
+      return false;
+    if (s->form == TABQ_FORM_ADVISORY && actions[i] == ACT_RELEASE)
+      return false; /* a release ends the key's session, not a statement */
+  }
+  return true;
+}
+
+/* A lease or advisory batch's settlements in one transaction on one connection: one commit
+ * instead of one per row. Each statement still names its row and, in the lease form, its
+ * token, so a lost lease changes no row and fails only its own delivery with LEASE_LOST. Every
+ * delivery's lock is held until the commit, so the lease extender cannot move a token the
+ * transaction has checked. Any other failure rolls the whole batch back and returns false:
+ * nothing was settled and the caller settles the rows one by one. */
+static bool settle_joined(tabq_delivery *const *ds, unsigned n, const tabq_outcome *outcomes,
+                          const action *actions, int *rcs, tabq_error *errs) {
+  tabq_subscription *s = ds[0]->sub;
+  tabq_broker *b = s->b;
+  tabq_pconn *c = ds[0]->conn; /* advisory: the first key's session */
+  tabq_error err;
+  if (s->form == TABQ_FORM_LEASE && tabq_pool_acquire(&b->pool, &c, &err))
+    return false;
+  unsigned locked = 0;
+  bool all = true;
+  while (all && locked < n) {
+    pthread_mutex_lock(&ds[locked]->mu);
+    all = ds[locked++]->in_work; /* else its handler settled it: the caller settles the rest */
+  }
+  bool begun = all && !tabq_pconn_check(c, b->drv->begin(c->conn, s->begin_sql));
+  all = begun;
+  for (unsigned i = 0; all && i < n; i++) {
+    rcs[i] = run_action(ds[i], actions[i], outcomes[i], c, true, &errs[i]);
+    all = !rcs[i] || rcs[i] == TABQ_LEASE_LOST;
+  }
+  all = all && !tabq_pconn_check(c, b->drv->commit(c->conn));
+  if (begun && !all)
+    b->drv->rollback(c->conn); /* nothing of the batch stays */
+  for (unsigned i = 0; i < locked; i++) {
+    if (all)
+      leave_work(ds[i]);
+    pthread_mutex_unlock(&ds[i]->mu);
+  }
+  if (s->form == TABQ_FORM_LEASE)
+    tabq_pool_release(&b->pool, c);
+  return all;
+}
+
+void tabq_settle_joined(tabq_delivery *const *ds, unsigned n, const tabq_outcome *outcomes) {
+  if (!n)
+    return;
+  tabq_subscription *s = ds[0]->sub;
+  action actions[n];
+  int rcs[n];
+  tabq_error errs[n];
+  for (unsigned i = 0; i < n; i++) {
+    actions[i] = choose(ds[i], outcomes[i]);
+    rcs[i] = TABQ_OK;
+  }
+  if (n < 2 || !joinable(ds, n, actions) || !settle_joined(ds, n, outcomes, actions, rcs, errs)) {
+    for (unsigned i = 0; i < n; i++)
+      tabq_settle_returned(ds[i], outcomes[i]);
+    return;
+  }
+  bool wake = false;
+  for (unsigned i = 0; i < n; i++) {
+    if (s->form == TABQ_FORM_ADVISORY) {
+      pthread_mutex_lock(&ds[i]->mu);
+      tabq_advisory_release(ds[i]);
+      pthread_mutex_unlock(&ds[i]->mu);
+      tabq_sub_unhold(s, 1);
+    }
+    count(s, actions[i], rcs[i]);
+    if (rcs[i])
+      tabq_logf(&s->b->log, rcs[i] == TABQ_LEASE_LOST ? TABQ_LOG_WARN : TABQ_LOG_ERROR,
+                "settlement on table %s failed (%s): %s", s->t->name, tabq_code_name(errs[i].code),
+                errs[i].message);
+    wake = wake || (!rcs[i] && (actions[i] == ACT_RETRY || actions[i] == ACT_RELEASE));
+  }
+  if (wake)
+    tabq_sub_wake(s);
+}
+
 void tabq_settle_returned(tabq_delivery *d, tabq_outcome o) {
   pthread_mutex_lock(&d->mu);
   bool settled = d->settled;

@@ -91,8 +91,7 @@ static void handle_batch(worker *w, unsigned n) {
   if (s->form == TABQ_FORM_ROWLOCK)
     tabq_settle_batch(w->claimed, n, w->outcomes);
   else
-    for (unsigned i = 0; i < n; i++)
-      tabq_settle_returned(w->claimed[i], w->outcomes[i]);
+    tabq_settle_joined(w->claimed, n, w->outcomes);
   for (unsigned i = 0; i < n; i++)
     tabq_delivery_done(w->claimed[i]);
 }

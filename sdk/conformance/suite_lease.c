@@ -4,6 +4,8 @@
  * workers handle each of 10,000 rows exactly once. */
 #include <CUnit/CUnit.h>
 #include <signal.h>
+#include <pthread.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <string.h>
 #include <sys/wait.h>
@@ -185,7 +187,67 @@ static void four_workers_each_row_once(void) {
   close_broker(b);
 }
 
+/* The first batch waits in its handler while the test takes the third row's lease away (as
+ * another claim after a lapse would): the kit's connection is the test thread's alone. */
+typedef struct batch_gate {
+  pthread_mutex_t mu;
+  pthread_cond_t cv;
+  long long third_id; /* set by the handler: the row to take away */
+  bool taken;         /* set by the test once it did */
+} batch_gate;
+
+static batch_gate lease_gate = {PTHREAD_MUTEX_INITIALIZER, PTHREAD_COND_INITIALIZER, 0, false};
+
+static void lose_one_lease(tabq_delivery *const *ds, size_t n, tabq_outcome *out, void *user) {
+  (void)user;
+  pthread_mutex_lock(&lease_gate.mu);
+  if (!lease_gate.third_id && n >= 3) {
+    lease_gate.third_id = tabq_delivery_id(ds[2]);
+    pthread_cond_broadcast(&lease_gate.cv);
+    while (!lease_gate.taken)
+      pthread_cond_wait(&lease_gate.cv, &lease_gate.mu);
+  }
+  pthread_mutex_unlock(&lease_gate.mu);
+  for (size_t i = 0; i < n; i++)
+    out[i] = tabq_ack();
+}
+
+/* A batch's settlements commit together, each still checking its own token: the row whose
+ * lease was taken fails alone with LEASE_LOST, the others are acked, and the lost row comes back
+ * to be claimed again. */
+static void batch_settles_together_and_loses_one(void) {
+  fresh_db();
+  tabq_broker *b = connect_broker(20);
+  db_fill("q", 6);
+  lease_gate.third_id = 0;
+  lease_gate.taken = false;
+  tabq_subscription_options o = batch_options("q", lose_one_lease, NULL, 6);
+  tabq_subscription *s;
+  CU_ASSERT_EQUAL_FATAL(tabq_subscribe(b, jobs_table(), &o, &s, &err), TABQ_OK);
+  pthread_mutex_lock(&lease_gate.mu);
+  while (!lease_gate.third_id)
+    pthread_cond_wait(&lease_gate.cv, &lease_gate.mu);
+  char sql[160];
+  snprintf(sql, sizeof sql, "UPDATE {jobs} SET %s = NULL WHERE id = %lld",
+           jobs_table()->locked_until.name, lease_gate.third_id);
+  db_exec(sql);
+  lease_gate.taken = true;
+  pthread_cond_broadcast(&lease_gate.cv);
+  pthread_mutex_unlock(&lease_gate.mu);
+  CU_ASSERT(wait_count("SELECT count(*) FROM {jobs}", 0, 10000));
+  tabq_shutdown(b);
+  tabq_stats st;
+  stats_of(s, &st);
+  CU_ASSERT_EQUAL(st.lease_lost, 1);
+  CU_ASSERT_EQUAL(st.acked, 6);
+  CU_ASSERT_EQUAL(st.failed, 0);
+  CU_ASSERT_EQUAL(st.claimed, 7);
+  close_broker(b);
+}
+
 const kit_test lease_tests[] = {
+    {"a batch settles together; a row whose lease was taken fails alone",
+     batch_settles_together_and_loses_one, TABQ_FORM_LEASE, NULL},
     {"extensions keep a handler three leases long", extensions_keep_the_row, TABQ_FORM_LEASE, NULL},
     {"a lapsed lease: the late ack fails with LEASE_LOST and changes nothing",
      lapsed_lease_ack_fails_and_changes_nothing, TABQ_FORM_LEASE, NULL},
