@@ -24,6 +24,7 @@ typedef struct tabq_publisher {
   unsigned insert;
   unsigned notify; /* with listen_notify, else TABQ_NO_STMT */
   char channel[TABQ_CHANNEL_CAP];
+  char begin_sql[128]; /* tabq_publish_many's transaction, built on its first use, else "" */
   struct tabq_publisher *next;
 } tabq_publisher;
 
@@ -273,6 +274,19 @@ void tabq_settle_batch(tabq_delivery *const *ds, unsigned n, const tabq_outcome 
 void tabq_settle_joined(tabq_delivery *const *ds, unsigned n, const tabq_outcome *outcomes);
 /* Settles a handler's returned outcome unless the handler settled already; logs failures. */
 void tabq_settle_returned(tabq_delivery *d, tabq_outcome outcome);
+
+/* publish.c: what tabq_publish and tabq_publish_many share. */
+/* The table's publisher, built and prepared on first use. Called with b->mu held. */
+int tabq_publisher_of(tabq_broker *b, const tabq_table *caller, tabq_publisher **out,
+                      tabq_error *err);
+/* The checks of one message against the table, before anything is written. */
+int tabq_message_check(const tabq_table *t, const tabq_message *m, tabq_error *err);
+/* Wakes this process's subscriptions of the table (and of `group`, where it has a group column). */
+void tabq_publish_wake(tabq_broker *b, const tabq_table *t, const char *group);
+/* The insert's values for a checked message: its rendered headers, and `now` for the row's
+ * times (retry_after is now + its delay). */
+tabq_bind tabq_message_bind(const tabq_message *m, const char *headers, size_t headers_len,
+                            int64_t now);
 
 /* headers.c */
 int tabq_headers_render(const tabq_header *h, size_t n, tabq_buf *out, tabq_error *err,

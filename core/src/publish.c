@@ -9,10 +9,9 @@
 #include "error.h"
 #include "sized.h"
 
-/* The table's publisher, built and prepared on first use, found by the description's address
- * afterwards. Called with b->mu held. */
-static int publisher_of(tabq_broker *b, const tabq_table *caller, tabq_publisher **out,
-                        tabq_error *err) {
+/* Found by the description's address after its first use. */
+int tabq_publisher_of(tabq_broker *b, const tabq_table *caller, tabq_publisher **out,
+                      tabq_error *err) {
   for (tabq_publisher *p = b->publishers; p; p = p->next)
     if (p->caller == caller) {
       *out = p;
@@ -57,7 +56,7 @@ static int publisher_of(tabq_broker *b, const tabq_table *caller, tabq_publisher
   return TABQ_OK;
 }
 
-static int check_message(const tabq_table *t, const tabq_message *m, tabq_error *err) {
+int tabq_message_check(const tabq_table *t, const tabq_message *m, tabq_error *err) {
   if (m->nheaders && !t->headers.name)
     return tabq_err_set(err, TABQ_HEADER, t->name, "insert",
                         "table %s has no headers column; the message's %zu headers cannot be "
@@ -94,7 +93,7 @@ static int check_message(const tabq_table *t, const tabq_message *m, tabq_error 
   return TABQ_OK;
 }
 
-static void wake_readers(tabq_broker *b, const tabq_table *t, const char *group) {
+void tabq_publish_wake(tabq_broker *b, const tabq_table *t, const char *group) {
   pthread_mutex_lock(&b->mu);
   for (tabq_subscription *s = b->subs; s; s = s->next) {
     if (strcmp(s->t->name, t->name))
@@ -108,6 +107,22 @@ static void wake_readers(tabq_broker *b, const tabq_table *t, const char *group)
 
 static tabq_value text_or_null(const char *s) {
   return s ? tabq_text(s, strlen(s)) : tabq_null();
+}
+
+tabq_bind tabq_message_bind(const tabq_message *m, const char *headers, size_t headers_len,
+                            int64_t now) {
+  tabq_bind v = {.id = m->id,
+                 .group = text_or_null(m->group),
+                 .priority = m->priority,
+                 .partition_key = text_or_null(m->partition_key),
+                 .attempt = 1,
+                 .payload = tabq_bytes(m->payload ? m->payload : "", m->payload_len),
+                 .data = m->data,
+                 .ndata = m->ndata,
+                 .now = now};
+  v.headers = (tabq_value){.type = TABQ_T_JSON, .u.buf = {headers, headers_len}};
+  v.retry_at = now + (int64_t)m->delay_ms * 1000;
+  return v;
 }
 
 /* NOTIFY the row just written, on the connection that wrote it; a failure only warns. */
@@ -131,7 +146,7 @@ static int publish(tabq_broker *b, const tabq_table *table, const tabq_message *
                         "tabq_publish needs a broker, a table and a message");
   tabq_publisher *p;
   pthread_mutex_lock(&b->mu);
-  int rc = publisher_of(b, table, &p, err);
+  int rc = tabq_publisher_of(b, table, &p, err);
   pthread_mutex_unlock(&b->mu);
   if (rc)
     return rc;
@@ -139,23 +154,13 @@ static int publish(tabq_broker *b, const tabq_table *table, const tabq_message *
   tabq_message taken;
   const tabq_message *m = &taken;
   if ((rc = TABQ_TAKE(message, &taken, TABQ_MESSAGE_SIZE_1_0, t->name, err)) ||
-      (rc = check_message(t, m, err)))
+      (rc = tabq_message_check(t, m, err)))
     return rc;
   tabq_buf headers = {0};
   if (t->headers.name &&
       (rc = tabq_headers_render(m->headers, m->nheaders, &headers, err, t->name)))
     return rc;
-  tabq_bind v = {.id = m->id,
-                 .group = text_or_null(m->group),
-                 .priority = m->priority,
-                 .partition_key = text_or_null(m->partition_key),
-                 .attempt = 1,
-                 .payload = tabq_bytes(m->payload ? m->payload : "", m->payload_len),
-                 .data = m->data,
-                 .ndata = m->ndata,
-                 .now = tabq_now_us()};
-  v.headers = (tabq_value){.type = TABQ_T_JSON, .u.buf = {headers.p, headers.len}};
-  v.retry_at = v.now + (int64_t)m->delay_ms * 1000;
+  tabq_bind v = tabq_message_bind(m, headers.p, headers.len, tabq_now_us());
   tabq_pconn *c;
   if (!(rc = tabq_pool_acquire(&b->pool, &c, err))) {
     uint64_t changed;
@@ -166,7 +171,7 @@ static int publish(tabq_broker *b, const tabq_table *table, const tabq_message *
   }
   tabq_buf_free(&headers);
   if (!rc)
-    wake_readers(b, t, m->group);
+    tabq_publish_wake(b, t, m->group);
   return rc;
 }
 
@@ -190,7 +195,7 @@ int tabq_insert_sql(tabq_broker *b, const tabq_table *table, char *buf, size_t c
   tabq_publisher *p;
   const tabq_logger *outer = tabq_log_enter(&b->log);
   pthread_mutex_lock(&b->mu);
-  int rc = publisher_of(b, table, &p, err);
+  int rc = tabq_publisher_of(b, table, &p, err);
   pthread_mutex_unlock(&b->mu);
   tabq_log_leave(outer);
   if (rc)

@@ -266,6 +266,18 @@ typedef struct tabq_message {
 /* Writes one row and wakes this process's subscriptions of its table (and group). */
 TABQ_API int tabq_publish(tabq_broker *b, const tabq_table *table, const tabq_message *m,
                           tabq_error *err);
+/* Writes n rows in one transaction on one connection: all of them or none. Every message is
+ * checked first as tabq_publish checks it; a refusal names the message's index in `msgs` ("message
+ * 17 of 100: ...", counted from 0) and writes nothing, as does a NULL element (TABQ_INVALID) or a
+ * failure of the database halfway, which rolls the whole batch back. The rows are inserted in
+ * the order given, with the same insert tabq_publish uses. After the commit each distinct group
+ * of the batch wakes this process's subscriptions once; with listen_notify, each distinct group
+ * is notified once inside the transaction, so listeners hear of it at the commit (a failed
+ * notify fails the batch, unlike tabq_publish's). n == 0 writes nothing and returns 0 (`msgs`
+ * may then be NULL). The elements are pointers so that each message keeps its own `size`: an
+ * array of messages from a program compiled against an older tabq works as it is. */
+TABQ_API int tabq_publish_many(tabq_broker *b, const tabq_table *table,
+                               const tabq_message *const *msgs, size_t n, tabq_error *err);
 /* The insert the broker's dialect renders for `table`, as SQL text. */
 TABQ_API int tabq_insert_sql(tabq_broker *b, const tabq_table *table, char *buf, size_t cap,
                              tabq_error *err);

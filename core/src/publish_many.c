@@ -1,0 +1,229 @@
+/* tabq_publish_many: n messages in one transaction on one connection, all or none. Every message
+ * is checked before the transaction begins; the rows are written with the insert tabq_publish
+ * prepared, and wake-ups go once per distinct group, not once per message. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <tabq/sql.h>
+
+#include "clock.h"
+#include "engine.h"
+#include "error.h"
+#include "sized.h"
+
+/* The batch's distinct groups: each woken (and notified) once. Where every message shares one
+ * group, or the table has no group column, `one` holds it and nothing is allocated. */
+typedef struct batch_groups {
+  const char **v;
+  size_t n;
+  const char *one;
+} batch_groups;
+
+/* Puts the message's place before the reason, so the caller can find the bad one. */
+static int at_index(tabq_error *err, int rc, size_t i, size_t n) {
+  if (!err)
+    return rc;
+  char reason[sizeof err->message];
+  memcpy(reason, err->message, sizeof reason);
+  if (snprintf(err->message, sizeof err->message, "message %zu of %zu: %s", i, n, reason) < 0)
+    err->message[0] = '\0';
+  return rc;
+}
+
+/* The begin of the batch's transaction, rendered on first use. At the database's default
+ * isolation: the table's level is for the row lock form's claims, not for writing new rows.
+ * Called with b->mu held. */
+static int publisher_begin(tabq_broker *b, tabq_publisher *p, tabq_error *err) {
+  if (p->begin_sql[0])
+    return TABQ_OK;
+  tabq_table plain = p->table;
+  plain.isolation = TABQ_ISOLATION_DEFAULT;
+  tabq_build build = {.table = &plain, .form = tabq_table_form(&plain)};
+  tabq_stmt st;
+  tabq_sql_init(&st, b->host);
+  int rc = b->plugin.plugin->dialect->begin(&build, &st);
+  if (!rc)
+    rc = st.status;
+  if (!rc && (!st.sql || st.len >= sizeof p->begin_sql))
+    rc = tabq_err_set(err, TABQ_DIALECT, plain.name, "begin", "the dialect's begin is unusable");
+  else if (rc)
+    tabq_err_from_plugin(err, rc, plain.name, "begin");
+  else
+    memcpy(p->begin_sql, st.sql, st.len + 1);
+  tabq_sql_free(&st);
+  return rc;
+}
+
+/* Every message as tabq_publish checks it, its headers rendered into `headers` (reused) to
+ * prove they render. Nothing is written yet. */
+static int check_all(const tabq_table *t, const tabq_message *const *msgs, size_t n,
+                     tabq_buf *headers, tabq_error *err) {
+  for (size_t i = 0; i < n; i++) {
+    int rc;
+    tabq_message m;
+    if (!msgs[i])
+      rc = tabq_err_set(err, TABQ_INVALID, t->name, "insert", "the message pointer is NULL");
+    else if (!(rc = TABQ_TAKE(msgs[i], &m, TABQ_MESSAGE_SIZE_1_0, t->name, err)) &&
+             !(rc = tabq_message_check(t, &m, err)) && m.nheaders)
+      rc = tabq_headers_render(m.headers, m.nheaders, headers, err, t->name);
+    if (rc)
+      return at_index(err, rc, i, n);
+  }
+  return TABQ_OK;
+}
+
+static int by_text(const void *a, const void *b) {
+  return strcmp(*(const char *const *)a, *(const char *const *)b);
+}
+
+/* The distinct groups of checked messages. `group` sits at the same place in every 1.x
+ * tabq_message, so it is read from the caller's structs directly. */
+static int distinct_groups(const tabq_table *t, const tabq_message *const *msgs, size_t n,
+                           batch_groups *g, tabq_error *err) {
+  *g = (batch_groups){.v = &g->one, .n = 1, .one = t->group.name ? msgs[0]->group : NULL};
+  if (!t->group.name)
+    return TABQ_OK;
+  size_t i = 1;
+  while (i < n && !strcmp(msgs[i]->group, g->one))
+    i++;
+  if (i == n)
+    return TABQ_OK;
+  const char **v = malloc(n * sizeof *v);
+  if (!v)
+    return tabq_err_set(err, TABQ_NOMEM, t->name, "insert", "cannot sort %zu groups", n);
+  for (i = 0; i < n; i++)
+    v[i] = msgs[i]->group;
+  qsort(v, n, sizeof *v, by_text);
+  size_t kept = 1;
+  for (i = 1; i < n; i++)
+    if (strcmp(v[i], v[kept - 1]))
+      v[kept++] = v[i];
+  g->v = v;
+  g->n = kept;
+  return TABQ_OK;
+}
+
+/* NOTIFY once per group, inside the transaction: PostgreSQL delivers it at the commit, and a
+ * rollback withdraws it with the rows. */
+static int announce_all(tabq_broker *b, tabq_publisher *p, tabq_pconn *c, const batch_groups *g,
+                        tabq_error *err) {
+  for (size_t i = 0; i < g->n; i++) {
+    const char *group = g->v[i] ? g->v[i] : "";
+    tabq_bind v = {.channel = tabq_text(p->channel, strlen(p->channel)),
+                   .group = tabq_text(group, strlen(group))};
+    tabq_prepared *st = NULL;
+    int rc = tabq_stmt_run(&b->stmts, b->drv, c, p->notify, &v, &st, err);
+    if (rc)
+      return rc;
+    b->drv->reset(st);
+  }
+  return TABQ_OK;
+}
+
+/* The inserts, then the notifications, in the transaction the caller began. One `now` for the
+ * batch: its rows are due together, in the order given. */
+static int write_all(tabq_broker *b, tabq_publisher *p, tabq_pconn *c,
+                     const tabq_message *const *msgs, size_t n, const batch_groups *g,
+                     tabq_buf *headers, tabq_error *err) {
+  const tabq_table *t = &p->table;
+  int64_t now = tabq_now_us();
+  for (size_t i = 0; i < n; i++) {
+    tabq_message m;
+    int rc = TABQ_TAKE(msgs[i], &m, TABQ_MESSAGE_SIZE_1_0, t->name, err);
+    /* No headers render as "{}" without building a JSON object. */
+    const char *json = "{}";
+    size_t json_len = 2;
+    if (!rc && t->headers.name && m.nheaders &&
+        !(rc = tabq_headers_render(m.headers, m.nheaders, headers, err, t->name))) {
+      json = headers->p;
+      json_len = headers->len;
+    }
+    uint64_t changed;
+    tabq_bind v = tabq_message_bind(&m, json, json_len, now);
+    if (rc || (rc = tabq_stmt_change(&b->stmts, b->drv, c, p->insert, &v, &changed, err)))
+      return at_index(err, rc, i, n);
+  }
+  return p->notify == TABQ_NO_STMT ? TABQ_OK : announce_all(b, p, c, g, err);
+}
+
+/* Ends a failed transaction. A rollback that fails leaves the session in a state nobody knows,
+ * so its connection is closed rather than pooled. */
+static void roll_back(tabq_broker *b, const tabq_table *t, tabq_pconn *c) {
+  int rc = b->drv->rollback(c->conn);
+  if (!rc) {
+    tabq_pool_release(&b->pool, c);
+    return;
+  }
+  tabq_error rb;
+  tabq_err_from_plugin(&rb, rc, t->name, "rollback");
+  tabq_logf(&b->log, TABQ_LOG_WARN,
+            "table %s: a batch publish failed and its rollback failed too (%s); the connection "
+            "is closed",
+            t->name, rb.message);
+  tabq_pool_discard(&b->pool, c);
+}
+
+static int in_transaction(tabq_broker *b, tabq_publisher *p, const tabq_message *const *msgs,
+                          size_t n, const batch_groups *g, tabq_buf *headers, tabq_error *err) {
+  const tabq_table *t = &p->table;
+  tabq_pconn *c;
+  int rc = tabq_pool_acquire(&b->pool, &c, err);
+  if (rc)
+    return rc;
+  if ((rc = tabq_pconn_check(c, b->drv->begin(c->conn, p->begin_sql)))) {
+    tabq_err_from_plugin(err, rc, t->name, "begin");
+    tabq_pool_release(&b->pool, c);
+    return rc;
+  }
+  rc = write_all(b, p, c, msgs, n, g, headers, err);
+  if (!rc && (rc = tabq_pconn_check(c, b->drv->commit(c->conn))))
+    tabq_err_from_plugin(err, rc, t->name, "commit");
+  if (rc)
+    roll_back(b, t, c);
+  else
+    tabq_pool_release(&b->pool, c);
+  return rc;
+}
+
+static int publish_many(tabq_broker *b, const tabq_table *table, const tabq_message *const *msgs,
+                        size_t n, tabq_error *err) {
+  if (!table)
+    return tabq_err_set(err, TABQ_INVALID, NULL, "insert", "tabq_publish_many needs a table");
+  if (n == 0)
+    return TABQ_OK;
+  if (!msgs)
+    return tabq_err_set(err, TABQ_INVALID, table->name, "insert",
+                        "message 0 of %zu: the message array is NULL", n);
+  tabq_publisher *p;
+  pthread_mutex_lock(&b->mu);
+  int rc = tabq_publisher_of(b, table, &p, err);
+  if (!rc)
+    rc = publisher_begin(b, p, err);
+  pthread_mutex_unlock(&b->mu);
+  if (rc)
+    return rc;
+  const tabq_table *t = &p->table;
+  tabq_buf headers = {0};
+  batch_groups g;
+  if (!(rc = check_all(t, msgs, n, &headers, err)) &&
+      !(rc = distinct_groups(t, msgs, n, &g, err))) {
+    rc = in_transaction(b, p, msgs, n, &g, &headers, err);
+    for (size_t i = 0; !rc && i < g.n; i++)
+      tabq_publish_wake(b, t, g.v[i]);
+    if (g.v != &g.one)
+      free(g.v);
+  }
+  tabq_buf_free(&headers);
+  return rc;
+}
+
+int tabq_publish_many(tabq_broker *b, const tabq_table *table, const tabq_message *const *msgs,
+                      size_t n, tabq_error *err) {
+  tabq_err_clear(err);
+  if (!b)
+    return tabq_err_set(err, TABQ_INVALID, NULL, "insert", "tabq_publish_many needs a broker");
+  const tabq_logger *outer = tabq_log_enter(&b->log);
+  int rc = publish_many(b, table, msgs, n, err);
+  tabq_log_leave(outer);
+  return rc;
+}
