@@ -50,8 +50,9 @@ rm -rf "$runs"
 mkdir -p "$runs"
 drain=$build/bin/tabq_cost_drain
 
-# measure TOOL ROWS VALGRIND-OPTIONS...: one drain under valgrind. The drain forks its fill and
-# its check, whose output files name their own process ids: only the drain's own pid is counted.
+# measure TOOL ROWS VALGRIND-OPTIONS...: one drain under valgrind (its own errors go to stderr).
+# The drain forks its fill and its check, whose files name their own process ids: only the
+# drain's own pid is counted.
 measure() {
   local tool=$1 rows=$2 pid
   shift 2
@@ -60,7 +61,6 @@ measure() {
     "$drain" --rows "$rows" --form "$form" &
   pid=$!
   if ! wait "$pid"; then
-    tail -20 "$runs/$tool.$rows.$pid.log" >&2 || true
     echo "costs: the drain failed under $tool; valgrind's log is $runs/$tool.$rows.$pid.log" >&2
     exit 1
   fi
@@ -236,8 +236,9 @@ for stack in set(heap[0][1]) | set(heap[1][1]):
     a = heap[0][1].get(stack, {"blocks": 0, "side": None})
     b = heap[1][1].get(stack, {"blocks": 0, "side": None})
     if b["blocks"] != a["blocks"]:
-        growing.append({"side": b["side"] or a["side"], "allocs_per_msg": slope(a["blocks"], b["blocks"]),
-                        "stack": list(stack)})
+        growing.append({"side": b["side"] or a["side"],
+                        "allocs_per_msg": slope(a["blocks"], b["blocks"]),
+                        "blocks": [a["blocks"], b["blocks"]], "stack": list(stack)})
 growing.sort(key=lambda s: -abs(s["allocs_per_msg"]))
 
 result = {
@@ -272,8 +273,11 @@ tabq_sites = result["tabq_sites_growing"]
 if tabq_sites:
     print(f"\n  tabq's allocation sites that grow with the rows:")
     for s in tabq_sites[:5]:
-        print(f"    {s['allocs_per_msg']:.3f} per message")
+        print(f"    {s['allocs_per_msg']:.4f} per message ({s['blocks'][0]} blocks at {rows[0]} rows,"
+              f" {s['blocks'][1]} at {rows[1]})")
         for frame in s["stack"][:8]:
             print(f"        {frame}")
+else:
+    print(f"\n  each of tabq's allocation sites allocated as often at {rows[0]} rows as at {rows[1]}")
 print(f"\ncosts: JSON in {json_path}; valgrind's files in {runs}")
 PY
