@@ -11,7 +11,8 @@ go to results.json beside every single run, a chart.svg, and a Markdown table on
 Called by `./dev bench [quick]`, which builds the programs, starts durable servers and passes
 their URLs and process ids in the environment:
   TABQ_BENCH_POSTGRES_URL, TABQ_BENCH_POSTGRES_PID, TABQ_BENCH_MYSQL_URL, TABQ_BENCH_MYSQL_PID,
-  TABQ_BENCH_BIN (the programs' folder), TABQ_BENCH_PEERS (the peers' node_modules, optional).
+  TABQ_BENCH_BIN (the programs' folder), TABQ_BENCH_PEERS (where bench/peers/install.sh put the
+  peers' modules; without it the peers are left out).
 """
 import argparse
 import json
@@ -45,7 +46,7 @@ def scenarios(quick, base_rows=None):
         add("postgres", "rowlock", 4, 1, rows, ["tabq", "best"])
         add("postgres", "lease", 4, 1, rows, ["tabq", "best", "graphile-worker:defaults"])
         add("postgres", "lease", 4, 50, rows,
-            ["tabq", "best", "graphile-worker:batched", "pg-boss:batch50"])
+            ["tabq", "best", "graphile-worker:batched", "pg-boss:poll-100ms"])
         add("mysql", "rowlock", 4, 1, rows, ["tabq", "best"])
         add("mysql", "lease", 4, 1, rows, ["tabq", "best"])
         add("sqlite", "lease", 1, 1, rows, ["tabq", "best", "plainjob:defaults"])
@@ -53,15 +54,17 @@ def scenarios(quick, base_rows=None):
 
     for w in (1, 4, 16):
         add("postgres", "rowlock", w, 1, rows, ["tabq", "own", "best"])
+        # pg-boss batch 1 is left out: its worker waits out the poll interval (100 ms at least)
+        # after every fetch, so 20,000 rows take minutes (bench/peers/README.md).
         add("postgres", "lease", w, 1, rows,
-            ["tabq", "own", "best", "graphile-worker:defaults", "pg-boss:batch1"])
+            ["tabq", "own", "best", "graphile-worker:defaults"])
         add("postgres", "advisory", w, 1, rows, ["tabq", "best"])
         add("mysql", "rowlock", w, 1, rows, ["tabq", "own", "best"])
         add("mysql", "lease", w, 1, rows, ["tabq", "own", "best"])
     add("mysql", "advisory", 4, 1, rows, ["tabq", "best"])
     for form in ("rowlock", "lease"):
         add("postgres", form, 4, 50, rows, ["tabq", "own", "best"] +
-            (["graphile-worker:batched", "pg-boss:batch50"] if form == "lease" else []))
+            (["graphile-worker:batched", "pg-boss:poll-100ms"] if form == "lease" else []))
         add("mysql", form, 4, 50, rows, ["tabq", "best"])
     for w in (1, 4):
         add("sqlite", "lease", w, 1, rows, ["tabq", "own", "best", "plainjob:defaults"])
@@ -83,7 +86,8 @@ def key(sc):
 
 PROGRAMS = {"sqlite": "tabq_bench", "postgres": "tabq_bench_postgres",
             "mysql": "tabq_bench_mysql"}
-PEER_SCRIPTS = {"graphile-worker": "graphile.js", "pg-boss": "pgboss.js", "plainjob": "plainjob.js"}
+PEER_SCRIPTS = {"graphile-worker": "graphile-worker.js", "pg-boss": "pg-boss.js",
+                "plainjob": "plainjob.js"}
 
 
 def command(sc, side, env):
@@ -101,8 +105,8 @@ def command(sc, side, env):
     script = os.path.join(HERE, "peers", PEER_SCRIPTS[peer])
     if not os.path.exists(script):
         return None, "no script %s" % script
-    cmd = ["node", script, "--workers", str(sc["workers"]), "--batch", str(sc["batch"]),
-           "--rows", str(sc["rows"]), "--config", config]
+    cmd = ["node", script, "--modules", modules, "--workers", str(sc["workers"]),
+           "--batch", str(sc["batch"]), "--rows", str(sc["rows"]), "--config", config]
     if sc["db"] == "sqlite":
         cmd += ["--path", os.path.join(tempfile.gettempdir(),
                                        "tabq-bench-peer-%d.db" % os.getpid())]
@@ -116,7 +120,6 @@ def run_one(sc, side, env, timeout):
     if not cmd:
         return None, why
     child_env = dict(os.environ)
-    child_env["NODE_PATH"] = env.get("TABQ_BENCH_PEERS", "")
     pid = {"postgres": env.get("TABQ_BENCH_POSTGRES_PID"),
            "mysql": env.get("TABQ_BENCH_MYSQL_PID")}.get(sc["db"])
     child_env["TABQ_BENCH_SERVER_PID"] = pid or ""
@@ -202,8 +205,8 @@ def targets(summary):
         else:
             if "tabq/graphile-worker:batched" in r:
                 check("%s: tabq/graphile batched" % label, r["tabq/graphile-worker:batched"], 2.0)
-            if "tabq/pg-boss:batch50" in r:
-                check("%s: tabq/pg-boss batch 50" % label, r["tabq/pg-boss:batch50"], 3.0)
+            if "tabq/pg-boss:poll-100ms" in r:
+                check("%s: tabq/pg-boss batch 50" % label, r["tabq/pg-boss:poll-100ms"], 3.0)
     return lines
 
 
@@ -211,7 +214,7 @@ def targets(summary):
 
 COLOURS = {"tabq": "#1f6feb", "own": "#8fb8f5", "best": "#2da44e",
            "graphile-worker:defaults": "#bf8700", "graphile-worker:batched": "#e3b341",
-           "pg-boss:batch1": "#a40e26", "pg-boss:batch50": "#f47067",
+           "pg-boss:poll-100ms": "#f47067",
            "plainjob:defaults": "#8250df"}
 
 
