@@ -91,6 +91,7 @@ typedef enum tabq_sq {
   SQ_TAKE,
   SQ_FETCH,     /* rows by ids: a fetch of the service's own, or the dialect's by a list */
   SQ_LEASE_ONE, /* lease form, a claim of the service's own: leases one claimed id */
+  SQ_ACK_IDS,   /* a batch's acks in one statement (ABI 1.3, optional) */
   SQ_COUNT
 } tabq_sq;
 
@@ -268,10 +269,24 @@ int tabq_settle(tabq_delivery *d, tabq_outcome outcome, tabq_error *err);
 /* Row lock batches: every row's settlement in the claim's one transaction, then one commit;
  * a failure rolls them all back. */
 void tabq_settle_batch(tabq_delivery *const *ds, unsigned n, const tabq_outcome *outcomes);
+/* What settling a batch needs per row, allocated once per worker (s->batch long each), so a
+ * batch's settlement allocates nothing. */
+typedef struct tabq_batch_scratch {
+  int64_t *ids; /* the ids one ack_ids statement binds */
+  unsigned *at; /* where each of them sits in the batch */
+  int *rcs;     /* each row's result */
+  bool *done;   /* settled by ack_ids */
+} tabq_batch_scratch;
+
+int tabq_batch_scratch_init(tabq_batch_scratch *x, unsigned n);
+void tabq_batch_scratch_free(tabq_batch_scratch *x);
+
 /* Lease and advisory batches: the returned outcomes in one transaction, one commit (each row's
- * token still checked); one by one when that cannot be (a statement of the service's own, a
- * failure other than a lost lease, a row its handler settled). */
-void tabq_settle_joined(tabq_delivery *const *ds, unsigned n, const tabq_outcome *outcomes);
+ * token still checked; the acks in one statement where the dialect has ack_ids); one by one
+ * when that cannot be (a statement of the service's own, a failure other than a lost lease, a
+ * row its handler settled). */
+void tabq_settle_joined(tabq_delivery *const *ds, unsigned n, const tabq_outcome *outcomes,
+                        tabq_batch_scratch *x);
 /* Settles a handler's returned outcome unless the handler settled already; logs failures. */
 void tabq_settle_returned(tabq_delivery *d, tabq_outcome outcome);
 

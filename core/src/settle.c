@@ -7,6 +7,7 @@
  * A statement of the service's own (SPEC 8) runs in a transaction tabq commits: the claim's in
  * the row lock form; in the lease form one that first confirms the delivery still holds its
  * lease; in the advisory form one on the key's connection, ended before the release. */
+#include <stdlib.h>
 #include <string.h>
 
 #include "clock.h"
@@ -338,6 +339,66 @@ static bool joinable(tabq_delivery *const *ds, unsigned n, const action *actions
   return true;
 }
 
+int tabq_batch_scratch_init(tabq_batch_scratch *x, unsigned n) {
+  x->ids = calloc(n, sizeof *x->ids);
+  x->at = calloc(n, sizeof *x->at);
+  x->rcs = calloc(n, sizeof *x->rcs);
+  x->done = calloc(n, sizeof *x->done);
+  return x->ids && x->at && x->rcs && x->done ? TABQ_OK : TABQ_NOMEM;
+}
+
+void tabq_batch_scratch_free(tabq_batch_scratch *x) {
+  free(x->ids);
+  free(x->at);
+  free(x->rcs);
+  free(x->done);
+  memset(x, 0, sizeof *x);
+}
+
+/* The acks of a batch in as few statements as there are lease tokens (a claim's rows share
+ * one), for rows with integer ids: ack_ids returns the rows it finished, and a row it did not
+ * return fails as its own ack would (LEASE_LOST in the lease form). Marks them done. */
+static int ack_by_ids(tabq_delivery *const *ds, unsigned n, const action *actions, tabq_pconn *c,
+                      tabq_batch_scratch *x, tabq_error *err) {
+  tabq_subscription *s = ds[0]->sub;
+  tabq_broker *b = s->b;
+  for (unsigned i = 0; i < n; i++) {
+    if (x->done[i] || actions[i] != ACT_ACK || ds[i]->id.type != TABQ_T_INT)
+      continue;
+    unsigned m = 0;
+    for (unsigned j = i; j < n; j++)
+      if (!x->done[j] && actions[j] == ACT_ACK && ds[j]->id.type == TABQ_T_INT &&
+          ds[j]->token == ds[i]->token) {
+        x->ids[m] = ds[j]->id.u.i;
+        x->at[m++] = j;
+        x->done[j] = true;
+        x->rcs[j] = TABQ_LEASE_LOST; /* until the statement returns the row */
+      }
+    tabq_bind v = {.token = ds[i]->token, .now = tabq_now_us()};
+    v.ids.type = TABQ_T_INT_LIST;
+    v.ids.u.list.items = x->ids;
+    v.ids.u.list.count = m;
+    tabq_prepared *p = NULL;
+    int rc = tabq_stmt_run(&b->stmts, b->drv, c, s->st[SQ_ACK_IDS], &v, &p, err);
+    if (rc)
+      return rc;
+    bool row = false;
+    tabq_value id = tabq_null();
+    while (!(rc = b->drv->next(p, &row)) && row && !(rc = b->drv->cell(p, 0, &id))) {
+      for (unsigned k = 0; k < m; k++)
+        if (id.type == TABQ_T_INT && x->ids[k] == id.u.i)
+          x->rcs[x->at[k]] = TABQ_OK;
+    }
+    b->drv->reset(p);
+    if (rc)
+      return tabq_err_from_plugin(err, rc, s->t->name, "ack_ids");
+    for (unsigned k = 0; k < m; k++)
+      if (x->rcs[x->at[k]] && s->form != TABQ_FORM_LEASE)
+        return expect_one(s, 0, "ack", err); /* a row gone under a held key: not a batch's */
+  }
+  return TABQ_OK;
+}
+
 /* A lease or advisory batch's settlements in one transaction on one connection: one commit
  * instead of one per row. Each statement still names its row and, in the lease form, its
  * token, so a lost lease changes no row and fails only its own delivery with LEASE_LOST. Every
@@ -345,7 +406,7 @@ static bool joinable(tabq_delivery *const *ds, unsigned n, const action *actions
  * transaction has checked. Any other failure rolls the whole batch back and returns false:
  * nothing was settled and the caller settles the rows one by one. */
 static bool settle_joined(tabq_delivery *const *ds, unsigned n, const tabq_outcome *outcomes,
-                          const action *actions, int *rcs, tabq_error *errs) {
+                          const action *actions, tabq_batch_scratch *x) {
   tabq_subscription *s = ds[0]->sub;
   tabq_broker *b = s->b;
   tabq_pconn *c = ds[0]->conn; /* advisory: the first key's session */
@@ -360,9 +421,15 @@ static bool settle_joined(tabq_delivery *const *ds, unsigned n, const tabq_outco
   }
   bool begun = all && !tabq_pconn_check(c, b->drv->begin(c->conn, s->begin_sql));
   all = begun;
+  for (unsigned i = 0; i < n; i++)
+    x->done[i] = false;
+  if (all && s->st[SQ_ACK_IDS] != TABQ_NO_STMT)
+    all = !ack_by_ids(ds, n, actions, c, x, &err);
   for (unsigned i = 0; all && i < n; i++) {
-    rcs[i] = run_action(ds[i], actions[i], outcomes[i], c, true, &errs[i]);
-    all = !rcs[i] || rcs[i] == TABQ_LEASE_LOST;
+    if (x->done[i])
+      continue;
+    x->rcs[i] = run_action(ds[i], actions[i], outcomes[i], c, true, &err);
+    all = !x->rcs[i] || x->rcs[i] == TABQ_LEASE_LOST;
   }
   all = all && !tabq_pconn_check(c, b->drv->commit(c->conn));
   if (begun && !all)
@@ -377,18 +444,17 @@ static bool settle_joined(tabq_delivery *const *ds, unsigned n, const tabq_outco
   return all;
 }
 
-void tabq_settle_joined(tabq_delivery *const *ds, unsigned n, const tabq_outcome *outcomes) {
+void tabq_settle_joined(tabq_delivery *const *ds, unsigned n, const tabq_outcome *outcomes,
+                        tabq_batch_scratch *x) {
   if (!n)
     return;
   tabq_subscription *s = ds[0]->sub;
   action actions[n];
-  int rcs[n];
-  tabq_error errs[n];
   for (unsigned i = 0; i < n; i++) {
     actions[i] = choose(ds[i], outcomes[i]);
-    rcs[i] = TABQ_OK;
+    x->rcs[i] = TABQ_OK;
   }
-  if (n < 2 || !joinable(ds, n, actions) || !settle_joined(ds, n, outcomes, actions, rcs, errs)) {
+  if (n < 2 || !joinable(ds, n, actions) || !settle_joined(ds, n, outcomes, actions, x)) {
     for (unsigned i = 0; i < n; i++)
       tabq_settle_returned(ds[i], outcomes[i]);
     return;
@@ -401,12 +467,14 @@ void tabq_settle_joined(tabq_delivery *const *ds, unsigned n, const tabq_outcome
       pthread_mutex_unlock(&ds[i]->mu);
       tabq_sub_unhold(s, 1);
     }
-    count(s, actions[i], rcs[i]);
-    if (rcs[i])
-      tabq_logf(&s->b->log, rcs[i] == TABQ_LEASE_LOST ? TABQ_LOG_WARN : TABQ_LOG_ERROR,
-                "settlement on table %s failed (%s): %s", s->t->name, tabq_code_name(errs[i].code),
-                errs[i].message);
-    wake = wake || (!rcs[i] && (actions[i] == ACT_RETRY || actions[i] == ACT_RELEASE));
+    count(s, actions[i], x->rcs[i]);
+    if (x->rcs[i]) { /* only a lost lease reaches here */
+      tabq_error err;
+      expect_one(s, 0, name_of[actions[i]], &err);
+      tabq_logf(&s->b->log, TABQ_LOG_WARN, "settlement on table %s failed (%s): %s", s->t->name,
+                tabq_code_name(err.code), err.message);
+    }
+    wake = wake || (!x->rcs[i] && (actions[i] == ACT_RETRY || actions[i] == ACT_RELEASE));
   }
   if (wake)
     tabq_sub_wake(s);

@@ -16,6 +16,7 @@ typedef struct worker {
   tabq_subscription *s;
   tabq_delivery **claimed; /* this worker's claim, s->batch or s->workers long */
   tabq_outcome *outcomes;  /* batch handlers' answers */
+  tabq_batch_scratch scratch;
 } worker;
 
 static tabq_delivery *pop_ready(tabq_subscription *s) {
@@ -91,7 +92,7 @@ static void handle_batch(worker *w, unsigned n) {
   if (s->form == TABQ_FORM_ROWLOCK)
     tabq_settle_batch(w->claimed, n, w->outcomes);
   else
-    tabq_settle_joined(w->claimed, n, w->outcomes);
+    tabq_settle_joined(w->claimed, n, w->outcomes, &w->scratch);
   for (unsigned i = 0; i < n; i++)
     tabq_delivery_done(w->claimed[i]);
 }
@@ -201,6 +202,7 @@ static void free_workers(tabq_subscription *s, worker *ws) {
   for (unsigned i = 0; i < s->workers; i++) {
     free(ws[i].claimed);
     free(ws[i].outcomes);
+    tabq_batch_scratch_free(&ws[i].scratch);
   }
   free(ws);
 }
@@ -219,7 +221,8 @@ int tabq_workers_start(tabq_subscription *s, tabq_error *err) {
     ws[i].s = s;
     ws[i].claimed = calloc(per_claim, sizeof *ws[i].claimed);
     ws[i].outcomes = calloc(s->batch, sizeof *ws[i].outcomes);
-    ok = ws[i].claimed && ws[i].outcomes;
+    ok = ws[i].claimed && ws[i].outcomes &&
+         (!s->o.batch_handler || !tabq_batch_scratch_init(&ws[i].scratch, s->batch));
   }
   if (!ok) {
     if (ws)

@@ -198,6 +198,11 @@ static int begin(const tabq_build *b, tabq_stmt *out) {
   return tabq_sqlb_finish(&style, b, out, "begin");
 }
 
+/* A batch's acks in one statement: the ids as one array parameter. */
+static int ack_ids(const tabq_build *b, tabq_stmt *out) {
+  return tabq_sqlb_ack_ids(&style, b, out, " = ANY(", ")");
+}
+
 /* Rows by a list of ids, in claim order: the fetch after a custom claim. */
 static int fetch(const tabq_build *b, tabq_stmt *out) {
   const tabq_table *t = b->table;
@@ -274,6 +279,7 @@ const tabq_dialect_v1 tabq_pg_dialect = {
     .placeholder = placeholder,
     .count_attempt = count_attempt_row,
     .column_default = column_default,
+    .ack_ids = ack_ids,
 };
 
 /* ---- RowLock ------------------------------------------------------------------------------ */

@@ -322,6 +322,32 @@ int tabq_sqlb_discard(const tabq_sql_style *s, const tabq_build *b, tabq_stmt *o
   return finished(s, b, out, "discard");
 }
 
+int tabq_sqlb_ack_ids(const tabq_sql_style *s, const tabq_build *b, tabq_stmt *out,
+                      const char *list_open, const char *list_close) {
+  const tabq_table *t = b->table;
+  if (t->processed_at.name) {
+    tabq_sqlb_update(s, out, t);
+    assign(s, out, &t->processed_at);
+    tabq_sqlb_now(s, out, t);
+    clear_lease(s, b, out);
+  } else {
+    delete_from(s, out, t->name);
+  }
+  tabq_sql_raw(out, " WHERE ");
+  tabq_sqlb_col(s, out, &t->id);
+  tabq_sql_raw(out, list_open);
+  tabq_sqlb_param(s, out, TABQ_P_IDS);
+  tabq_sql_raw(out, list_close);
+  if (tabq_sqlb_leased(b)) {
+    tabq_sql_raw(out, " AND ");
+    assign(s, out, &t->locked_until);
+    tabq_sqlb_param(s, out, TABQ_P_TOKEN);
+  }
+  tabq_sql_raw(out, " RETURNING ");
+  tabq_sqlb_col(s, out, &t->id);
+  return tabq_sqlb_finish(s, b, out, "ack_ids");
+}
+
 static int requeue(const tabq_sql_style *s, const tabq_build *b, tabq_stmt *out, bool delayed,
                    const char *what) {
   const tabq_table *t = b->table;

@@ -42,7 +42,7 @@ extern "C" {
 #endif
 
 #define TABQ_ABI_MAJOR 1
-#define TABQ_ABI_MINOR 2
+#define TABQ_ABI_MINOR 3
 #define TABQ_ABI_VERSION ((uint32_t)(TABQ_ABI_MAJOR << 16 | TABQ_ABI_MINOR))
 #define TABQ_ABI_MAJOR_OF(v) ((uint32_t)(v) >> 16)
 #define TABQ_ABI_MINOR_OF(v) ((uint32_t)(v)&0xffffu)
@@ -226,6 +226,13 @@ typedef struct tabq_dialect_v1 {
    * when the column has none), or no row when there is no such column. With it the core checks
    * at open that a generated attempt column starts at 1. */
   int (*column_default)(const tabq_build *b, const char *column, tabq_stmt *out);
+
+  /* ---- ABI 1.3 ---- */
+  /* Optional: a batch's acks in one statement. Finishes, as `ack` does, every row whose id is in
+   * IDS (a TABQ_T_INT_LIST) and, in the lease form, whose lease is TOKEN; returns one row per row
+   * it finished, its id in the first cell. The core runs it inside the batch's transaction for
+   * integer ids, once per token, and fails each row it did not return as `ack` fails. */
+  tabq_build_fn ack_ids;
 } tabq_dialect_v1;
 
 /* ---- Capability flags, every one in this one place ------------------------------------------

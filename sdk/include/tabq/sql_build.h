@@ -142,6 +142,11 @@ int tabq_sqlb_insert(const tabq_sql_style *s, const tabq_build *b, tabq_stmt *ou
  * locked_until = NULL]", else "DELETE FROM T"; then where_row. */
 int tabq_sqlb_ack(const tabq_sql_style *s, const tabq_build *b, tabq_stmt *out);
 int tabq_sqlb_discard(const tabq_sql_style *s, const tabq_build *b, tabq_stmt *out);
+/* ack_ids: the rows of a list finished at once, as ack finishes one, for databases that bind a
+ * list of ids (TABQ_P_IDS): "... WHERE id" list_open IDS list_close (PostgreSQL: " = ANY(" and
+ * ")"), in the lease form "AND locked_until = TOKEN", then " RETURNING id". */
+int tabq_sqlb_ack_ids(const tabq_sql_style *s, const tabq_build *b, tabq_stmt *out,
+                      const char *list_open, const char *list_close);
 /* Back to the queue at once: "UPDATE T SET locked_until = NULL" and where_row. Outside the
  * lease form a retry changes no column (the claim's commit, or the key's release, returns the
  * row), so it refuses: TABQ_DIALECT. The attempt was counted at the claim: nothing touches it. */
