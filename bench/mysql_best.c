@@ -10,21 +10,22 @@
  * START TRANSACTION round trip; the rows stay locked until the commit):
  *   claim    SELECT id, attempt, payload FROM jobs WHERE queue = ? ORDER BY id LIMIT 1
  *            FOR UPDATE SKIP LOCKED            (n rows: LIMIT ?)
- *   stamp    UPDATE jobs SET attempt = attempt + 1 WHERE id = ?      (n rows: id IN (?, ...))
+ *   stamp    UPDATE jobs SET attempt = attempt + 1 WHERE id = ?      (n rows: UPDATE IDS SET
+ *            j.attempt = j.attempt + 1)
  *            The stamp stays: the attempt must be counted within the claim, so a retry or a
  *            delivery dropped unsettled commits it. It cannot ride on the claim (no UPDATE ...
  *            RETURNING, and no SKIP LOCKED in an UPDATE), nor on the ack, which deletes the row.
- *   settle   DELETE FROM jobs WHERE id = ?                            (n rows: id IN (?, ...))
+ *   settle   DELETE FROM jobs WHERE id = ?                            (n rows: DELETE j FROM IDS)
  *   COMMIT   (an empty claim: ROLLBACK)
  * Lease (autocommit; the claim in a short transaction whose expiry is the token):
  *   START TRANSACTION
  *   claim    SELECT id, attempt, payload FROM jobs WHERE queue = ? AND (locked_until IS NULL
  *            OR locked_until <= ?) ORDER BY id LIMIT 1 FOR UPDATE SKIP LOCKED  (n rows: LIMIT ?)
  *   stamp    UPDATE jobs SET locked_until = ?, attempt = attempt + 1 WHERE id = ?
- *            (n rows: id IN (?, ...))
+ *            (n rows: UPDATE IDS SET j.locked_until = ?, j.attempt = j.attempt + 1)
  *   COMMIT
- *   settle   DELETE FROM jobs WHERE id = ? AND locked_until = ?   (n rows: id IN (?, ...); a
- *            row the count misses has lost its lease)
+ *   settle   DELETE FROM jobs WHERE id = ? AND locked_until = ?   (n rows: DELETE j FROM IDS
+ *            WHERE j.locked_until = ?; a row the count misses has lost its lease)
  * Advisory (autocommit; a GET_LOCK session lock on the name tabq's dialect gives the row,
  * '<database>.job-<id>', one row at a time):
  *   lock     SELECT id, payload FROM jobs WHERE queue = ? AND GET_LOCK(CONCAT('<database>.job-',
@@ -36,7 +37,13 @@
  *   settle   DELETE FROM jobs WHERE id = ?
  *   release  SELECT RELEASE_ALL_LOCKS()    (1 confirms the session held exactly this name: the
  *            lock's scan took no other on its way)
- * Batches of n bind n placeholders; a shorter claim repeats its first id in the rest. */
+ *
+ * IDS, a batch's rows: JSON_TABLE(?, '$[*]' COLUMNS (id BIGINT PATH '$')) AS k STRAIGHT_JOIN
+ * jobs AS j FORCE INDEX (PRIMARY) ON j.id = k.id, the ids bound as one JSON array. Not
+ * id IN (?, ...): once the table has shrunk to about the list's length (the end of every drain)
+ * the optimizer scans the whole table for it, and a DELETE waits on every locked row it scans
+ * (only an UPDATE passes over them at READ COMMITTED), so two batches' settlements deadlocked.
+ * The join, in its forced order, reaches each id by its key alone. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -49,11 +56,13 @@
 #define DUE "AND (locked_until IS NULL OR locked_until <= ?) "
 #define ORDER "ORDER BY id LIMIT "
 #define SKIP " FOR UPDATE SKIP LOCKED"
+#define IDS                                                                                        \
+  "JSON_TABLE(?, '$[*]' COLUMNS (id BIGINT PATH '$')) AS k STRAIGHT_JOIN jobs AS j FORCE INDEX "   \
+  "(PRIMARY) ON j.id = k.id"
 
-/* The statements of one form and batch size; "IN (%s)" takes the list of placeholders. */
+/* The statements of one form and batch size. */
 typedef struct best_sql {
   const char *claim, *stamp, *ack, *lock;
-  bool in_list;
 } best_sql;
 
 static best_sql sql_of(const bench_args *a) {
@@ -62,19 +71,17 @@ static best_sql sql_of(const bench_args *a) {
   case TABQ_FORM_ROWLOCK:
     return (best_sql){
         .claim = many ? COLS ORDER "?" SKIP : COLS ORDER "1" SKIP,
-        .stamp = many ? "UPDATE jobs SET attempt = attempt + 1 WHERE id IN (%s)"
+        .stamp = many ? "UPDATE " IDS " SET j.attempt = j.attempt + 1"
                       : "UPDATE jobs SET attempt = attempt + 1 WHERE id = ?",
-        .ack = many ? "DELETE FROM jobs WHERE id IN (%s)" : "DELETE FROM jobs WHERE id = ?",
-        .in_list = many,
+        .ack = many ? "DELETE j FROM " IDS : "DELETE FROM jobs WHERE id = ?",
     };
   case TABQ_FORM_LEASE:
     return (best_sql){
         .claim = many ? COLS DUE ORDER "?" SKIP : COLS DUE ORDER "1" SKIP,
-        .stamp = many ? "UPDATE jobs SET locked_until = ?, attempt = attempt + 1 WHERE id IN (%s)"
+        .stamp = many ? "UPDATE " IDS " SET j.locked_until = ?, j.attempt = j.attempt + 1"
                       : "UPDATE jobs SET locked_until = ?, attempt = attempt + 1 WHERE id = ?",
-        .ack = many ? "DELETE FROM jobs WHERE id IN (%s) AND locked_until = ?"
+        .ack = many ? "DELETE j FROM " IDS " WHERE j.locked_until = ?"
                     : "DELETE FROM jobs WHERE id = ? AND locked_until = ?",
-        .in_list = many,
     };
   default:
     return (best_sql){
@@ -87,45 +94,28 @@ static best_sql sql_of(const bench_args *a) {
   }
 }
 
-/* `pattern` with its one %s replaced by `arg`, in memory of its own. */
-static char *format(const char *pattern, const char *arg) {
-  size_t n = strlen(pattern) + strlen(arg) + 1;
+/* The lock statement: `pattern` with the run's database for its %s, in memory of its own. */
+static char *lock_sql(const char *pattern) {
+  size_t n = strlen(pattern) + strlen(mb_database) + 1;
   char *out = malloc(n);
   if (!out)
     bench_die("out of memory");
-  snprintf(out, n, pattern, arg);
-  return out;
-}
-
-/* "?, ?, ..., ?": n placeholders. */
-static char *placeholders(unsigned n) {
-  char *out = malloc((size_t)n * 3 + 1), *w = out;
-  if (!out)
-    bench_die("out of memory");
-  *w = '\0';
-  for (unsigned i = 0; i < n; i++)
-    w += sprintf(w, i ? ", ?" : "?");
+  snprintf(out, n, pattern, mb_database);
   return out;
 }
 
 void mb_best_print(const bench_args *a) {
   best_sql s = sql_of(a);
-  char list[48];
-  snprintf(list, sizeof list, "? x %u", a->batch);
-  char *stamp = s.in_list ? format(s.stamp, list) : NULL;
-  char *ack = s.in_list ? format(s.ack, list) : NULL;
-  const char *st = stamp ? stamp : s.stamp, *ak = ack ? ack : s.ack;
   if (a->form == TABQ_FORM_ROWLOCK)
-    fprintf(stderr, "best rowlock (autocommit = 0): %s; %s; %s; COMMIT\n", s.claim, st, ak);
+    fprintf(stderr, "best rowlock (autocommit = 0): %s; %s; %s; COMMIT\n", s.claim, s.stamp, s.ack);
   else if (a->form == TABQ_FORM_LEASE)
-    fprintf(stderr, "best lease: START TRANSACTION; %s; %s; COMMIT; %s\n", s.claim, st, ak);
+    fprintf(stderr, "best lease: START TRANSACTION; %s; %s; COMMIT; %s\n", s.claim, s.stamp, s.ack);
   else {
-    char *lock = format(s.lock, mb_database);
-    fprintf(stderr, "best advisory: %s; %s; %s; SELECT RELEASE_ALL_LOCKS()\n", lock, st, ak);
+    char *lock = lock_sql(s.lock);
+    fprintf(stderr, "best advisory: %s; %s; %s; SELECT RELEASE_ALL_LOCKS()\n", lock, s.stamp,
+            s.ack);
     free(lock);
   }
-  free(stamp);
-  free(ack);
 }
 
 /* One loop's connection, statements and the buffers they are bound to once. */
@@ -133,8 +123,10 @@ typedef struct best {
   mb_loop *l;
   MYSQL *c;
   MYSQL_STMT *claim, *stamp, *ack, *unlock;
-  unsigned batch;
-  int64_t *ids; /* a claim's ids, padded to the batch with the first */
+  int64_t one_id; /* a claim's id, or a batch's ids as a JSON array: */
+  char *ids;
+  size_t ids_cap;
+  unsigned long ids_len;
   int64_t limit;
   MYSQL_TIME now, until;
   unsigned long queue_len;
@@ -226,43 +218,44 @@ static void tally(best *x, int64_t attempt) {
 
 /* ---- Row lock and lease --------------------------------------------------------------------- */
 
-static void prepare_claims(best *x, const best_sql *s, bool lease) {
-  unsigned nid = s->in_list ? x->batch : 1;
-  char *list = placeholders(nid);
-  char *stamp = s->in_list ? format(s->stamp, list) : NULL;
-  char *ack = s->in_list ? format(s->ack, list) : NULL;
-  x->claim = mb_prepare(x->c, s->claim, (lease ? 2 : 1) + s->in_list);
-  x->stamp = mb_prepare(x->c, stamp ? stamp : s->stamp, nid + lease);
-  x->ack = mb_prepare(x->c, ack ? ack : s->ack, nid + lease);
-  free(list);
-  free(stamp);
-  free(ack);
+static void bind_ids(MYSQL_BIND *b, best *x) {
+  memset(b, 0, sizeof *b);
+  b->buffer_type = MYSQL_TYPE_STRING;
+  b->buffer = x->ids;
+  b->buffer_length = (unsigned long)x->ids_cap;
+  b->length = &x->ids_len;
+}
 
-  MYSQL_BIND claim[3], ids[BENCH_MAX_BATCH + 1];
+static void prepare_claims(best *x, const best_sql *s, bool lease, bool many) {
+  x->claim = mb_prepare(x->c, s->claim, (lease ? 2u : 1u) + many);
+  x->stamp = mb_prepare(x->c, s->stamp, 1u + lease);
+  x->ack = mb_prepare(x->c, s->ack, 1u + lease);
+  MYSQL_BIND b[3];
   unsigned n = 0;
-  bind_queue(&claim[n++], x);
+  bind_queue(&b[n++], x);
   if (lease)
-    bind_time(&claim[n++], &x->now);
-  if (s->in_list)
-    bind_int(&claim[n++], &x->limit);
-  bind_params(x->claim, claim);
+    bind_time(&b[n++], &x->now);
+  if (many)
+    bind_int(&b[n++], &x->limit);
+  bind_params(x->claim, b);
   bind_rows(x, x->claim, true);
-  /* The stamp: (the expiry,) the ids; the ack: the ids(, the expiry). */
-  n = 0;
-  if (lease)
-    bind_time(&ids[n++], &x->until);
-  for (unsigned i = 0; i < nid; i++)
-    bind_int(&ids[n++], &x->ids[i]);
-  bind_params(x->stamp, ids);
-  for (unsigned i = 0; i < nid; i++)
-    bind_int(&ids[i], &x->ids[i]);
-  if (lease)
-    bind_time(&ids[nid], &x->until);
-  bind_params(x->ack, ids);
+  /* The ids come first in a batch's statements (in FROM), last in a row's (in WHERE). */
+  MYSQL_BIND *ids = &b[lease && !many ? 1 : 0], *until = &b[lease && !many ? 0 : 1];
+  if (many)
+    bind_ids(ids, x);
+  else
+    bind_int(ids, &x->one_id);
+  bind_time(until, &x->until);
+  bind_params(x->stamp, b);
+  if (!many) { /* the row's ack: WHERE id = ? AND locked_until = ? */
+    bind_int(&b[0], &x->one_id);
+    bind_time(&b[1], &x->until);
+  }
+  bind_params(x->ack, b);
 }
 
 /* One claim and its settlement; false once the claim comes back empty. */
-static bool claim_round(best *x, bool lease) {
+static bool claim_round(best *x, bool lease, bool many) {
   if (lease) {
     mb_query(x->c, "START TRANSACTION");
     int64_t now = bench_now_us();
@@ -271,8 +264,13 @@ static bool claim_round(best *x, bool lease) {
   }
   execute(x->claim, "claim");
   unsigned n = 0;
+  size_t used = 0;
   while (fetch(x->claim)) {
-    x->ids[n++] = x->id;
+    x->one_id = x->id;
+    if (many)
+      used += (size_t)snprintf(x->ids + used, x->ids_cap - used, "%c%lld", n ? ',' : '[',
+                               (long long)x->id);
+    n++;
     tally(x, x->attempt);
   }
   if (n == 0) {
@@ -280,8 +278,10 @@ static bool claim_round(best *x, bool lease) {
       mb_fail(x->c, "ROLLBACK");
     return false;
   }
-  for (unsigned i = n; i < x->batch; i++)
-    x->ids[i] = x->ids[0];
+  if (many) {
+    snprintf(x->ids + used, x->ids_cap - used, "]");
+    x->ids_len = (unsigned long)used + 1;
+  }
   execute(x->stamp, "stamp");
   expect_changed(x->stamp, n, "stamp");
   if (lease)
@@ -296,7 +296,7 @@ static bool claim_round(best *x, bool lease) {
 /* ---- Advisory ------------------------------------------------------------------------------- */
 
 static void prepare_advisory(best *x, const best_sql *s) {
-  char *lock = format(s->lock, mb_database);
+  char *lock = lock_sql(s->lock);
   x->claim = mb_prepare(x->c, lock, 1);
   free(lock);
   x->stamp = mb_prepare(x->c, s->stamp, 2);
@@ -306,10 +306,10 @@ static void prepare_advisory(best *x, const best_sql *s) {
   bind_queue(&b[0], x);
   bind_params(x->claim, b);
   bind_rows(x, x->claim, false);
-  bind_int(&b[0], &x->ids[0]);
+  bind_int(&b[0], &x->one_id);
   bind_queue(&b[1], x);
   bind_params(x->stamp, b);
-  bind_int(&b[0], &x->ids[0]);
+  bind_int(&b[0], &x->one_id);
   bind_params(x->ack, b);
   memset(b, 0, sizeof b);
   bind_int(&b[0], &x->released);
@@ -321,7 +321,7 @@ static bool advisory_round(best *x) {
   execute(x->claim, "lock");
   if (!fetch(x->claim))
     return false; /* nothing left, or every name held by the other loops */
-  x->ids[0] = x->id;
+  x->one_id = x->id;
   int64_t id = x->id;
   if (fetch(x->claim))
     bench_die("best: the lock returned two rows");
@@ -344,21 +344,22 @@ static bool advisory_round(best *x) {
 void *mb_best_main(void *arg) {
   mb_loop *l = arg;
   const bench_args *a = l->a;
-  best x = {.l = l, .batch = a->batch, .limit = a->batch};
-  x.ids = calloc(a->batch, sizeof *x.ids);
+  bool many = a->batch > 1;
+  best x = {.l = l, .limit = a->batch, .ids_cap = (size_t)a->batch * 21 + 4};
+  x.ids = malloc(x.ids_cap);
   if (!x.ids)
     bench_die("out of memory");
   x.c = mb_connect(mb_database);
   best_sql s = sql_of(a);
   if (a->form == TABQ_FORM_ADVISORY) {
-    if (a->batch > 1)
+    if (many)
       bench_die("best advisory claims one row at a time");
     prepare_advisory(&x, &s);
   } else {
     mb_query(x.c, "SET SESSION TRANSACTION ISOLATION LEVEL READ COMMITTED");
     if (a->form == TABQ_FORM_ROWLOCK && mysql_autocommit(x.c, 0))
       mb_fail(x.c, "autocommit = 0");
-    prepare_claims(&x, &s, a->form == TABQ_FORM_LEASE);
+    prepare_claims(&x, &s, a->form == TABQ_FORM_LEASE, many);
   }
   memset(&l->t, 0, sizeof l->t);
   pthread_barrier_wait(l->ready);
@@ -367,7 +368,7 @@ void *mb_best_main(void *arg) {
   bool more = true;
   while (more)
     more = a->form == TABQ_FORM_ADVISORY ? advisory_round(&x)
-                                         : claim_round(&x, a->form == TABQ_FORM_LEASE);
+                                         : claim_round(&x, a->form == TABQ_FORM_LEASE, many);
   l->end = bench_mono_s();
   MYSQL_STMT *all[] = {x.claim, x.stamp, x.ack, x.unlock};
   for (size_t i = 0; i < sizeof all / sizeof all[0]; i++)
