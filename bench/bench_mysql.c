@@ -397,6 +397,7 @@ typedef struct raw_stmt {
   const tabq_stmt *def;
   const char *name;
   MYSQL_STMT *st;
+  MYSQL_RES *meta; /* the columns, whose max_length each buffered result updates */
   unsigned ncols;
   bool has_rows;
   MYSQL_BIND params[TABQ_STMT_MAX_PARAMS];
@@ -425,22 +426,22 @@ static void raw_prepare(MYSQL *c, raw_stmt *s, const tabq_stmt *def, const char 
   my_bool on = 1;
   if (mysql_stmt_attr_set(s->st, STMT_ATTR_UPDATE_MAX_LENGTH, &on))
     mb_stmt_fail(s->st, name);
-  MYSQL_RES *meta = mysql_stmt_result_metadata(s->st);
-  s->ncols = meta ? mysql_num_fields(meta) : 0;
+  s->meta = mysql_stmt_result_metadata(s->st);
+  s->ncols = s->meta ? mysql_num_fields(s->meta) : 0;
   if (s->ncols > RAW_MAX_COLS)
     bench_die("%s: %u columns", def->sql, s->ncols);
   if (pr) {
-    MYSQL_FIELD *f = mysql_fetch_fields(meta);
+    MYSQL_FIELD *f = mysql_fetch_fields(s->meta);
     if ((int)s->ncols != pr->n || !integer_field(&f[pr->id]) || !integer_field(&f[pr->attempt]) ||
         integer_field(&f[pr->payload]) || f[pr->payload].charsetnr != 63)
       bench_die("%s: the projection's columns are not the integers and bytes the loop reads",
                 def->sql);
   }
-  if (meta)
-    mysql_free_result(meta);
 }
 
 static void raw_close(raw_stmt *s) {
+  if (s->meta)
+    mysql_free_result(s->meta);
   mysql_stmt_close(s->st);
   for (unsigned i = 0; i < RAW_MAX_COLS; i++)
     free(s->cols[i].buf);
@@ -495,8 +496,7 @@ static uint64_t raw_exec(raw_stmt *s, const raw_values *v) {
   if (mysql_stmt_store_result(s->st))
     mb_stmt_fail(s->st, s->name);
   s->has_rows = true;
-  MYSQL_RES *meta = mysql_stmt_result_metadata(s->st);
-  MYSQL_FIELD *f = meta ? mysql_fetch_fields(meta) : NULL;
+  MYSQL_FIELD *f = s->meta ? mysql_fetch_fields(s->meta) : NULL;
   for (unsigned i = 0; f && i < s->ncols; i++) {
     MYSQL_BIND *b = &s->binds[i];
     raw_col *col = &s->cols[i];
@@ -522,8 +522,6 @@ static uint64_t raw_exec(raw_stmt *s, const raw_values *v) {
     b->buffer = col->buf;
     b->buffer_length = (unsigned long)col->cap;
   }
-  if (meta)
-    mysql_free_result(meta);
   if (s->ncols && mysql_stmt_bind_result(s->st, s->binds))
     mb_stmt_fail(s->st, s->name);
   return mysql_stmt_num_rows(s->st);
