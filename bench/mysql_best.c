@@ -128,7 +128,7 @@ typedef struct best {
   mb_loop *l;
   MYSQL *c;
   MYSQL_STMT *claim, *stamp, *ack, *unlock;
-  int64_t one_id; /* a claim's id, or a batch's ids as a JSON array: */
+  int64_t one_id; /* a row's id; a batch's go out as one JSON array: */
   char *ids;
   size_t ids_cap;
   unsigned long ids_len;
