@@ -181,8 +181,7 @@ void tabq_sub_free(tabq_subscription *s) {
       json_decref(d->headers);
   }
   free(s->slots);
-  free(s->candidates);
-  tabq_buf_free(&s->scratch);
+  tabq_claim_spaces_free(s);
   free(s->id_list);
   free(s->refetch);
   tabq_buf_free(&s->refetch_buf);

@@ -1,14 +1,83 @@
 /* Claims that read ids first and the rows after (SPEC 8): a claim of the service's own returns
  * ids, which the form then leases (lease) or counts (row lock), and a fetch reads their rows; a
  * fetch of the service's own also reads again the rows a built-in claim took. */
+#include <stdlib.h>
 #include <string.h>
 
 #include "clock.h"
 #include "engine.h"
 #include "error.h"
 
-int tabq_ids_read(tabq_subscription *s, tabq_pconn *c, unsigned stmt, const tabq_bind *v,
-                  bool with_key, unsigned *n, tabq_error *err) {
+int tabq_claim_spaces(tabq_subscription *s, unsigned n, unsigned ncandidates, tabq_error *err) {
+  if (s->nspaces >= n)
+    return TABQ_OK;
+  tabq_claim_space *spaces = calloc(n, sizeof *spaces);
+  tabq_claim_space **free_spaces = calloc(n, sizeof *free_spaces);
+  const candidate **in_claim = calloc(n, sizeof *in_claim);
+  bool ok = spaces && free_spaces && in_claim;
+  for (unsigned i = 0; ok && i < n; i++) {
+    spaces[i].ncandidates = ncandidates;
+    ok = (spaces[i].candidates = calloc(ncandidates, sizeof *spaces[i].candidates)) != NULL;
+  }
+  if (!ok) {
+    for (unsigned i = 0; spaces && i < n; i++)
+      free(spaces[i].candidates);
+    free(spaces);
+    free(free_spaces);
+    free(in_claim);
+    return tabq_err_set(err, TABQ_NOMEM, s->t->name, NULL, "cannot allocate the claimed ids");
+  }
+  tabq_claim_spaces_free(s);
+  s->spaces = spaces;
+  s->free_spaces = free_spaces;
+  s->in_claim = in_claim;
+  s->nspaces = s->nfree_spaces = n;
+  for (unsigned i = 0; i < n; i++)
+    free_spaces[i] = &spaces[i];
+  return TABQ_OK;
+}
+
+void tabq_claim_spaces_free(tabq_subscription *s) {
+  for (unsigned i = 0; i < s->nspaces; i++) {
+    free(s->spaces[i].candidates);
+    tabq_buf_free(&s->spaces[i].scratch);
+  }
+  free(s->spaces);
+  free(s->free_spaces);
+  free(s->in_claim);
+  s->spaces = NULL;
+  s->free_spaces = NULL;
+  s->in_claim = NULL;
+  s->nspaces = s->nfree_spaces = 0;
+}
+
+/* Claims in flight never outnumber the spaces (one per worker, or one when serial). */
+tabq_claim_space *tabq_claim_space_take(tabq_subscription *s) {
+  pthread_mutex_lock(&s->mu);
+  tabq_claim_space *sp = s->nfree_spaces ? s->free_spaces[--s->nfree_spaces] : NULL;
+  pthread_mutex_unlock(&s->mu);
+  return sp;
+}
+
+void tabq_claim_space_give(tabq_subscription *s, tabq_claim_space *sp) {
+  pthread_mutex_lock(&s->mu);
+  s->free_spaces[s->nfree_spaces++] = sp;
+  pthread_mutex_unlock(&s->mu);
+}
+
+bool tabq_claim_space_mark(tabq_subscription *s, tabq_claim_space *sp, const candidate *k) {
+  unsigned me = (unsigned)(sp - s->spaces);
+  bool free_row = true;
+  pthread_mutex_lock(&s->mu);
+  for (unsigned i = 0; k && free_row && i < s->nspaces; i++)
+    free_row = i == me || !s->in_claim[i] || !tabq_same_id(&s->in_claim[i]->id, &k->id);
+  s->in_claim[me] = free_row ? k : NULL;
+  pthread_mutex_unlock(&s->mu);
+  return free_row;
+}
+
+int tabq_ids_read(tabq_subscription *s, tabq_claim_space *sp, tabq_pconn *c, unsigned stmt,
+                  const tabq_bind *v, bool with_key, unsigned *n, tabq_error *err) {
   tabq_broker *b = s->b;
   const char *name = b->stmts.defs[stmt].name;
   tabq_prepared *p = NULL;
@@ -16,31 +85,32 @@ int tabq_ids_read(tabq_subscription *s, tabq_pconn *c, unsigned stmt, const tabq
   int rc = tabq_stmt_run(&b->stmts, b->drv, c, stmt, v, &p, err);
   if (rc)
     return rc;
-  candidate *cand = s->candidates;
-  s->scratch.len = 0;
+  candidate *cand = sp->candidates;
+  tabq_buf *scratch = &sp->scratch;
+  scratch->len = 0;
   bool row = false;
-  while (*n < s->ncandidates && !(rc = b->drv->next(p, &row)) && row) {
+  while (*n < sp->ncandidates && !(rc = b->drv->next(p, &row)) && row) {
     tabq_value id, key = tabq_null();
     if ((rc = b->drv->cell(p, 0, &id)) || (with_key && (rc = b->drv->cell(p, 1, &key))))
       break;
     size_t id_len = id.type == TABQ_T_TEXT ? id.u.buf.len : 0;
     size_t key_len = key.type == TABQ_T_TEXT ? key.u.buf.len : 0;
-    if (tabq_buf_reserve(&s->scratch, s->scratch.len + id_len + key_len + 2)) {
+    if (tabq_buf_reserve(scratch, scratch->len + id_len + key_len + 2)) {
       rc = TABQ_NOMEM;
       break;
     }
     candidate *k = &cand[(*n)++];
     k->id = id;
-    k->id_at = s->scratch.len;
+    k->id_at = scratch->len;
     if (id_len)
-      memcpy(s->scratch.p + k->id_at, id.u.buf.ptr, id_len);
-    s->scratch.p[k->id_at + id_len] = '\0';
+      memcpy(scratch->p + k->id_at, id.u.buf.ptr, id_len);
+    scratch->p[k->id_at + id_len] = '\0';
     k->key_at = k->id_at + id_len + 1;
     k->key_len = key_len;
     if (key_len)
-      memcpy(s->scratch.p + k->key_at, key.u.buf.ptr, key_len);
-    s->scratch.p[k->key_at + key_len] = '\0';
-    s->scratch.len = k->key_at + key_len + 1;
+      memcpy(scratch->p + k->key_at, key.u.buf.ptr, key_len);
+    scratch->p[k->key_at + key_len] = '\0';
+    scratch->len = k->key_at + key_len + 1;
   }
   b->drv->reset(p);
   if (rc == TABQ_NOMEM)
@@ -49,7 +119,7 @@ int tabq_ids_read(tabq_subscription *s, tabq_pconn *c, unsigned stmt, const tabq
     return tabq_err_from_plugin(err, rc, s->t->name, name);
   for (unsigned i = 0; i < *n; i++) /* the buffer may have moved while it grew */
     if (cand[i].id.type == TABQ_T_TEXT)
-      cand[i].id.u.buf.ptr = s->scratch.p + cand[i].id_at;
+      cand[i].id.u.buf.ptr = scratch->p + cand[i].id_at;
   return TABQ_OK;
 }
 
@@ -225,13 +295,13 @@ static int take_ids(tabq_subscription *s, tabq_pconn *c, unsigned *n, int64_t no
     return TABQ_OK; /* a row lock table without an attempt column */
   unsigned kept = 0;
   for (unsigned i = 0; i < *n; i++) {
-    tabq_bind v = {.id = s->candidates[i].id, .now = now, .lease_until = lease_until};
+    tabq_bind v = {.id = s->spaces[0].candidates[i].id, .now = now, .lease_until = lease_until};
     uint64_t changed = 0;
     int rc = tabq_stmt_change(&b->stmts, b->drv, c, stmt, &v, &changed, err);
     if (rc)
       return rc;
     if (changed == 1)
-      s->candidates[kept++] = s->candidates[i];
+      s->spaces[0].candidates[kept++] = s->spaces[0].candidates[i];
   }
   *n = kept;
   return TABQ_OK;
@@ -252,14 +322,14 @@ int tabq_custom_claim(tabq_subscription *s, tabq_delivery **slots, unsigned limi
   v.group = s->queue_value;
   unsigned n = 0;
   if (!rc && mine)
-    rc = tabq_ids_read(s, c, s->st[SQ_CLAIM], &v, false, &n, err);
+    rc = tabq_ids_read(s, &s->spaces[0], c, s->st[SQ_CLAIM], &v, false, &n, err);
   if (n > limit)
     n = limit;
   if (!rc && n)
     rc = take_ids(s, c, &n, v.now, v.lease_until, err);
   if (!rc && n)
-    rc =
-        tabq_fetch_into(s, c, s->candidates, n, slots, got, v.lease_until, rowlock ? c : NULL, err);
+    rc = tabq_fetch_into(s, c, s->spaces[0].candidates, n, slots, got, v.lease_until,
+                         rowlock ? c : NULL, err);
   /* A row lock claim that took rows keeps its transaction for their settlement. */
   if (!rc && rowlock && *got) {
     atomic_fetch_add(&s->stats.claimed, *got);

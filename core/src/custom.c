@@ -163,12 +163,9 @@ int tabq_custom_after_open(tabq_subscription *s, tabq_error *err) {
     s->claim = tabq_custom_claim;
   /* The ids live in the subscription's scratch space: one claim at a time. */
   s->serial = true;
-  if (!rc && !s->candidates) {
-    s->ncandidates = 2 * s->nslots;
-    if (!(s->candidates = calloc(s->ncandidates, sizeof *s->candidates)))
-      rc = tabq_err_set(err, TABQ_NOMEM, s->t->name, NULL, "cannot allocate the claimed ids");
-  }
-  if (!rc && s->fetch_by_list && !(s->id_list = calloc(s->ncandidates, sizeof *s->id_list)))
+  if (!rc)
+    rc = tabq_claim_spaces(s, 1, 2 * s->nslots, err);
+  if (!rc && s->fetch_by_list && !(s->id_list = calloc(2 * s->nslots, sizeof *s->id_list)))
     rc = tabq_err_set(err, TABQ_NOMEM, s->t->name, NULL, "cannot allocate the claimed ids");
   if (!rc && own_fetch && !by_ids && !(s->refetch = calloc(s->nslots, sizeof *s->refetch)))
     rc = tabq_err_set(err, TABQ_NOMEM, s->t->name, NULL, "cannot allocate the claimed ids");

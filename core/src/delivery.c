@@ -46,6 +46,7 @@ int tabq_delivery_fill(tabq_delivery *d, const tabq_driver_v1 *drv, tabq_prepare
                    : 0;
   d->in_work = true;
   d->settled = false;
+  d->gone = false;
   d->lease_lost = false;
   return TABQ_OK;
 }

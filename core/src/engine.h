@@ -61,6 +61,7 @@ struct tabq_delivery {
   bool settled;
   bool lease_lost;  /* an extension found the token gone */
   bool closed;      /* advisory: shutdown released its lock; settling fails with CLOSED */
+  bool gone;        /* advisory: its settlement took the row off the queue (until refilled) */
   tabq_pconn *conn; /* row lock and advisory forms: the connection the delivery holds */
   tabq_buf key;     /* advisory: the rendered lock key */
   int64_t token;    /* lease form: the expiry this delivery holds */
@@ -95,12 +96,20 @@ typedef enum tabq_sq {
   SQ_COUNT
 } tabq_sq;
 
-/* A claimed id (and, in the advisory form, its key), copied into the subscription's scratch
+/* A claimed id (and, in the advisory form, its key), copied into a claim space's scratch
  * buffer: the next statement on the connection ends the driver's buffers. */
 typedef struct candidate {
   tabq_value id;
   size_t id_at, key_at, key_len; /* offsets into the scratch buffer */
 } candidate;
+
+/* What one claim in flight reads ids into. A subscription has one per claim that may run at
+ * once: one when its claims are serial, one per worker when they are not. */
+typedef struct tabq_claim_space {
+  candidate *candidates;
+  unsigned ncandidates;
+  tabq_buf scratch;
+} tabq_claim_space;
 
 struct tabq_subscription {
   tabq_broker *b;
@@ -127,14 +136,17 @@ struct tabq_subscription {
   char database[128]; /* the connection's current database, "" when the driver does not say */
   int (*claim)(tabq_subscription *s, tabq_delivery **slots, unsigned limit, unsigned *got,
                tabq_error *err);
-  candidate *candidates; /* advisory, and claims by ids: the claim's scratch space */
-  unsigned ncandidates;
+  /* Advisory claims and claims by ids: nspaces claim spaces, the free ones stacked in
+   * free_spaces (under mu). Claims of the service's own are serial and use spaces[0]. */
+  tabq_claim_space *spaces;
+  tabq_claim_space **free_spaces;
+  const candidate **in_claim; /* per space: the candidate its claim is locking, else NULL */
+  unsigned nspaces, nfree_spaces;
   int64_t *id_list;   /* a fetch by a list of ids: the list */
   candidate *refetch; /* a fetch of the service's own: the ids of the rows it reads again */
   tabq_buf refetch_buf;
   uint32_t custom;    /* bit 1 << tabq_sq: the statement in that slot is the service's own */
   bool fetch_by_list; /* SQ_FETCH binds :ids (one run) rather than :id (one run an id) */
-  tabq_buf scratch;
   unsigned lease_s, poll_ms, workers, batch;
   struct tabq_subscription *next;
 
@@ -199,9 +211,18 @@ int tabq_sub_stmt(tabq_subscription *s, tabq_build_fn fn, const char *name, tabq
 
 /* claim_ids.c: claims that read ids first and the rows after. */
 /* Runs `stmt` and copies its rows' first cell (the id) and, with_key, second (the key) into
- * s->candidates, at most s->ncandidates of them. */
-int tabq_ids_read(tabq_subscription *s, tabq_pconn *c, unsigned stmt, const tabq_bind *v,
-                  bool with_key, unsigned *n, tabq_error *err);
+ * sp's candidates, at most sp->ncandidates of them. */
+int tabq_ids_read(tabq_subscription *s, tabq_claim_space *sp, tabq_pconn *c, unsigned stmt,
+                  const tabq_bind *v, bool with_key, unsigned *n, tabq_error *err);
+/* Gives the subscription n claim spaces of `ncandidates` each (keeping those it has). */
+int tabq_claim_spaces(tabq_subscription *s, unsigned n, unsigned ncandidates, tabq_error *err);
+/* Takes a free claim space for a claim, and gives it back after. */
+tabq_claim_space *tabq_claim_space_take(tabq_subscription *s);
+void tabq_claim_space_give(tabq_subscription *s, tabq_claim_space *sp);
+/* Marks k as the row sp's claim is locking, unless another claim of this subscription is on the
+ * same row (false: pass it over, a round trip saved); NULL clears the mark. */
+bool tabq_claim_space_mark(tabq_subscription *s, tabq_claim_space *sp, const candidate *k);
+void tabq_claim_spaces_free(tabq_subscription *s);
 /* Reads the rows of ids [0, n) with SQ_FETCH into slots, in candidate order, each
  * delivery holding `token` and `conn`; a claimed id without a row is dropped with the discard
  * statement and logged. *got is the number of slots filled. */

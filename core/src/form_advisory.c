@@ -9,6 +9,9 @@
 #include "engine.h"
 #include "error.h"
 
+/* Reads of candidates one claim makes at most before it ends short. */
+#define CLAIM_PASSES 3
+
 int tabq_advisory_open(tabq_subscription *s, tabq_error *err) {
   tabq_broker *b = s->b;
   const tabq_advisory_v1 *adv = b->plugin.plugin->advisory;
@@ -22,15 +25,14 @@ int tabq_advisory_open(tabq_subscription *s, tabq_error *err) {
     rc = tabq_stmt_build(&b->stmts, b->host, adv->take, &build, "take", &s->st[SQ_TAKE], err);
   if (!rc && adv->stamp && s->t->attempt.name)
     rc = tabq_stmt_build(&b->stmts, b->host, adv->stamp, &build, "stamp", &s->st[SQ_STAMP], err);
-  /* Room for the rows in work here (still due) and one claim's worth past them. The service's
-   * own fetch reads the taken row again, one row a take. */
-  s->ncandidates = 2 * s->nslots;
-  if (!rc && !(s->candidates = calloc(s->ncandidates, sizeof *s->candidates)))
-    rc = tabq_err_set(err, TABQ_NOMEM, s->t->name, NULL, "cannot allocate the candidates");
+  /* Room for the rows in work here (still due) and one claim's worth past them, for each
+   * worker: their claims run side by side, each reading its candidates into a space of its own
+   * (the round trips of one claim's locks and takes would otherwise queue every worker). The
+   * service's own fetch reads the taken row again, one row a take. */
+  if (!rc)
+    rc = tabq_claim_spaces(s, s->workers, 3 * s->nslots, err);
   s->claim = tabq_advisory_claim;
   s->holds_conn = true;
-  /* One claimer at a time: the candidates' scratch space is the subscription's. */
-  s->serial = true;
   return rc;
 }
 
@@ -57,16 +59,16 @@ static int ask(tabq_subscription *s, tabq_pconn *c, unsigned stmt, const tabq_va
 }
 
 /* Due rows with their keys, in claim order. */
-static int read_candidates(tabq_subscription *s, tabq_pconn *c, unsigned want, unsigned *n,
-                           tabq_error *err) {
+static int read_candidates(tabq_subscription *s, tabq_claim_space *sp, tabq_pconn *c, unsigned want,
+                           unsigned *n, tabq_error *err) {
   tabq_bind v = {.now = tabq_now_us(), .limit = want};
   v.group = s->queue_value;
-  return tabq_ids_read(s, c, s->st[SQ_CANDIDATES], &v, true, n, err);
+  return tabq_ids_read(s, sp, c, s->st[SQ_CANDIDATES], &v, true, n, err);
 }
 
 /* Takes a locked candidate's row: true when it was still claimable. */
-static int take(tabq_subscription *s, tabq_pconn *c, const candidate *k, tabq_delivery *d,
-                bool *taken, tabq_error *err) {
+static int take(tabq_subscription *s, tabq_claim_space *sp, tabq_pconn *c, const candidate *k,
+                tabq_delivery *d, bool *taken, tabq_error *err) {
   tabq_broker *b = s->b;
   /* The group too: a row moved to a dead letter group meanwhile is no longer this queue's. */
   tabq_bind v = {.id = k->id, .now = tabq_now_us()};
@@ -81,7 +83,7 @@ static int take(tabq_subscription *s, tabq_pconn *c, const candidate *k, tabq_de
     pthread_mutex_lock(&d->mu);
     rc = tabq_delivery_fill(d, b->drv, p, err);
     if (!rc && !(rc = tabq_buf_reserve(&d->key, k->key_len + 1))) {
-      memcpy(d->key.p, s->scratch.p + k->key_at, k->key_len + 1);
+      memcpy(d->key.p, sp->scratch.p + k->key_at, k->key_len + 1);
       d->key.len = k->key_len;
       d->conn = c;
       *taken = true;
@@ -94,13 +96,15 @@ static int take(tabq_subscription *s, tabq_pconn *c, const candidate *k, tabq_de
   return rc;
 }
 
-/* Whether a candidate's row is in work here: one of this subscription's own sessions holds its
- * key, so asking for the lock would only cost a round trip to hear no. */
+/* Whether a candidate's row is in work here (one of this subscription's own sessions holds its
+ * key, so asking for the lock would only cost a round trip to hear no), or was settled off the
+ * queue here since the candidates were read (the lock would be granted, and the take find no
+ * row: three round trips for nothing). */
 static bool in_work_here(tabq_subscription *s, const tabq_value *id) {
   for (unsigned i = 0; i < s->nslots; i++) {
     tabq_delivery *d = &s->slots[i];
     pthread_mutex_lock(&d->mu);
-    bool same = d->in_work && tabq_same_id(&d->id, id);
+    bool same = (d->in_work || d->gone) && tabq_same_id(&d->id, id);
     pthread_mutex_unlock(&d->mu);
     if (same)
       return true;
@@ -112,44 +116,60 @@ int tabq_advisory_claim(tabq_subscription *s, tabq_delivery **slots, unsigned li
                         tabq_error *err) {
   tabq_broker *b = s->b;
   *got = 0;
+  tabq_claim_space *sp = tabq_claim_space_take(s);
+  if (!sp)
+    return tabq_err_set(err, TABQ_INVALID, s->t->name, "claim", "no claim space is free");
   tabq_pconn *c;
   int rc = tabq_pool_acquire(&b->pool, &c, err);
-  if (rc)
+  if (rc) {
+    tabq_claim_space_give(s, sp);
     return rc;
-  /* Rows in work here are still due: read past them. */
-  unsigned n = 0;
-  rc = read_candidates(s, c, limit + s->nslots, &n, err);
-  for (unsigned i = 0; i < n && *got < limit && !rc; i++) {
-    const candidate *k = &s->candidates[i];
-    if (in_work_here(s, &k->id))
-      continue;
-    tabq_value key = tabq_text(s->scratch.p + k->key_at, k->key_len);
+  }
+  /* Rows in work here are still due: read past them. Claims run side by side, so the rows a
+   * read finds may be gone or locked by the time this one asks; while a read came back full
+   * (more rows may lie past it), read again rather than end the claim empty, which would send
+   * the subscription to wait a poll interval with rows still due. */
+  for (unsigned pass = 0; pass < CLAIM_PASSES && *got < limit && !rc; pass++) {
+    unsigned n = 0, want = limit - *got + 2 * s->nslots;
     if (!c && (rc = tabq_pool_acquire(&b->pool, &c, err)))
       break;
-    bool locked = false, taken = false;
-    if ((rc = ask(s, c, s->st[SQ_LOCK], &key, &locked, err)) || !locked)
-      continue; /* held elsewhere (or failed): pass it over */
-    unsigned one = 1;
-    if (!(rc = take(s, c, k, slots[*got], &taken, err)) && taken &&
-        (s->st[SQ_STAMP] == TABQ_NO_STMT ||
-         !(rc = tabq_stamp_claimed(s, c, &slots[*got], 1, 0, err))) &&
-        (s->st[SQ_FETCH] == TABQ_NO_STMT ||
-         (!(rc = tabq_refetch(s, c, &slots[*got], &one, 0, c, err)) && one))) {
-      (*got)++;
-      c = NULL; /* the delivery holds it now */
-      continue;
+    rc = read_candidates(s, sp, c, want, &n, err);
+    for (unsigned i = 0; i < n && *got < limit && !rc; i++) {
+      const candidate *k = &sp->candidates[i];
+      if (in_work_here(s, &k->id) || !tabq_claim_space_mark(s, sp, k))
+        continue;
+      tabq_value key = tabq_text(sp->scratch.p + k->key_at, k->key_len);
+      if (!c && (rc = tabq_pool_acquire(&b->pool, &c, err)))
+        break;
+      bool locked = false, taken = false;
+      if ((rc = ask(s, c, s->st[SQ_LOCK], &key, &locked, err)) || !locked)
+        continue; /* held elsewhere (or failed): pass it over */
+      unsigned one = 1;
+      if (!(rc = take(s, sp, c, k, slots[*got], &taken, err)) && taken &&
+          (s->st[SQ_STAMP] == TABQ_NO_STMT ||
+           !(rc = tabq_stamp_claimed(s, c, &slots[*got], 1, 0, err))) &&
+          (s->st[SQ_FETCH] == TABQ_NO_STMT ||
+           (!(rc = tabq_refetch(s, c, &slots[*got], &one, 0, c, err)) && one))) {
+        (*got)++;
+        c = NULL; /* the delivery holds it now */
+        continue;
+      }
+      /* Settled meanwhile (or not stamped): release the key; a release not confirmed ends the
+       * session. */
+      tabq_delivery_unclaim(&slots[*got], 1);
+      bool released = false;
+      if (ask(s, c, s->st[SQ_UNLOCK], &key, &released, err) || !released) {
+        tabq_pool_discard(&b->pool, c);
+        c = NULL;
+      }
     }
-    /* Settled meanwhile (or not stamped): release the key; a release not confirmed ends the
-     * session. */
-    tabq_delivery_unclaim(&slots[*got], 1);
-    bool released = false;
-    if (ask(s, c, s->st[SQ_UNLOCK], &key, &released, err) || !released) {
-      tabq_pool_discard(&b->pool, c);
-      c = NULL;
-    }
+    if (n < want)
+      break; /* the read saw every due row: none is left for this claim */
   }
   if (c)
     tabq_pool_release(&b->pool, c);
+  tabq_claim_space_mark(s, sp, NULL);
+  tabq_claim_space_give(s, sp);
   atomic_fetch_add(&s->stats.claimed, *got);
   return rc;
 }

@@ -187,6 +187,12 @@ static void count(tabq_subscription *s, action a, int rc) {
     atomic_fetch_add(&s->stats.released, 1);
 }
 
+/* Whether a settlement leaves the row off the subscription's queue: an advisory claim need not
+ * try its key again (a candidate read before the settlement may still name it). */
+static bool takes_row_off(action a) {
+  return a == ACT_ACK || a == ACT_DISCARD || a == ACT_DEAD;
+}
+
 static int not_in_work(tabq_delivery *d, tabq_error *err) {
   if (d->closed) {
     d->settled = true; /* answered: the returned outcome is not tried again */
@@ -258,6 +264,7 @@ static int settle_advisory(tabq_delivery *d, tabq_outcome o, action *a, tabq_err
     d->conn = NULL;
   } else {
     rc = run_action(d, *a, o, d->conn, false, err);
+    d->gone = !rc && takes_row_off(*a);
     tabq_advisory_release(d);
   }
   leave_work(d);
@@ -437,6 +444,7 @@ static bool settle_joined(tabq_delivery *const *ds, unsigned n, const tabq_outco
   for (unsigned i = 0; i < locked; i++) {
     if (all)
       leave_work(ds[i]);
+    ds[i]->gone = all && !x->rcs[i] && takes_row_off(actions[i]);
     pthread_mutex_unlock(&ds[i]->mu);
   }
   if (s->form == TABQ_FORM_LEASE)

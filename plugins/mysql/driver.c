@@ -10,7 +10,9 @@
  * DATETIME is taken as UTC), in utf8mb4, with autocommit on, and never reconnects by itself: a
  * reconnect would drop the session's GET_LOCK locks without a word. Affected counts are rows
  * matched (CLIENT_FOUND_ROWS), as PostgreSQL counts them, so an UPDATE that writes a value the
- * row already holds still counts its row. */
+ * row already holds still counts its row. A text query may hold several statements
+ * (CLIENT_MULTI_STATEMENTS), so a begin's SET TRANSACTION and START TRANSACTION go in one round
+ * trip; prepared statements hold one statement whatever the flag. */
 #include <errno.h>
 #include <limits.h>
 #include <poll.h>
@@ -395,7 +397,7 @@ static int open_session(MYSQL *my, const my_url *u, const char *shown) {
     return host()->fail(TABQ_BACKEND, NULL, 0, "cannot set the connection options for %s", shown);
   int64_t start = mono_ms();
   if (!mysql_real_connect(my, u->host, u->user, u->password, u->database, u->port, u->socket,
-                          CLIENT_FOUND_ROWS))
+                          CLIENT_FOUND_ROWS | CLIENT_MULTI_STATEMENTS))
     return fail_connect(my, u, shown, mono_ms() - start);
   return TABQ_OK;
 }
@@ -695,46 +697,17 @@ static bool in_transaction(tabq_conn *c) {
          (status & SERVER_STATUS_IN_TRANS);
 }
 
-/* The length of the statement at the start of `s`, up to a `;` outside quotes. */
-static size_t statement_length(const char *s) {
-  char quote = 0;
-  size_t i = 0;
-  for (; s[i]; i++) {
-    if (quote) {
-      if (s[i] == '\\' && quote != '`' && s[i + 1])
-        i++;
-      else if (s[i] == quote)
-        quote = 0;
-    } else if (s[i] == '\'' || s[i] == '"' || s[i] == '`')
-      quote = s[i];
-    else if (s[i] == ';')
-      break;
-  }
-  return i;
-}
-
-/* The dialect's begin text may hold several statements (SET TRANSACTION ...; START TRANSACTION):
- * each runs on its own, since the connection takes no multi-statement text. */
+/* The dialect's begin text (SET TRANSACTION ...; START TRANSACTION) goes as one multi-statement
+ * query: one round trip. A part that fails leaves no half-begun transaction open. */
 static int my_begin(tabq_conn *c, const char *begin_sql) {
   /* The server would commit the open transaction and start another without a word. */
   if (in_transaction(c))
     return host()->fail(TABQ_INVALID, NULL, 0, "begin: a transaction is already open");
   const char *s = begin_sql ? begin_sql : "START TRANSACTION";
-  while (*s) {
-    while (*s == ' ' || *s == '\t' || *s == '\n' || *s == '\r' || *s == ';')
-      s++;
-    size_t n = statement_length(s);
-    if (n == 0)
-      break;
-    int rc = run_sql(c, s, n, "begin");
-    if (rc != TABQ_OK) {
-      if (!c->broken && in_transaction(c))
-        mysql_rollback(c->my); /* a later part failed: no half-begun transaction stays open */
-      return rc;
-    }
-    s += n;
-  }
-  return TABQ_OK;
+  int rc = run_sql(c, s, strlen(s), "begin");
+  if (rc != TABQ_OK && !c->broken && in_transaction(c))
+    mysql_rollback(c->my);
+  return rc;
 }
 
 static int my_commit(tabq_conn *c) {
