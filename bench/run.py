@@ -52,29 +52,82 @@ def scenarios(quick, base_rows=None):
         add("sqlite", "lease", 1, 1, rows, ["tabq", "best", "plainjob:defaults"])
         return s
 
+    # Single deliveries: tabq and the best SQL at 1, 4 and 16 workers; the dialect's own
+    # statements and the unbatched peer at 4 (each drain of 20,000 rows takes 5-20 s on a
+    # durable server, and the whole run must stay within half an hour).
     for w in (1, 4, 16):
-        add("postgres", "rowlock", w, 1, rows, ["tabq", "own", "best"])
-        # pg-boss batch 1 is left out: its worker waits out the poll interval (100 ms at least)
-        # after every fetch, so 20,000 rows take minutes (bench/peers/README.md).
-        add("postgres", "lease", w, 1, rows,
-            ["tabq", "own", "best", "graphile-worker:defaults"])
+        own = ["own"] if w == 4 else []
+        add("postgres", "rowlock", w, 1, rows, ["tabq", "best"] + own)
+        add("postgres", "lease", w, 1, rows, ["tabq", "best", "graphile-worker:defaults"] + own)
+        add("mysql", "rowlock", w, 1, rows, ["tabq", "best"] + own)
+        add("mysql", "lease", w, 1, rows, ["tabq", "best"] + own)
+    for w in (4, 16):
         add("postgres", "advisory", w, 1, rows, ["tabq", "best"])
-        add("mysql", "rowlock", w, 1, rows, ["tabq", "own", "best"])
-        add("mysql", "lease", w, 1, rows, ["tabq", "own", "best"])
     add("mysql", "advisory", 4, 1, rows, ["tabq", "best"])
+    # pg-boss batch 1 is left out: its worker waits out the poll interval (100 ms at least)
+    # after every fetch, so 20,000 rows take minutes (bench/peers/README.md).
     for form in ("rowlock", "lease"):
-        add("postgres", form, 4, 50, rows, ["tabq", "own", "best"] +
+        add("postgres", form, 4, 50, rows, ["tabq", "best"] +
             (["graphile-worker:batched", "pg-boss:poll-100ms"] if form == "lease" else []))
         add("mysql", form, 4, 50, rows, ["tabq", "best"])
-    for w in (1, 4):
-        add("sqlite", "lease", w, 1, rows, ["tabq", "own", "best", "plainjob:defaults"])
-    add("sqlite", "lease", 1, 50, rows, ["tabq", "own", "best"])
-    # A backlog: ten times the rows, drained at the same settings as the scenario before.
-    add("postgres", "lease", 4, 1, backlog, ["tabq", "best"], "backlog")
+    add("sqlite", "lease", 1, 1, rows, ["tabq", "own", "best", "plainjob:defaults"])
+    add("sqlite", "lease", 4, 1, rows, ["tabq", "best", "plainjob:defaults"])
+    add("sqlite", "lease", 1, 50, rows, ["tabq", "best"])
+    # A backlog: ten times the rows, drained once (in the first counted round) at the settings
+    # of a scenario above, against which it is compared.
+    add("postgres", "lease", 4, 1, backlog, ["tabq"], "backlog")
     add("postgres", "rowlock", 4, 1, backlog, ["tabq"], "backlog")
-    add("mysql", "lease", 4, 1, backlog, ["tabq", "best"], "backlog")
-    add("sqlite", "lease", 1, 1, backlog, ["tabq", "best"], "backlog")
+    add("mysql", "lease", 4, 1, backlog, ["tabq"], "backlog")
+    add("sqlite", "lease", 1, 1, backlog, ["tabq"], "backlog")
     return s
+
+
+# Publishing in bulk: tabq_publish_many in calls of 1,000 rows beside one tabq_publish a row, per
+# database; the peers' bulk inserts are timed by their own drains (insert_rows_per_s).
+PUBLISH_ROWS = 20000
+
+
+def publish_commands(env):
+    sqlite_url = "sqlite:%s?synchronous=normal" % os.path.join(
+        tempfile.gettempdir(), "tabq-bench-publish-%d.db" % os.getpid())
+    urls = {"sqlite": sqlite_url, "postgres": env.get("TABQ_BENCH_POSTGRES_URL"),
+            "mysql": env.get("TABQ_BENCH_MYSQL_URL")}
+    prog = os.path.join(env["TABQ_BENCH_BIN"], "tabq_bench_publish")
+    for db, url in urls.items():
+        for side in ("many", "single"):
+            if url:
+                yield db, side, [prog, "--url", url, "--rows", str(PUBLISH_ROWS), "--chunk",
+                                 "1000", "--side", side]
+
+
+def run_publish(env, timeout):
+    out = []
+    for db, side, cmd in publish_commands(env):
+        try:
+            p = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout)
+            lines = [l for l in p.stdout.splitlines() if l.startswith("{")]
+            rec = json.loads(lines[-1]) if p.returncode == 0 and lines else {
+                "error": (p.stderr.strip().splitlines() or ["exit %d" % p.returncode])[-1]}
+        except subprocess.TimeoutExpired:
+            rec = {"error": "no result within %d s" % timeout}
+        rec.update({"db": db, "publish": side})
+        out.append(rec)
+        print("bench: publish %-8s %-6s %s" % (db, side, "%.0f rows/s" % rec["insert_rows_per_s"]
+                                               if "insert_rows_per_s" in rec else rec["error"]),
+              file=sys.stderr, flush=True)
+    for name in os.listdir(tempfile.gettempdir()):
+        if name.startswith("tabq-bench-publish-%d.db" % os.getpid()):
+            os.unlink(os.path.join(tempfile.gettempdir(), name))
+    return out
+
+
+def peer_inserts(runs):
+    """The peers' bulk inserts, median rows/s over their counted drains."""
+    by = {}
+    for r in runs:
+        if r["round"] > 0 and r.get("insert_rows_per_s") and ":" in r["side_key"]:
+            by.setdefault(r["side_key"].split(":")[0], []).append(r["insert_rows_per_s"])
+    return {k: round(statistics.median(v)) for k, v in by.items()}
 
 
 def key(sc):
@@ -117,6 +170,8 @@ def command(sc, side, env):
 
 def run_one(sc, side, env, timeout):
     cmd, why = command(sc, side, env)
+    if cmd and sc.get("rows_override"):
+        cmd[cmd.index("--rows") + 1] = str(sc["rows_override"])
     if not cmd:
         return None, why
     child_env = dict(os.environ)
@@ -293,7 +348,8 @@ def main():
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("mode", nargs="?", default="full", choices=["full", "quick"])
     ap.add_argument("--rounds", type=int, default=None,
-                    help="counted rounds (default 3, quick 1), after one warm-up round")
+                    help="counted rounds (default 2, quick 1), after one warm-up round of a "
+                         "tenth of the rows")
     ap.add_argument("--only", default=None, help="a regular expression on the scenario names")
     ap.add_argument("--out", required=True, help="folder for results.json and chart.svg")
     ap.add_argument("--rows", type=int, default=None,
@@ -301,7 +357,7 @@ def main():
     ap.add_argument("--timeout", type=int, default=600, help="seconds one drain may take")
     args = ap.parse_args()
     quick = args.mode == "quick"
-    rounds = args.rounds if args.rounds is not None else (1 if quick else 3)
+    rounds = args.rounds if args.rounds is not None else (1 if quick else 2)
     env = dict(os.environ)
     plan = [sc for sc in scenarios(quick, args.rows) if not args.only or re.search(args.only, key(sc))]
     os.makedirs(args.out, exist_ok=True)
@@ -312,6 +368,10 @@ def main():
           file=sys.stderr)
     for rnd in range(rounds + 1):
         for i, sc in enumerate(plan):
+            if sc["tag"] == "backlog" and rnd != 1:
+                continue  # drained once
+            # The warm-up round drains a tenth of the rows: it only wakes caches and servers.
+            sc = dict(sc, rows_override=max(sc["rows"] // 10, 1000) if rnd == 0 else None)
             sides = sc["sides"]
             turn = (rnd + i) % len(sides)  # each side leads in turn
             for side in sides[turn:] + sides[:turn]:
@@ -327,18 +387,27 @@ def main():
                 print("bench: round %d %-34s %-26s %s" % (rnd, key(sc), side, msg),
                       file=sys.stderr, flush=True)
 
+    publish = run_publish(env, args.timeout) if not args.only else []
     summary = summarise(plan, runs)
     doc = {"mode": args.mode, "rounds": rounds, "seconds": round(time.time() - started),
            "date": time.strftime("%Y-%m-%d"), "machine": machine(),
            "settings": {"postgres": "fsync=on, synchronous_commit=on",
                         "mysql": "innodb_flush_log_at_trx_commit=1, binary log on, sync_binlog=0",
                         "sqlite": "WAL, synchronous=NORMAL"},
-           "summary": summary, "targets": targets(summary), "runs": runs}
+           "summary": summary, "targets": targets(summary), "runs": runs,
+           "publish": publish, "peer_inserts": peer_inserts(runs)}
     with open(os.path.join(args.out, "results.json"), "w") as f:
         json.dump(doc, f, indent=1)
     chart(summary, os.path.join(args.out, "chart.svg"),
           "tabq beside the best hand-written SQL and the peers (%s)" % doc["date"])
     print(markdown(summary))
+    print()
+    for p in publish:
+        if "insert_rows_per_s" in p:
+            print("publish %-8s %-6s %10.0f rows/s" % (p["db"], p["publish"],
+                                                      p["insert_rows_per_s"]))
+    for peer, rate in doc["peer_inserts"].items():
+        print("publish %-17s %8d rows/s (its bulk insert)" % (peer, rate))
     print()
     for t in doc["targets"]:
         state = "no figure" if t["met"] is None else ("met" if t["met"] else "MISSED")
