@@ -220,7 +220,8 @@ int tabq_claim_spaces(tabq_subscription *s, unsigned n, unsigned ncandidates, ta
 tabq_claim_space *tabq_claim_space_take(tabq_subscription *s);
 void tabq_claim_space_give(tabq_subscription *s, tabq_claim_space *sp);
 /* Marks k as the row sp's claim is locking, unless another claim of this subscription is on the
- * same row (false: pass it over, a round trip saved); NULL clears the mark. */
+ * same row (false: pass it over, a round trip saved); NULL clears the mark, which must be clear
+ * while sp's candidates are rewritten (others read the marked candidate under s->mu). */
 bool tabq_claim_space_mark(tabq_subscription *s, tabq_claim_space *sp, const candidate *k);
 void tabq_claim_spaces_free(tabq_subscription *s);
 /* Reads the rows of ids [0, n) with SQ_FETCH into slots, in candidate order, each
@@ -286,21 +287,23 @@ void tabq_delivery_unclaim(tabq_delivery **slots, unsigned n);
 bool tabq_same_id(const tabq_value *a, const tabq_value *b);
 
 /* settle.c */
-int tabq_settle(tabq_delivery *d, tabq_outcome outcome, tabq_error *err);
-/* Row lock batches: every row's settlement in the claim's one transaction, then one commit;
- * a failure rolls them all back. */
-void tabq_settle_batch(tabq_delivery *const *ds, unsigned n, const tabq_outcome *outcomes);
 /* What settling a batch needs per row, allocated once per worker (s->batch long each), so a
  * batch's settlement allocates nothing. */
 typedef struct tabq_batch_scratch {
-  int64_t *ids; /* the ids one ack_ids statement binds */
-  unsigned *at; /* where each of them sits in the batch */
-  int *rcs;     /* each row's result */
-  bool *done;   /* settled by ack_ids */
+  int64_t *ids;          /* the ids one ack_ids statement binds */
+  unsigned *at;          /* where each of them sits in the batch */
+  int *rcs;              /* each row's result */
+  bool *done;            /* settled by ack_ids */
+  tabq_delivery **order; /* the batch by address: its locks are always taken in this order */
 } tabq_batch_scratch;
 
 int tabq_batch_scratch_init(tabq_batch_scratch *x, unsigned n);
 void tabq_batch_scratch_free(tabq_batch_scratch *x);
+int tabq_settle(tabq_delivery *d, tabq_outcome outcome, tabq_error *err);
+/* Row lock batches: every row's settlement in the claim's one transaction, then one commit;
+ * a failure rolls them all back. */
+void tabq_settle_batch(tabq_delivery *const *ds, unsigned n, const tabq_outcome *outcomes,
+                       tabq_batch_scratch *x);
 
 /* Lease and advisory batches: the returned outcomes in one transaction, one commit (each row's
  * token still checked; the acks in one statement where the dialect has ack_ids); one by one

@@ -133,6 +133,8 @@ int tabq_advisory_claim(tabq_subscription *s, tabq_delivery **slots, unsigned li
     unsigned n = 0, want = limit - *got + 2 * s->nslots;
     if (!c && (rc = tabq_pool_acquire(&b->pool, &c, err)))
       break;
+    /* No mark may point into the candidates while the read rewrites them. */
+    tabq_claim_space_mark(s, sp, NULL);
     rc = read_candidates(s, sp, c, want, &n, err);
     for (unsigned i = 0; i < n && *got < limit && !rc; i++) {
       const candidate *k = &sp->candidates[i];

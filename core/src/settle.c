@@ -7,6 +7,7 @@
  * A statement of the service's own (SPEC 8) runs in a transaction tabq commits: the claim's in
  * the row lock form; in the lease form one that first confirms the delivery still holds its
  * lease; in the advisory form one on the key's connection, ended before the release. */
+#include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -293,7 +294,11 @@ int tabq_settle(tabq_delivery *d, tabq_outcome o, tabq_error *err) {
   return rc;
 }
 
-void tabq_settle_batch(tabq_delivery *const *ds, unsigned n, const tabq_outcome *outcomes) {
+static int ack_by_ids(tabq_delivery *const *ds, unsigned n, const action *actions, tabq_pconn *c,
+                      tabq_batch_scratch *x, tabq_error *err);
+
+void tabq_settle_batch(tabq_delivery *const *ds, unsigned n, const tabq_outcome *outcomes,
+                       tabq_batch_scratch *x) {
   if (!n)
     return;
   tabq_subscription *s = ds[0]->sub;
@@ -302,9 +307,15 @@ void tabq_settle_batch(tabq_delivery *const *ds, unsigned n, const tabq_outcome 
   tabq_error err;
   int rc = TABQ_OK;
   unsigned failed_at = n;
-  for (unsigned i = 0; i < n; i++)
+  for (unsigned i = 0; i < n; i++) {
     actions[i] = choose(ds[i], outcomes[i]);
+    x->done[i] = false;
+  }
+  if (s->st[SQ_ACK_IDS] != TABQ_NO_STMT && (rc = ack_by_ids(ds, n, actions, c, x, &err)))
+    failed_at = 0;
   for (unsigned i = 0; i < n && !rc; i++) {
+    if (x->done[i])
+      continue;
     pthread_mutex_lock(&ds[i]->mu);
     rc = run_action(ds[i], actions[i], outcomes[i], c, true, &err);
     pthread_mutex_unlock(&ds[i]->mu);
@@ -351,7 +362,8 @@ int tabq_batch_scratch_init(tabq_batch_scratch *x, unsigned n) {
   x->at = calloc(n, sizeof *x->at);
   x->rcs = calloc(n, sizeof *x->rcs);
   x->done = calloc(n, sizeof *x->done);
-  return x->ids && x->at && x->rcs && x->done ? TABQ_OK : TABQ_NOMEM;
+  x->order = calloc(n, sizeof *x->order);
+  return x->ids && x->at && x->rcs && x->done && x->order ? TABQ_OK : TABQ_NOMEM;
 }
 
 void tabq_batch_scratch_free(tabq_batch_scratch *x) {
@@ -359,6 +371,7 @@ void tabq_batch_scratch_free(tabq_batch_scratch *x) {
   free(x->at);
   free(x->rcs);
   free(x->done);
+  free(x->order);
   memset(x, 0, sizeof *x);
 }
 
@@ -390,18 +403,30 @@ static int ack_by_ids(tabq_delivery *const *ds, unsigned n, const action *action
     if (rc)
       return rc;
     bool row = false;
+    unsigned returned = 0;
     tabq_value id = tabq_null();
     while (!(rc = b->drv->next(p, &row)) && row && !(rc = b->drv->cell(p, 0, &id))) {
+      returned++;
       for (unsigned k = 0; k < m; k++)
         if (id.type == TABQ_T_INT && x->ids[k] == id.u.i)
           x->rcs[x->at[k]] = TABQ_OK;
     }
+    uint64_t changed = rc ? 0 : b->drv->affected(p);
     b->drv->reset(p);
     if (rc)
       return tabq_err_from_plugin(err, rc, s->t->name, "ack_ids");
+    /* A database whose DELETE returns no rows: all changed, or none; a part cannot be told. */
+    if (!returned && changed == m)
+      for (unsigned k = 0; k < m; k++)
+        x->rcs[x->at[k]] = TABQ_OK;
+    else if (!returned && changed)
+      return tabq_err_set(err, TABQ_BACKEND, s->t->name, "ack_ids",
+                          "table %s: the batch's ack changed %llu of %u rows and cannot tell "
+                          "which; the batch settles row by row",
+                          s->t->name, (unsigned long long)changed, m);
     for (unsigned k = 0; k < m; k++)
       if (x->rcs[x->at[k]] && s->form != TABQ_FORM_LEASE)
-        return expect_one(s, 0, "ack", err); /* a row gone under a held key: not a batch's */
+        return expect_one(s, 0, "ack", err); /* a row gone under a held lock: not a batch's */
   }
   return TABQ_OK;
 }
@@ -420,11 +445,18 @@ static bool settle_joined(tabq_delivery *const *ds, unsigned n, const tabq_outco
   tabq_error err;
   if (s->form == TABQ_FORM_LEASE && tabq_pool_acquire(&b->pool, &c, &err))
     return false;
-  unsigned locked = 0;
+  /* The deliveries' locks in address order, the one order every batch takes them in (two
+   * batches never share a delivery, but their slots come back in any order). */
+  for (unsigned i = 0; i < n; i++) {
+    unsigned j = i;
+    for (; j > 0 && (uintptr_t)x->order[j - 1] > (uintptr_t)ds[i]; j--)
+      x->order[j] = x->order[j - 1];
+    x->order[j] = ds[i];
+  }
   bool all = true;
-  while (all && locked < n) {
-    pthread_mutex_lock(&ds[locked]->mu);
-    all = ds[locked++]->in_work; /* else its handler settled it: the caller settles the rest */
+  for (unsigned i = 0; i < n; i++) {
+    pthread_mutex_lock(&x->order[i]->mu);
+    all = all && x->order[i]->in_work; /* else its handler settled it: settle one by one */
   }
   bool begun = all && !tabq_pconn_check(c, b->drv->begin(c->conn, s->begin_sql));
   all = begun;
@@ -441,12 +473,13 @@ static bool settle_joined(tabq_delivery *const *ds, unsigned n, const tabq_outco
   all = all && !tabq_pconn_check(c, b->drv->commit(c->conn));
   if (begun && !all)
     b->drv->rollback(c->conn); /* nothing of the batch stays */
-  for (unsigned i = 0; i < locked; i++) {
+  for (unsigned i = 0; i < n; i++) {
     if (all)
       leave_work(ds[i]);
     ds[i]->gone = all && !x->rcs[i] && takes_row_off(actions[i]);
-    pthread_mutex_unlock(&ds[i]->mu);
   }
+  for (unsigned i = 0; i < n; i++)
+    pthread_mutex_unlock(&x->order[i]->mu);
   if (s->form == TABQ_FORM_LEASE)
     tabq_pool_release(&b->pool, c);
   return all;

@@ -151,7 +151,7 @@ static int build_settlements(tabq_subscription *s, tabq_error *err) {
   if (!rc && s->t->retry_after.name)
     rc = tabq_sub_stmt(s, dl->retry_after, "retry_after", SQ_RETRY_AFTER, err);
   /* A batch's acks at once, where the dialect can (and the service has no ack of its own). */
-  if (!rc && s->o.batch_handler && s->form != TABQ_FORM_ROWLOCK && !tabq_sub_own(s, SQ_ACK) &&
+  if (!rc && s->o.batch_handler && !tabq_sub_own(s, SQ_ACK) &&
       TABQ_HAS_MEMBER(dl, tabq_dialect_v1, ack_ids) && dl->ack_ids)
     rc = tabq_stmt_build(&b->stmts, b->host, dl->ack_ids, &build, "ack_ids", &s->st[SQ_ACK_IDS],
                          err);

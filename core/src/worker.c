@@ -90,7 +90,7 @@ static void handle_batch(worker *w, unsigned n) {
     w->outcomes[i] = tabq_no_outcome();
   s->o.batch_handler(w->claimed, n, w->outcomes, s->o.user);
   if (s->form == TABQ_FORM_ROWLOCK)
-    tabq_settle_batch(w->claimed, n, w->outcomes);
+    tabq_settle_batch(w->claimed, n, w->outcomes, &w->scratch);
   else
     tabq_settle_joined(w->claimed, n, w->outcomes, &w->scratch);
   for (unsigned i = 0; i < n; i++)

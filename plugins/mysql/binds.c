@@ -127,11 +127,30 @@ int tabq_my_bind_param(const tabq_value *v, MYSQL_BIND *b, tabq_my_param *slot, 
     b->buffer_type = MYSQL_TYPE_DATETIME;
     b->buffer = &slot->u.t;
     return TABQ_OK;
-  case TABQ_T_INT_LIST:
-    return host()->fail(TABQ_INVALID, NULL, 0,
-                        "%s statement: parameter %u is a list of ids, which MySQL cannot bind "
-                        "(the dialect has no fetch by ids)",
-                        name, pos);
+  case TABQ_T_INT_LIST: {
+    /* As a JSON array, which the statement reads with JSON_TABLE. 21 characters hold any
+     * integer with its separator; the buffer is kept for the next execution. */
+    size_t need = 3 + v->u.list.count * 21;
+    if (need > slot->list_cap) {
+      char *grown = host()->realloc(slot->list, need);
+      if (!grown)
+        return host()->fail(TABQ_NOMEM, NULL, 0, "%s statement: no memory for parameter %u", name,
+                            pos);
+      slot->list = grown;
+      slot->list_cap = need;
+    }
+    size_t n = 0;
+    slot->list[n++] = '[';
+    for (size_t i = 0; i < v->u.list.count; i++)
+      n += (size_t)snprintf(slot->list + n, slot->list_cap - n, "%s%" PRId64, i ? "," : "",
+                            v->u.list.items[i]);
+    slot->list[n++] = ']';
+    b->buffer_type = MYSQL_TYPE_STRING;
+    b->buffer = slot->list;
+    b->buffer_length = (unsigned long)n;
+    slot->length = (unsigned long)n;
+    return TABQ_OK;
+  }
   }
   return host()->fail(TABQ_INVALID, NULL, 0, "%s statement: parameter %u has unknown type %d", name,
                       pos, (int)v->type);

@@ -23,6 +23,8 @@ typedef struct tabq_my_param {
   } u;
   unsigned long length;
   my_bool is_null;
+  char *list; /* a list of ids as JSON text ("[1,2,3]"), grown as needed, freed with the slot */
+  size_t list_cap;
 } tabq_my_param;
 
 /* How a column's cell reads, decided from its field at every execute (a `SELECT ?` column can

@@ -465,6 +465,9 @@ static int my_exec(tabq_conn *c, const char *sql) {
 static void free_prepared(tabq_prepared *p) {
   for (unsigned i = 0; p->cols && i < p->colcap; i++)
     tabq_my_col_free(&p->cols[i]);
+  for (unsigned i = 0; p->pslots && i < p->nparams; i++)
+    if (p->pslots[i].list)
+      host()->free(p->pslots[i].list);
   if (p->meta)
     mysql_free_result(p->meta);
   void *parts[] = {p->pbind, p->pslots, p->rbind, p->cols};

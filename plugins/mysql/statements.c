@@ -251,6 +251,42 @@ static int fifo_guard(const tabq_build *b, tabq_stmt *out) {
   return tabq_sqlb_finish(&style, b, out, "fifo_guard");
 }
 
+/* A batch's acks in one statement: the ids arrive as one JSON array, read with JSON_TABLE, and
+ * each finds its row by the primary key (STRAIGHT_JOIN, FORCE INDEX): near a drain's end the
+ * optimizer would otherwise scan the shrunken table, and a DELETE waits on every locked row it
+ * scans. MySQL's DELETE and UPDATE return no rows: the core compares the rows changed with the
+ * ids it sent. */
+static int ack_ids(const tabq_build *b, tabq_stmt *out) {
+  const tabq_table *t = b->table;
+  bool marks = t->processed_at.name != NULL;
+  tabq_sql_raw(out, marks ? "UPDATE " : "DELETE t FROM ");
+  tabq_sql_raw(out, "JSON_TABLE(");
+  tabq_sqlb_param(&style, out, TABQ_P_IDS);
+  tabq_sql_raw(out, ", '$[*]' COLUMNS (id BIGINT PATH '$')) AS ids STRAIGHT_JOIN ");
+  tabq_sqlb_table(&style, out, t->name);
+  tabq_sql_raw(out, " AS t FORCE INDEX (PRIMARY) ON t.");
+  tabq_sqlb_col(&style, out, &t->id);
+  tabq_sql_raw(out, " = ids.id");
+  if (marks) {
+    tabq_sql_raw(out, " SET t.");
+    tabq_sqlb_col(&style, out, &t->processed_at);
+    tabq_sql_raw(out, " = ");
+    tabq_sqlb_now(&style, out, t);
+    if (tabq_sqlb_leased(b)) {
+      tabq_sql_raw(out, ", t.");
+      tabq_sqlb_col(&style, out, &t->locked_until);
+      tabq_sql_raw(out, " = NULL");
+    }
+  }
+  if (tabq_sqlb_leased(b)) {
+    tabq_sql_raw(out, " WHERE t.");
+    tabq_sqlb_col(&style, out, &t->locked_until);
+    tabq_sql_raw(out, " = ");
+    tabq_sqlb_param(&style, out, TABQ_P_TOKEN);
+  }
+  return tabq_sqlb_finish(&style, b, out, "ack_ids");
+}
+
 const tabq_dialect_v1 tabq_my_dialect = {
     .size = sizeof(tabq_dialect_v1),
     .version = 1,
@@ -271,6 +307,7 @@ const tabq_dialect_v1 tabq_my_dialect = {
     .placeholder = placeholder,
     .count_attempt = count_attempt_row,
     .column_default = column_default,
+    .ack_ids = ack_ids,
 };
 
 /* ---- RowLock ------------------------------------------------------------------------------ */
