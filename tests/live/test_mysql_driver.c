@@ -859,6 +859,73 @@ static void test_claims_use_the_index(void) {
   exec_ok(g_c1, "DROP TABLE claims");
 }
 
+/* Runs a claim built by `fn` on `t` in a transaction it rolls back, and reads the ids it returns
+ * into `ids` (the id is the projection's first cell). Returns how many there were. */
+static unsigned claim_ids(tabq_build_fn fn, const tabq_table *t, unsigned limit, int64_t *ids,
+                          unsigned cap) {
+  tabq_build b = {.table = t, .form = tabq_table_form(t), .server_version = 100600};
+  tabq_stmt st;
+  tabq_sql_init(&st, &test_host);
+  CU_ASSERT_EQUAL_FATAL(fn(&b, &st), TABQ_OK);
+  CU_ASSERT_PTR_NOT_NULL_FATAL(st.sql);
+  tabq_value v[TABQ_STMT_MAX_PARAMS];
+  for (unsigned i = 0; i < st.nparams; i++)
+    v[i] = st.params[i] == TABQ_P_GROUP   ? text("q")
+           : st.params[i] == TABQ_P_LIMIT ? (tabq_value){.type = TABQ_T_INT, .u.i = limit}
+                                          : (tabq_value){.type = TABQ_T_TIME, .u.time_us = t0};
+  tabq_prepared *p = prep(g_c1, st.sql, st.nparams);
+  CU_ASSERT_EQUAL_FATAL(drv->begin(g_c1, read_committed), TABQ_OK);
+  run_ok(p, v, st.nparams);
+  unsigned n = 0;
+  while (next_row(p))
+    if (n < cap)
+      ids[n++] = cell(p, 0).u.i;
+  drv->finalize(p);
+  CU_ASSERT_EQUAL(drv->rollback(g_c1), TABQ_OK);
+  tabq_sql_free(&st);
+  return n;
+}
+
+/* A claim of many rows returns them in claim order (a batch handler sees them so), a claim of
+ * one row the first. Priorities run against the ids, so id order would differ. */
+static void test_claims_in_claim_order(void) {
+  NEED_DB();
+  exec_ok(g_c1, "CREATE TABLE ordered (id BIGINT AUTO_INCREMENT PRIMARY KEY, queue VARCHAR(20) "
+                "NOT NULL, priority INT NOT NULL, retry_after DATETIME(6) NULL, attempt INT NOT "
+                "NULL DEFAULT 1, locked_until DATETIME NULL, payload BLOB NOT NULL, INDEX "
+                "ordered_claim (queue, priority, retry_after, id)) ENGINE=InnoDB");
+  for (int i = 1; i <= 20; i++) {
+    char sql[128];
+    snprintf(sql, sizeof sql,
+             "INSERT INTO ordered (queue, priority, payload) VALUES ('q', %d, 'x')", 20 - i);
+    exec_ok(g_c1, sql);
+  }
+  tabq_table rowlock = {.size = sizeof(tabq_table),
+                        .name = "ordered",
+                        .id = {"id", .generated = true},
+                        .group = {"queue"},
+                        .priority = {"priority"},
+                        .retry_after = {"retry_after"},
+                        .attempt = {"attempt", .generated = true},
+                        .payload = {"payload"}};
+  tabq_table lease = rowlock;
+  lease.locked_until.name = "locked_until";
+  /* priority 20 - id: claim order 20, 19, 18, 17, 16, ... */
+  static const int64_t want[] = {20, 19, 18, 17, 16};
+  const tabq_table *tables[] = {&rowlock, &lease};
+  tabq_build_fn many[] = {tabq_my_rowlock.claim, tabq_my_lease.claim};
+  tabq_build_fn one[] = {tabq_my_rowlock.claim_one, tabq_my_lease.claim_one};
+  for (int f = 0; f < 2; f++) {
+    int64_t ids[8] = {0};
+    CU_ASSERT_EQUAL(claim_ids(many[f], tables[f], 5, ids, 8), 5);
+    for (int i = 0; i < 5; i++)
+      CU_ASSERT_EQUAL(ids[i], want[i]);
+    CU_ASSERT_EQUAL(claim_ids(one[f], tables[f], 1, ids, 8), 1);
+    CU_ASSERT_EQUAL(ids[0], want[0]);
+  }
+  exec_ok(g_c1, "DROP TABLE ordered");
+}
+
 /* ---- Registration -------------------------------------------------------------------------- */
 
 /* The catalog query behind the check that a generated attempt starts at 1. */
@@ -887,6 +954,7 @@ static CU_TestInfo tests[] = {
     {"affected counts", test_affected},
     {"schema errors", test_schema_errors},
     {"claims read the queue through the claim-order index", test_claims_use_the_index},
+    {"claims return their rows in claim order", test_claims_in_claim_order},
     {"FOR UPDATE SKIP LOCKED at READ COMMITTED", test_skip_locked},
     {"lock wait timeout", test_lock_wait},
     {"deadlock", test_deadlock},
