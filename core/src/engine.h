@@ -75,6 +75,7 @@ struct tabq_delivery {
 /* A subscription's statements, by what they do; TABQ_NO_STMT where it needs none. */
 typedef enum tabq_sq {
   SQ_CLAIM,
+  SQ_CLAIM_ONE, /* a claim of one row in its cheaper shape, where the dialect builds one */
   SQ_EXTEND,
   SQ_RELEASE,
   SQ_ACK,
@@ -251,6 +252,15 @@ void tabq_lease_extender_stop(tabq_subscription *s);
 int tabq_rowlock_open(tabq_subscription *s, tabq_error *err);
 int tabq_rowlock_claim(tabq_subscription *s, tabq_delivery **slots, unsigned limit, unsigned *got,
                        tabq_error *err);
+
+/* Builds the dialect's claim_one (`fn`, NULL for a plugin older than ABI 1.3) into
+ * SQ_CLAIM_ONE, unless the service claims with a statement of its own or the dialect declines
+ * the table. */
+int tabq_claim_one_open(tabq_subscription *s, tabq_build_fn fn, tabq_error *err);
+/* The statement a claim of `limit` rows runs: claim_one for one row where there is one. */
+static inline unsigned tabq_claim_stmt(const tabq_subscription *s, unsigned limit) {
+  return limit == 1 && s->st[SQ_CLAIM_ONE] != TABQ_NO_STMT ? s->st[SQ_CLAIM_ONE] : s->st[SQ_CLAIM];
+}
 
 /* Counts the attempt of each claimed row (and writes its lease) where the dialect stamps. */
 int tabq_stamp_claimed(tabq_subscription *s, tabq_pconn *c, tabq_delivery **slots, unsigned n,

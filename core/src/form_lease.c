@@ -13,6 +13,8 @@ int tabq_lease_open(tabq_subscription *s, tabq_error *err) {
   tabq_build build = tabq_sub_build(s);
   s->claim_flags = lease->flags;
   int rc = tabq_sub_stmt(s, lease->claim, "claim", SQ_CLAIM, err);
+  if (!rc && TABQ_HAS_MEMBER(lease, tabq_lease_v1, claim_one))
+    rc = tabq_claim_one_open(s, lease->claim_one, err);
   if (!rc)
     rc = tabq_sub_stmt(s, lease->extend, "extend", SQ_EXTEND, err);
   if (!rc)
@@ -65,7 +67,7 @@ int tabq_lease_claim(tabq_subscription *s, tabq_delivery **slots, unsigned limit
   v.lease_until = tabq_lease_expiry(s, v.now);
   v.group = s->queue_value;
   tabq_prepared *p = NULL;
-  rc = tabq_stmt_run(&b->stmts, b->drv, c, s->st[SQ_CLAIM], &v, &p, err);
+  rc = tabq_stmt_run(&b->stmts, b->drv, c, tabq_claim_stmt(s, limit), &v, &p, err);
   if (!rc) {
     bool row = false;
     while (*got < limit && !(rc = b->drv->next(p, &row)) && row) {

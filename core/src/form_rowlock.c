@@ -12,6 +12,8 @@ int tabq_rowlock_open(tabq_subscription *s, tabq_error *err) {
   const tabq_plugin *p = b->plugin.plugin;
   tabq_build build = tabq_sub_build(s);
   int rc = tabq_sub_stmt(s, p->rowlock->claim, "claim", SQ_CLAIM, err);
+  if (!rc && TABQ_HAS_MEMBER(p->rowlock, tabq_rowlock_v1, claim_one))
+    rc = tabq_claim_one_open(s, p->rowlock->claim_one, err);
   if (!rc && s->t->fifo) {
     if (!p->dialect->fifo_guard)
       return tabq_err_set(err, TABQ_DIALECT, s->t->name, "fifo_guard",
@@ -26,6 +28,15 @@ int tabq_rowlock_open(tabq_subscription *s, tabq_error *err) {
   s->holds_conn = true;
   s->serial = (p->rowlock->flags & TABQ_CLAIM_SERIAL) || s->t->fifo;
   return rc;
+}
+
+int tabq_claim_one_open(tabq_subscription *s, tabq_build_fn fn, tabq_error *err) {
+  if (tabq_sub_own(s, SQ_CLAIM))
+    return TABQ_OK;
+  tabq_build build = tabq_sub_build(s);
+  bool built;
+  return tabq_stmt_build_optional(&s->b->stmts, s->b->host, fn, &build, "claim_one",
+                                  &s->st[SQ_CLAIM_ONE], &built, err);
 }
 
 /* Runs the FIFO guard: true when this transaction now holds the group. */
@@ -95,7 +106,7 @@ int tabq_rowlock_claim(tabq_subscription *s, tabq_delivery **slots, unsigned lim
     tabq_bind v = {.now = tabq_now_us(), .limit = limit};
     v.group = s->queue_value;
     tabq_prepared *p = NULL;
-    rc = tabq_stmt_run(&b->stmts, b->drv, c, s->st[SQ_CLAIM], &v, &p, err);
+    rc = tabq_stmt_run(&b->stmts, b->drv, c, tabq_claim_stmt(s, limit), &v, &p, err);
     if (!rc) {
       bool row = false;
       while (*got < limit && !(rc = b->drv->next(p, &row)) && row) {

@@ -41,25 +41,42 @@ int tabq_stmt_register(tabq_registry *r, tabq_stmt *st, const char *name, const 
   return TABQ_OK;
 }
 
-int tabq_stmt_build(tabq_registry *r, const tabq_host *host, tabq_build_fn fn, const tabq_build *b,
-                    const char *name, unsigned *id, tabq_error *err) {
-  tabq_stmt st;
-  tabq_sql_init(&st, host);
-  int rc = fn(b, &st);
+/* Builds into *st; `optional` lets the builder write no SQL. */
+static int build(const tabq_host *host, tabq_build_fn fn, const tabq_build *b, const char *name,
+                 bool optional, tabq_stmt *st, tabq_error *err) {
+  tabq_sql_init(st, host);
+  int rc = fn(b, st);
   if (!rc)
-    rc = st.status;
-  if (!rc && !st.sql)
+    rc = st->status;
+  if (!rc && !st->sql && !optional)
     rc = tabq_err_set(err, TABQ_DIALECT, b->table->name, name, "the dialect built no SQL for %s",
                       name);
   else if (rc)
-    rc = st.status == rc ? tabq_err_set(err, rc, b->table->name, name,
-                                        "the dialect could not build the %s statement (%s)", name,
-                                        tabq_code_name((tabq_code)rc))
-                         : tabq_err_from_plugin(err, rc, b->table->name, name);
-  if (rc) {
-    tabq_sql_free(&st);
+    rc = st->status == rc ? tabq_err_set(err, rc, b->table->name, name,
+                                         "the dialect could not build the %s statement (%s)", name,
+                                         tabq_code_name((tabq_code)rc))
+                          : tabq_err_from_plugin(err, rc, b->table->name, name);
+  if (rc)
+    tabq_sql_free(st);
+  return rc;
+}
+
+int tabq_stmt_build(tabq_registry *r, const tabq_host *host, tabq_build_fn fn, const tabq_build *b,
+                    const char *name, unsigned *id, tabq_error *err) {
+  tabq_stmt st;
+  int rc = build(host, fn, b, name, false, &st, err);
+  return rc ? rc : tabq_stmt_register(r, &st, name, b->table->name, id, err);
+}
+
+int tabq_stmt_build_optional(tabq_registry *r, const tabq_host *host, tabq_build_fn fn,
+                             const tabq_build *b, const char *name, unsigned *id, bool *built,
+                             tabq_error *err) {
+  tabq_stmt st;
+  *built = false;
+  int rc = build(host, fn, b, name, true, &st, err);
+  if (rc || !st.sql)
     return rc;
-  }
+  *built = true;
   return tabq_stmt_register(r, &st, name, b->table->name, id, err);
 }
 

@@ -37,6 +37,11 @@ void tabq_registry_destroy(tabq_registry *r, const tabq_host *host);
 /* Builds a statement with the dialect's builder and registers it under *id. */
 int tabq_stmt_build(tabq_registry *r, const tabq_host *host, tabq_build_fn fn, const tabq_build *b,
                     const char *name, unsigned *id, tabq_error *err);
+/* As tabq_stmt_build, for an optional builder that may decline: no SQL with TABQ_OK registers
+ * nothing and sets *built false. */
+int tabq_stmt_build_optional(tabq_registry *r, const tabq_host *host, tabq_build_fn fn,
+                             const tabq_build *b, const char *name, unsigned *id, bool *built,
+                             tabq_error *err);
 /* Registers a statement already built (takes its text). */
 int tabq_stmt_register(tabq_registry *r, tabq_stmt *st, const char *name, const char *table,
                        unsigned *id, tabq_error *err);

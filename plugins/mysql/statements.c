@@ -65,8 +65,9 @@ static void select_projection(tabq_stmt *st, const tabq_table *t) {
 /* The rows a claim locks, from " WHERE" on. With FIFO groups only the group's head, its first
  * unfinished row, and only while it is due (the rows behind wait while it is in work); the head
  * is picked in a derived table because MySQL takes no LIMIT in a subquery on the table it
- * reads. Else the first due rows, passing over those other claims hold. */
-static void claimed_rows(const tabq_build *b, tabq_stmt *st) {
+ * reads. Else the first due rows, passing over those other claims hold; `one` writes LIMIT 1
+ * (claim_one), so the optimizer knows at prepare that it stops at the first row. */
+static void claimed_rows(const tabq_build *b, tabq_stmt *st, bool one) {
   const tabq_table *t = b->table;
   if (tabq_sqlb_fifo(t)) {
     tabq_sql_raw(st, " WHERE ");
@@ -82,7 +83,13 @@ static void claimed_rows(const tabq_build *b, tabq_stmt *st) {
     tabq_sql_raw(st, " FOR UPDATE");
     return;
   }
-  tabq_sqlb_first_due(&style, b, st);
+  if (one) {
+    tabq_sqlb_due(&style, b, st, " WHERE ");
+    tabq_sqlb_claim_order(&style, st, t);
+    tabq_sql_raw(st, " LIMIT 1");
+  } else {
+    tabq_sqlb_first_due(&style, b, st);
+  }
   tabq_sql_raw(st, " FOR UPDATE SKIP LOCKED");
 }
 
@@ -315,8 +322,18 @@ const tabq_dialect_v1 tabq_my_dialect = {
 /* Locks the rows for the claim's transaction, held while their handlers run. */
 static int rowlock_claim(const tabq_build *b, tabq_stmt *out) {
   select_projection(out, b->table);
-  claimed_rows(b, out);
+  claimed_rows(b, out, false);
   return tabq_sqlb_finish(&style, b, out, "claim");
+}
+
+/* One row: the select with LIMIT 1, then the stamp by primary key, as a hand-written claim does.
+ * A FIFO table declines: its claim selects the group's one head already. */
+static int rowlock_claim_one(const tabq_build *b, tabq_stmt *out) {
+  if (tabq_sqlb_fifo(b->table))
+    return TABQ_OK;
+  select_projection(out, b->table);
+  claimed_rows(b, out, true);
+  return tabq_sqlb_finish(&style, b, out, "claim_one");
 }
 
 const tabq_rowlock_v1 tabq_my_rowlock = {
@@ -325,6 +342,7 @@ const tabq_rowlock_v1 tabq_my_rowlock = {
     .flags = 0, /* SKIP LOCKED keeps parallel claims apart */
     .claim = rowlock_claim,
     .stamp = stamp_attempt,
+    .claim_one = rowlock_claim_one,
 };
 
 /* ---- Lease -------------------------------------------------------------------------------- */
@@ -334,8 +352,19 @@ static int lease_claim(const tabq_build *b, tabq_stmt *out) {
   if (!tabq_sqlb_leased(b))
     return tabq_sqlb_no_lease(&style, b, "claim");
   select_projection(out, b->table);
-  claimed_rows(b, out);
+  claimed_rows(b, out, false);
   return tabq_sqlb_finish(&style, b, out, "claim");
+}
+
+/* One row, as rowlock_claim_one; the stamp then writes its lease. */
+static int lease_claim_one(const tabq_build *b, tabq_stmt *out) {
+  if (!tabq_sqlb_leased(b))
+    return tabq_sqlb_no_lease(&style, b, "claim_one");
+  if (tabq_sqlb_fifo(b->table))
+    return TABQ_OK;
+  select_projection(out, b->table);
+  claimed_rows(b, out, true);
+  return tabq_sqlb_finish(&style, b, out, "claim_one");
 }
 
 /* Writes one claimed row's lease and counts its attempt, in the claim's transaction. */
@@ -364,6 +393,7 @@ const tabq_lease_v1 tabq_my_lease = {
     .extend = lease_extend,
     .release = lease_release,
     .lease_one = lease_one,
+    .claim_one = lease_claim_one,
 };
 
 /* ---- Advisory ----------------------------------------------------------------------------- */

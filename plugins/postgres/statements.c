@@ -46,8 +46,9 @@ static void literal(tabq_stmt *st, const char *text, size_t n) {
 /* The rows a claim takes, from " WHERE" on: with FIFO groups only the group's head, its first
  * unfinished row, and only while it is due (the rows behind wait while it is in work); else
  * the first due rows, skipping those other claims hold. `subquery` picks the rows' ids for an
- * UPDATE; otherwise the claim is a SELECT of the rows themselves, locked as it reads them. */
-static void claimed_rows(const tabq_build *b, tabq_stmt *st, bool subquery) {
+ * UPDATE; otherwise the claim is a SELECT of the rows themselves, locked as it reads them.
+ * `one` takes a single row (claim_one): LIMIT 1 written, and one id compared. */
+static void claimed_rows(const tabq_build *b, tabq_stmt *st, bool subquery, bool one) {
   const tabq_table *t = b->table;
   if (tabq_sqlb_fifo(t)) {
     tabq_sql_raw(st, " WHERE ");
@@ -65,19 +66,26 @@ static void claimed_rows(const tabq_build *b, tabq_stmt *st, bool subquery) {
   /* "= ANY (ARRAY(SELECT ...))" rather than "IN (SELECT ...)": the array is an InitPlan run once,
    * walking the claim-order index to the LIMIT and locking only those rows, and the UPDATE then
    * finds them by primary key. With IN, a generic plan (plan_cache_mode, or a prepared statement
-   * after five runs) scans the whole table into a hash semi join. */
+   * after five runs) scans the whole table into a hash semi join. One row needs no array: "=
+   * (SELECT ...)" is the same InitPlan, its one id compared. */
   if (subquery) {
     tabq_sql_raw(st, " WHERE ");
     tabq_sqlb_col(&style, st, &t->id);
-    tabq_sql_raw(st, " = ANY (ARRAY(SELECT ");
+    tabq_sql_raw(st, one ? " = (SELECT " : " = ANY (ARRAY(SELECT ");
     tabq_sqlb_col(&style, st, &t->id);
     tabq_sql_raw(st, " FROM ");
     tabq_sqlb_table(&style, st, t->name);
   }
-  tabq_sqlb_first_due(&style, b, st);
+  if (one) {
+    tabq_sqlb_due(&style, b, st, " WHERE ");
+    tabq_sqlb_claim_order(&style, st, t);
+    tabq_sql_raw(st, " LIMIT 1");
+  } else {
+    tabq_sqlb_first_due(&style, b, st);
+  }
   tabq_sql_raw(st, " FOR UPDATE SKIP LOCKED");
   if (subquery)
-    tabq_sql_raw(st, "))");
+    tabq_sql_raw(st, one ? ")" : "))");
 }
 
 /* The lists each database opens, for every refusal of a level or mode. */
@@ -293,21 +301,46 @@ static void in_claim_order(tabq_stmt *out, const tabq_table *t) {
   tabq_sqlb_claim_order(&style, out, t);
 }
 
+/* Closes a claim of one row: UPDATE .. RETURNING gives the projection itself. */
+static void returning(tabq_stmt *out, const tabq_table *t) {
+  tabq_sql_raw(out, " RETURNING ");
+  tabq_sqlb_projection(&style, out, t, false);
+}
+
 /* The rows stay locked by the claim's transaction while their handlers run. With an attempt
  * column one UPDATE counts it and returns the rows; without one a SELECT locks them. */
 static int rowlock_claim(const tabq_build *b, tabq_stmt *out) {
   const tabq_table *t = b->table;
   if (!t->attempt.name) {
     tabq_sqlb_select_projection(&style, out, t, false);
-    claimed_rows(b, out, false);
+    claimed_rows(b, out, false, false);
     return tabq_sqlb_finish(&style, b, out, "claim");
   }
   tabq_sql_raw(out, "WITH claimed AS (");
   tabq_sqlb_update(&style, out, t);
   tabq_sqlb_count_attempt(&style, out, t);
-  claimed_rows(b, out, true);
+  claimed_rows(b, out, true, false);
   in_claim_order(out, t);
   return tabq_sqlb_finish(&style, b, out, "claim");
+}
+
+/* One row, as the plainest hand-written claim: "UPDATE .. WHERE id = (SELECT .. LIMIT 1 FOR
+ * UPDATE SKIP LOCKED) RETURNING ..", no CTE and nothing to sort. A FIFO table without an
+ * attempt column declines: its claim is that one-row SELECT already. */
+static int rowlock_claim_one(const tabq_build *b, tabq_stmt *out) {
+  const tabq_table *t = b->table;
+  if (!t->attempt.name) {
+    if (tabq_sqlb_fifo(t))
+      return TABQ_OK;
+    tabq_sqlb_select_projection(&style, out, t, false);
+    claimed_rows(b, out, false, true);
+    return tabq_sqlb_finish(&style, b, out, "claim_one");
+  }
+  tabq_sqlb_update(&style, out, t);
+  tabq_sqlb_count_attempt(&style, out, t);
+  claimed_rows(b, out, true, true);
+  returning(out, t);
+  return tabq_sqlb_finish(&style, b, out, "claim_one");
 }
 
 const tabq_rowlock_v1 tabq_pg_rowlock = {
@@ -315,6 +348,7 @@ const tabq_rowlock_v1 tabq_pg_rowlock = {
     .version = 1,
     .flags = 0, /* SKIP LOCKED keeps parallel claims apart */
     .claim = rowlock_claim,
+    .claim_one = rowlock_claim_one,
 };
 
 /* ---- Lease -------------------------------------------------------------------------------- */
@@ -328,9 +362,21 @@ static int lease_claim(const tabq_build *b, tabq_stmt *out) {
   tabq_sql_raw(out, "WITH claimed AS (");
   tabq_sqlb_update(&style, out, t);
   tabq_sqlb_set_lease(&style, out, t);
-  claimed_rows(b, out, true);
+  claimed_rows(b, out, true, false);
   in_claim_order(out, t);
   return tabq_sqlb_finish(&style, b, out, "claim");
+}
+
+/* One row: the lease claim without the CTE and its re-sort. */
+static int lease_claim_one(const tabq_build *b, tabq_stmt *out) {
+  const tabq_table *t = b->table;
+  if (!tabq_sqlb_leased(b))
+    return tabq_sqlb_no_lease(&style, b, "claim_one");
+  tabq_sqlb_update(&style, out, t);
+  tabq_sqlb_set_lease(&style, out, t);
+  claimed_rows(b, out, true, true);
+  returning(out, t);
+  return tabq_sqlb_finish(&style, b, out, "claim_one");
 }
 
 TABQ_SQLB_MEMBER(style, lease_extend)
@@ -346,6 +392,7 @@ const tabq_lease_v1 tabq_pg_lease = {
     .extend = lease_extend,
     .release = lease_release,
     .lease_one = lease_one,
+    .claim_one = lease_claim_one,
 };
 
 /* ---- Advisory ----------------------------------------------------------------------------- */

@@ -199,6 +199,30 @@ static int lease_claim(const tabq_build *b, tabq_stmt *out) {
   return tabq_sqlb_finish(&style, b, out, "claim");
 }
 
+/* One row without the IN list's ephemeral table: "WHERE id = (SELECT .. LIMIT 1)" finds the
+ * first due row on the claim-order index and updates it by its rowid. A FIFO table declines:
+ * its claim updates the group's one head already. */
+static int lease_claim_one(const tabq_build *b, tabq_stmt *out) {
+  const tabq_table *t = b->table;
+  if (!tabq_sqlb_leased(b))
+    return tabq_sqlb_no_lease(&style, b, "claim_one");
+  if (tabq_sqlb_fifo(t))
+    return TABQ_OK;
+  tabq_sqlb_update(&style, out, t);
+  tabq_sqlb_set_lease(&style, out, t);
+  tabq_sql_raw(out, " WHERE ");
+  tabq_sqlb_col(&style, out, &t->id);
+  tabq_sql_raw(out, " = (SELECT ");
+  tabq_sqlb_col(&style, out, &t->id);
+  tabq_sql_raw(out, " FROM ");
+  tabq_sqlb_table(&style, out, t->name);
+  tabq_sqlb_due(&style, b, out, " WHERE ");
+  tabq_sqlb_claim_order(&style, out, t);
+  tabq_sql_raw(out, " LIMIT 1) RETURNING ");
+  tabq_sqlb_projection(&style, out, t, false);
+  return tabq_sqlb_finish(&style, b, out, "claim_one");
+}
+
 TABQ_SQLB_MEMBER(style, lease_extend)
 TABQ_SQLB_MEMBER(style, lease_release)
 TABQ_SQLB_MEMBER(style, lease_one)
@@ -212,4 +236,5 @@ const tabq_lease_v1 tabq_sqlite_lease = {
     .extend = lease_extend,
     .release = lease_release,
     .lease_one = lease_one,
+    .claim_one = lease_claim_one,
 };

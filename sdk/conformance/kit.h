@@ -41,6 +41,8 @@ int probe_scheme(const char *scheme, kit_plugin *out, char *why, size_t cap);
  * reports to tabq's host since a broker connected). */
 const char *probe_last_failure(void);
 void probe_clear_failure(void);
+/* The kit's host, for statements built with the plugin's own builders. */
+const tabq_host *probe_host(void);
 
 /* ---- DDL (ddl.c) ----------------------------------------------------------------------------- */
 
@@ -97,6 +99,7 @@ extern const kit_test lease_tests[];
 extern const kit_test crash_tests[];
 extern const kit_test fifo_tests[];
 extern const kit_test custom_tests[];
+extern const kit_test claim_tests[];
 
 /* ---- The database of one test (db.c) --------------------------------------------------------- */
 

@@ -53,6 +53,10 @@ void probe_clear_failure(void) {
   last_failure[0] = '\0';
 }
 
+const tabq_host *probe_host(void) {
+  return &kit_host;
+}
+
 /* Opens one file and hands its descriptor back, or says in `why` what is wrong with it. */
 static const tabq_plugin *open_descriptor(const char *path, char *why, size_t cap) {
   void *handle = dlopen(path, RTLD_NOW | RTLD_LOCAL | RTLD_NODELETE); /* as tabq loads it */

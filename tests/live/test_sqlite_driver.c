@@ -647,6 +647,95 @@ static void test_concurrent_claims(void) {
                   MT_ROWS);
 }
 
+/* ---- Claims on the claim-order index -------------------------------------------------------- */
+
+/* A queue table of 20,000 rows in 20 queues, indexed as docs/table-description.md says: the
+ * claim order after the group, (queue, [priority, ]retry_after, id). */
+static void claims_table_create(bool priority) {
+  char sql[1024];
+  snprintf(sql, sizeof sql,
+           "DROP TABLE IF EXISTS claims; CREATE TABLE claims (id INTEGER PRIMARY KEY, queue TEXT "
+           "NOT NULL, priority INTEGER NOT NULL DEFAULT 0, retry_after TEXT, attempt INTEGER NOT "
+           "NULL DEFAULT 1, locked_until TEXT, payload BLOB NOT NULL);"
+           "CREATE INDEX claims_order ON claims (queue, %sretry_after, id);"
+           "WITH RECURSIVE n(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM n WHERE i < 20000) "
+           "INSERT INTO claims (queue, payload) SELECT 'q' || (i %% 20), 'x' FROM n; ANALYZE",
+           priority ? "priority, " : "");
+  CU_ASSERT_EQUAL_FATAL(drv->exec(g_conn, sql), TABQ_OK);
+}
+
+static tabq_table claims_table(bool priority, bool fifo) {
+  tabq_table t = {.size = sizeof(tabq_table),
+                  .name = "claims",
+                  .id = {"id", .generated = true},
+                  .group = {"queue"},
+                  .retry_after = {"retry_after"},
+                  .attempt = {"attempt", .generated = true},
+                  .locked_until = {"locked_until"},
+                  .payload = {"payload"},
+                  .fifo = fifo};
+  if (priority)
+    t.priority.name = "priority";
+  return t;
+}
+
+/* EXPLAIN QUERY PLAN of a built statement, its placeholders bound by parameter id; the plan's
+ * lines into `plan`. */
+static void explain_claim(const tabq_stmt *st, char *plan, size_t cap) {
+  char sql[4096];
+  snprintf(sql, sizeof sql, "EXPLAIN QUERY PLAN %s", st->sql);
+  prepared pr = {.st = *st};
+  CU_ASSERT_EQUAL_FATAL(drv->prepare(g_conn, sql, st->nparams, "explain", &pr.p), TABQ_OK);
+  RUN(&pr, {TABQ_P_GROUP, text("q1")}, {TABQ_P_LIMIT, tabq_int(10)}, {TABQ_P_NOW, tabq_time(t0)},
+      {TABQ_P_LEASE_UNTIL, tabq_time(t0 + 30 * SEC)});
+  plan[0] = '\0';
+  while (next_row(&pr)) {
+    tabq_value v;
+    CU_ASSERT_EQUAL_FATAL(drv->cell(pr.p, 3, &v), TABQ_OK);
+    size_t len = strlen(plan);
+    snprintf(plan + len, cap - len, "%.*s\n", (int)v.u.buf.len, (const char *)v.u.buf.ptr);
+  }
+  drv->finalize(pr.p);
+}
+
+/* The lease claim and its one-row claim, with and without priority and FIFO groups, search the
+ * queue table through the claim-order index in claim order: a SCAN of it (of the table or of a
+ * whole index), or a sort of the rows found, fails. */
+static void test_claims_use_the_index(void) {
+  NEED_DB();
+  for (int priority = 0; priority < 2; priority++) {
+    claims_table_create(priority);
+    for (int fifo = 0; fifo < 2; fifo++) {
+      tabq_table t = claims_table(priority, fifo);
+      tabq_build b = lease_of(&t);
+      struct {
+        const char *name;
+        tabq_build_fn fn;
+      } claims[] = {{"claim", lease->claim}, {"claim_one", lease->claim_one}};
+      for (size_t i = 0; i < sizeof claims / sizeof claims[0]; i++) {
+        tabq_stmt st;
+        tabq_sql_init(&st, &test_host);
+        CU_ASSERT_EQUAL_FATAL(claims[i].fn(&b, &st), TABQ_OK);
+        if (st.sql) { /* claim_one declines FIFO tables: claim serves them */
+          char plan[4096];
+          explain_claim(&st, plan, sizeof plan);
+          bool scan = strstr(plan, "SCAN claims") != NULL;
+          bool sort = strstr(plan, "TEMP B-TREE") != NULL;
+          bool walks = strstr(plan, "INDEX claims_order (queue=?)") != NULL; /* a SEARCH */
+          if (scan || sort || !walks)
+            fprintf(stderr, "\n%s (%s priority, %s FIFO):\n%s\n%s", claims[i].name,
+                    priority ? "with" : "without", fifo ? "with" : "without", st.sql, plan);
+          CU_ASSERT_FALSE(scan);
+          CU_ASSERT_FALSE(sort);
+          CU_ASSERT_TRUE(walks);
+        }
+        tabq_sql_free(&st);
+      }
+    }
+  }
+  CU_ASSERT_EQUAL(drv->exec(g_conn, "DROP TABLE claims"), TABQ_OK);
+}
+
 /* ---- Registration ------------------------------------------------------------------------ */
 
 static CU_TestInfo live_tests[] = {
@@ -658,6 +747,7 @@ static CU_TestInfo live_tests[] = {
     {"fifo flow", test_fifo_flow},
     {"writer lock", test_writer_lock},
     {"concurrent claims", test_concurrent_claims},
+    {"claims search the claim-order index", test_claims_use_the_index},
     CU_TEST_INFO_NULL,
 };
 

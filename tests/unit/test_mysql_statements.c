@@ -251,6 +251,25 @@ static void test_rowlock_claim_fifo(void) {
                TABQ_P_LIMIT, 0);
 }
 
+/* One row: LIMIT 1 written, the stamp after it as after claim; a FIFO table declines. */
+static void test_rowlock_claim_one(void) {
+  tabq_build b = on(&jobs);
+  expect_built(rowlock->claim_one, &b,
+               "SELECT " JOBS_COLS " FROM `jobs` WHERE (`retry_after` IS NULL OR `retry_after` <= "
+               "?) AND `processed_at` IS NULL AND `queue` = ? ORDER BY `priority`, `retry_after`, "
+               "`id` LIMIT 1 FOR UPDATE SKIP LOCKED",
+               TABQ_P_NOW, TABQ_P_GROUP, 0);
+  b = on(&weird);
+  expect_built(rowlock->claim_one, &b,
+               "SELECT `i``d`, `att``empt` + 1, `payload` FROM `a``pp`.`we``ird` ORDER BY `i``d` "
+               "LIMIT 1 FOR UPDATE SKIP LOCKED",
+               0);
+  tabq_table t = jobs;
+  t.fifo = true;
+  b = on(&t);
+  expect_none(rowlock->claim_one, &b);
+}
+
 static void test_rowlock_stamp(void) {
   tabq_build b = on(&jobs);
   expect_built(rowlock->stamp, &b, "UPDATE `jobs` SET `attempt` = `attempt` + 1 WHERE `id` = ?",
@@ -314,6 +333,29 @@ static void test_lease_claim_fifo(void) {
                "FROM `app`.`q` WHERE `grp` = ? ORDER BY `id` LIMIT 1) h) AND (`lu` IS NULL OR "
                "`lu` <= ?) AND `grp` = ? FOR UPDATE",
                TABQ_P_GROUP, TABQ_P_NOW, TABQ_P_GROUP, 0);
+}
+
+static void test_lease_claim_one(void) {
+  tabq_table t = leased_jobs();
+  tabq_build b = on(&t);
+  expect_built(lease->claim_one, &b,
+               "SELECT " JOBS_COLS " FROM `jobs` WHERE (`locked_until` IS NULL OR `locked_until` "
+               "<= ?) AND (`retry_after` IS NULL OR `retry_after` <= ?) AND `processed_at` IS "
+               "NULL AND `queue` = ? ORDER BY `priority`, `retry_after`, `id` LIMIT 1 FOR UPDATE "
+               "SKIP LOCKED",
+               TABQ_P_NOW, TABQ_P_NOW, TABQ_P_GROUP, 0);
+  b = on(&bare);
+  expect_built(lease->claim_one, &b,
+               "SELECT `id` FROM `bare` WHERE (`lu` IS NULL OR `lu` <= ?) ORDER BY `id` LIMIT 1 "
+               "FOR UPDATE SKIP LOCKED",
+               TABQ_P_NOW, 0);
+  t.fifo = true;
+  b = on(&t);
+  expect_none(lease->claim_one, &b);
+  b = on(&jobs);
+  b.form = TABQ_FORM_LEASE;
+  expect_refused(lease->claim_one, &b, TABQ_DIALECT);
+  MSG_HAS("needs locked_until");
 }
 
 static void test_lease_stamp_extend_release(void) {
@@ -525,9 +567,11 @@ static CU_TestInfo shared_tests[] = {
 static CU_TestInfo form_tests[] = {
     {"row lock claim", test_rowlock_claim},
     {"row lock claim, fifo", test_rowlock_claim_fifo},
+    {"row lock claim of one row", test_rowlock_claim_one},
     {"row lock stamp", test_rowlock_stamp},
     {"lease claim", test_lease_claim},
     {"lease claim, fifo", test_lease_claim_fifo},
+    {"lease claim of one row", test_lease_claim_one},
     {"lease stamp, extend and release", test_lease_stamp_extend_release},
     {"advisory statements", test_advisory},
     {"advisory keys", test_advisory_keys},

@@ -262,12 +262,13 @@ static void test_rowlock_claim(void) {
                "UPDATE SKIP LOCKED",
                TABQ_P_LIMIT, 0);
   b = on(&weird);
-  expect_built(rowlock->claim, &b,
-               "WITH claimed AS (UPDATE \"app\".\"we\"\"ird\" SET \"attempt\" = \"attempt\" + 1 "
-               "WHERE \"i\"\"d\" = ANY (ARRAY(SELECT \"i\"\"d\" FROM \"app\".\"we\"\"ird\" ORDER BY "
-               "\"i\"\"d\" LIMIT $1 FOR UPDATE SKIP LOCKED)) RETURNING *) SELECT \"i\"\"d\", "
-               "\"attempt\", \"payload\" FROM claimed ORDER BY \"i\"\"d\"",
-               TABQ_P_LIMIT, 0);
+  expect_built(
+      rowlock->claim, &b,
+      "WITH claimed AS (UPDATE \"app\".\"we\"\"ird\" SET \"attempt\" = \"attempt\" + 1 "
+      "WHERE \"i\"\"d\" = ANY (ARRAY(SELECT \"i\"\"d\" FROM \"app\".\"we\"\"ird\" ORDER BY "
+      "\"i\"\"d\" LIMIT $1 FOR UPDATE SKIP LOCKED)) RETURNING *) SELECT \"i\"\"d\", "
+      "\"attempt\", \"payload\" FROM claimed ORDER BY \"i\"\"d\"",
+      TABQ_P_LIMIT, 0);
 }
 
 static void test_rowlock_claim_fifo(void) {
@@ -305,6 +306,54 @@ static void test_rowlock_claim_fifo(void) {
                TABQ_P_LIMIT, 0);
 }
 
+/* One row: no CTE, no re-sort, LIMIT 1 written and one id compared. */
+static void test_rowlock_claim_one(void) {
+  tabq_build b = on(&jobs);
+  expect_built(rowlock->claim_one, &b,
+               "UPDATE \"jobs\" SET \"attempt\" = \"attempt\" + 1 WHERE \"id\" = (SELECT \"id\" "
+               "FROM \"jobs\" WHERE (\"retry_after\" IS NULL OR \"retry_after\" <= $1) AND "
+               "\"processed_at\" IS NULL AND \"queue\" = $2 ORDER BY \"priority\", "
+               "\"retry_after\", \"id\" LIMIT 1 FOR UPDATE SKIP LOCKED) RETURNING \"id\", "
+               "\"attempt\", \"queue\", \"pkey\", \"headers\", \"payload\", \"title\", "
+               "\"size\"",
+               TABQ_P_NOW, TABQ_P_GROUP, 0);
+  /* No attempt column: the one row selected and locked. */
+  tabq_table t = jobs;
+  t.attempt = (tabq_col){0};
+  t.priority = (tabq_col){0};
+  b = on(&t);
+  expect_built(rowlock->claim_one, &b,
+               "SELECT \"id\", \"queue\", \"pkey\", \"headers\", \"payload\", \"title\", \"size\" "
+               "FROM \"jobs\" WHERE (\"retry_after\" IS NULL OR \"retry_after\" <= $1) AND "
+               "\"processed_at\" IS NULL AND \"queue\" = $2 ORDER BY \"retry_after\", \"id\" "
+               "LIMIT 1 FOR UPDATE SKIP LOCKED",
+               TABQ_P_NOW, TABQ_P_GROUP, 0);
+  b = on(&weird);
+  expect_built(rowlock->claim_one, &b,
+               "UPDATE \"app\".\"we\"\"ird\" SET \"attempt\" = \"attempt\" + 1 WHERE \"i\"\"d\" = "
+               "(SELECT \"i\"\"d\" FROM \"app\".\"we\"\"ird\" ORDER BY \"i\"\"d\" LIMIT 1 FOR "
+               "UPDATE SKIP LOCKED) RETURNING \"i\"\"d\", \"attempt\", \"payload\"",
+               0);
+}
+
+/* FIFO: the head's UPDATE without the CTE; without an attempt column the claim is one row
+ * already, so claim_one declines. */
+static void test_rowlock_claim_one_fifo(void) {
+  tabq_table t = jobs;
+  t.fifo = true;
+  tabq_build b = on(&t);
+  expect_built(rowlock->claim_one, &b,
+               "UPDATE \"jobs\" SET \"attempt\" = \"attempt\" + 1 WHERE \"id\" = (SELECT \"id\" "
+               "FROM \"jobs\" WHERE \"queue\" = $1 AND \"processed_at\" IS NULL ORDER BY "
+               "\"priority\", \"retry_after\", \"id\" LIMIT 1) AND (\"retry_after\" IS NULL OR "
+               "\"retry_after\" <= $2) AND \"processed_at\" IS NULL AND \"queue\" = $1 RETURNING "
+               "\"id\", \"attempt\", \"queue\", \"pkey\", \"headers\", \"payload\", \"title\", "
+               "\"size\"",
+               TABQ_P_GROUP, TABQ_P_NOW, 0);
+  t.attempt = (tabq_col){0};
+  expect_none(rowlock->claim_one, &b);
+}
+
 /* ---- Lease ---------------------------------------------------------------------------------- */
 
 static void test_lease_claim(void) {
@@ -331,11 +380,12 @@ static void test_lease_claim(void) {
                TABQ_P_LEASE_UNTIL, TABQ_P_NOW, TABQ_P_LIMIT, 0);
   /* No attempt column: nothing counted, nothing returned for it. */
   b = on(&bare);
-  expect_built(lease->claim, &b,
-               "WITH claimed AS (UPDATE \"bare\" SET \"lu\" = $1 WHERE \"id\" = ANY (ARRAY(SELECT \"id\" "
-               "FROM \"bare\" WHERE (\"lu\" IS NULL OR \"lu\" <= $2) ORDER BY \"id\" LIMIT $3 "
-               "FOR UPDATE SKIP LOCKED)) RETURNING *) SELECT \"id\" FROM claimed ORDER BY \"id\"",
-               TABQ_P_LEASE_UNTIL, TABQ_P_NOW, TABQ_P_LIMIT, 0);
+  expect_built(
+      lease->claim, &b,
+      "WITH claimed AS (UPDATE \"bare\" SET \"lu\" = $1 WHERE \"id\" = ANY (ARRAY(SELECT \"id\" "
+      "FROM \"bare\" WHERE (\"lu\" IS NULL OR \"lu\" <= $2) ORDER BY \"id\" LIMIT $3 "
+      "FOR UPDATE SKIP LOCKED)) RETURNING *) SELECT \"id\" FROM claimed ORDER BY \"id\"",
+      TABQ_P_LEASE_UNTIL, TABQ_P_NOW, TABQ_P_LIMIT, 0);
 }
 
 static void test_lease_claim_fifo(void) {
@@ -366,6 +416,43 @@ static void test_lease_claim_fifo(void) {
                "(\"lu\" IS NULL OR \"lu\" <= $3) AND \"grp\" = $2 RETURNING *) SELECT \"id\", "
                "\"grp\" FROM claimed ORDER BY \"id\"",
                TABQ_P_LEASE_UNTIL, TABQ_P_GROUP, TABQ_P_NOW, 0);
+}
+
+static void test_lease_claim_one(void) {
+  tabq_table t = leased_jobs();
+  tabq_build b = on(&t);
+  expect_built(lease->claim_one, &b,
+               "UPDATE \"jobs\" SET \"locked_until\" = $1, \"attempt\" = \"attempt\" + 1 WHERE "
+               "\"id\" = (SELECT \"id\" FROM \"jobs\" WHERE (\"locked_until\" IS NULL OR "
+               "\"locked_until\" <= $2) AND (\"retry_after\" IS NULL OR \"retry_after\" <= $2) "
+               "AND \"processed_at\" IS NULL AND \"queue\" = $3 ORDER BY \"priority\", "
+               "\"retry_after\", \"id\" LIMIT 1 FOR UPDATE SKIP LOCKED) RETURNING \"id\", "
+               "\"attempt\", \"queue\", \"pkey\", \"headers\", \"payload\", \"title\", "
+               "\"size\"",
+               TABQ_P_LEASE_UNTIL, TABQ_P_NOW, TABQ_P_GROUP, 0);
+  b = on(&bare);
+  expect_built(lease->claim_one, &b,
+               "UPDATE \"bare\" SET \"lu\" = $1 WHERE \"id\" = (SELECT \"id\" FROM \"bare\" "
+               "WHERE (\"lu\" IS NULL OR \"lu\" <= $2) ORDER BY \"id\" LIMIT 1 FOR UPDATE SKIP "
+               "LOCKED) RETURNING \"id\"",
+               TABQ_P_LEASE_UNTIL, TABQ_P_NOW, 0);
+  tabq_table g = {.size = sizeof(tabq_table),
+                  .name = "app.q",
+                  .id = {"id"},
+                  .group = {"grp"},
+                  .locked_until = {"lu"},
+                  .fifo = true};
+  b = on(&g);
+  expect_built(lease->claim_one, &b,
+               "UPDATE \"app\".\"q\" SET \"lu\" = $1 WHERE \"id\" = (SELECT \"id\" FROM "
+               "\"app\".\"q\" WHERE \"grp\" = $2 ORDER BY \"id\" LIMIT 1) AND (\"lu\" IS NULL OR "
+               "\"lu\" <= $3) AND \"grp\" = $2 RETURNING \"id\", \"grp\"",
+               TABQ_P_LEASE_UNTIL, TABQ_P_GROUP, TABQ_P_NOW, 0);
+  /* A row lock table has no lease to claim. */
+  b = on(&jobs);
+  b.form = TABQ_FORM_LEASE;
+  expect_refused(lease->claim_one, &b, TABQ_DIALECT);
+  MSG_HAS("needs locked_until");
 }
 
 static void test_extend_release(void) {
@@ -769,10 +856,17 @@ static CU_TestInfo shared_tests[] = {
 };
 
 static CU_TestInfo form_tests[] = {
-    {"row lock claim", test_rowlock_claim},      {"row lock claim, fifo", test_rowlock_claim_fifo},
-    {"lease claim", test_lease_claim},           {"lease claim, fifo", test_lease_claim_fifo},
-    {"extend and release", test_extend_release}, {"advisory statements", test_advisory},
-    {"advisory keys", test_advisory_keys},       CU_TEST_INFO_NULL,
+    {"row lock claim", test_rowlock_claim},
+    {"row lock claim, fifo", test_rowlock_claim_fifo},
+    {"row lock claim of one row", test_rowlock_claim_one},
+    {"row lock claim of one row, fifo", test_rowlock_claim_one_fifo},
+    {"lease claim", test_lease_claim},
+    {"lease claim, fifo", test_lease_claim_fifo},
+    {"lease claim of one row", test_lease_claim_one},
+    {"extend and release", test_extend_release},
+    {"advisory statements", test_advisory},
+    {"advisory keys", test_advisory_keys},
+    CU_TEST_INFO_NULL,
 };
 
 static CU_TestInfo settlement_tests[] = {

@@ -112,6 +112,28 @@ static void test_claim_fifo(void) {
                TABQ_P_LEASE_UNTIL, TABQ_P_GROUP, TABQ_P_NOW, 0);
 }
 
+/* One row by its id, without the IN list; a FIFO table declines (its claim is one row). */
+static void test_claim_one(void) {
+  tabq_build b = lease_of(&jobs);
+  expect_built(lease->claim_one, &b,
+               "UPDATE \"jobs\" SET \"locked_until\" = ?1, \"attempt\" = \"attempt\" + 1 WHERE "
+               "\"id\" = (SELECT \"id\" FROM \"jobs\" WHERE (\"locked_until\" IS NULL OR "
+               "\"locked_until\" <= ?2) AND (\"retry_after\" IS NULL OR \"retry_after\" <= ?2) "
+               "AND \"processed_at\" IS NULL AND \"queue\" = ?3 ORDER BY \"priority\", "
+               "\"retry_after\", \"id\" LIMIT 1) RETURNING \"id\", \"attempt\", \"queue\", "
+               "\"pkey\", \"headers\", \"payload\", \"title\", \"size\"",
+               TABQ_P_LEASE_UNTIL, TABQ_P_NOW, TABQ_P_GROUP, 0);
+  b = lease_of(&bare);
+  expect_built(lease->claim_one, &b,
+               "UPDATE \"bare\" SET \"lu\" = ?1 WHERE \"id\" = (SELECT \"id\" FROM \"bare\" "
+               "WHERE (\"lu\" IS NULL OR \"lu\" <= ?2) ORDER BY \"id\" LIMIT 1) RETURNING \"id\"",
+               TABQ_P_LEASE_UNTIL, TABQ_P_NOW, 0);
+  tabq_table fifo = jobs;
+  fifo.fifo = true;
+  b = lease_of(&fifo);
+  expect_none(lease->claim_one, &b);
+}
+
 static void test_extend_release(void) {
   tabq_build b = lease_of(&jobs);
   expect_built(lease->extend, &b,
@@ -336,6 +358,7 @@ static CU_TestInfo text_tests[] = {
     {"insert", test_insert},
     {"lease claim", test_claim},
     {"lease claim, fifo", test_claim_fifo},
+    {"lease claim of one row", test_claim_one},
     {"extend and release", test_extend_release},
     {"settlements", test_settlements},
     {"dead letter into a table", test_dead_letter_table},

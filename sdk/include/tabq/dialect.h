@@ -260,6 +260,15 @@ typedef struct tabq_rowlock_v1 {
   /* Optional: counts the attempt of one claimed row (ID), in the claim's transaction, for
    * databases whose UPDATE returns no rows. The claim then returns the attempt plus one. */
   tabq_build_fn stamp;
+
+  /* ---- ABI 1.3 ---- */
+  /* Optional: `claim` for a single row, in the shape the database runs cheapest (no LIMIT to
+   * bind, no re-sort). Binds what claim binds, LIMIT aside; returns claim's projection of the one
+   * row claim with LIMIT 1 would take, and `stamp` follows it where it follows claim. The core
+   * runs it for every claim of one row. A builder that writes no SQL (out->sql NULL, TABQ_OK)
+   * declines the table (FIFO groups, say, where claim is one row already); then, as without the
+   * member, the core runs claim with LIMIT 1. */
+  tabq_build_fn claim_one;
 } tabq_rowlock_v1;
 
 /* ---- Lease: an expiry written into the row is the ownership token ------------------------ */
@@ -282,6 +291,11 @@ typedef struct tabq_lease_v1 {
   /* Leases one row a claim of the service's own returned (ID, NOW, LEASE_UNTIL): changes it
    * only while no lease holds it and it is unfinished, and counts the attempt. */
   tabq_build_fn lease_one;
+
+  /* ---- ABI 1.3 ---- */
+  /* Optional: `claim` for a single row, as RowLock.claim_one is (binds NOW, LEASE_UNTIL, GROUP;
+   * `stamp` follows it where it follows claim; no SQL declines the table). */
+  tabq_build_fn claim_one;
 } tabq_lease_v1;
 
 /* ---- Advisory: a lock on a key rendered from the row ------------------------------------- */

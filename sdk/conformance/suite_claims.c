@@ -1,0 +1,262 @@
+/* Claims of one row and of many. With one worker every claim is of one row, which the core runs
+ * with the dialect's claim_one (ABI 1.3) where it has one; a batch handler's claim is of many,
+ * which runs claim. Both must take the first due rows in claim order, count each row's attempt
+ * once and, in the lease form, lease exactly those rows. The handlers wait at a turnstile while
+ * the test reads the database, so every check runs on the test's own thread. */
+#include <CUnit/CUnit.h>
+#include <stdio.h>
+#include <string.h>
+#include <tabq/sql.h>
+
+#include "kit.h"
+
+#define MAX_CALLS 8
+#define MAX_ROWS 8
+
+/* Handlers arrive one call at a time and wait until the test lets that call through. */
+typedef struct turnstile {
+  pthread_mutex_t mu;
+  pthread_cond_t cv;
+  unsigned arrived, released;
+  bool open; /* every call passes: the test has ended */
+  int64_t ids[MAX_CALLS][MAX_ROWS];
+  long attempts[MAX_CALLS][MAX_ROWS];
+  unsigned rows[MAX_CALLS];
+} turnstile;
+
+static turnstile ts;
+static tabq_error err;
+
+static void turnstile_init(void) {
+  memset(&ts, 0, sizeof ts);
+  pthread_mutex_init(&ts.mu, NULL);
+  pthread_cond_init(&ts.cv, NULL);
+}
+
+static void arrive(tabq_delivery *const *ds, size_t n) {
+  pthread_mutex_lock(&ts.mu);
+  unsigned call = ts.arrived++;
+  if (call < MAX_CALLS) {
+    ts.rows[call] = (unsigned)n;
+    for (size_t i = 0; i < n && i < MAX_ROWS; i++) {
+      ts.ids[call][i] = tabq_delivery_id(ds[i]);
+      ts.attempts[call][i] = tabq_delivery_attempt(ds[i]);
+    }
+  }
+  pthread_cond_broadcast(&ts.cv);
+  while (!ts.open && ts.released <= call)
+    pthread_cond_wait(&ts.cv, &ts.mu);
+  pthread_mutex_unlock(&ts.mu);
+}
+
+static tabq_outcome one_at_turnstile(tabq_delivery *d, void *user) {
+  (void)user;
+  arrive(&d, 1);
+  return tabq_ack();
+}
+
+static void batch_at_turnstile(tabq_delivery *const *ds, size_t n, tabq_outcome *out, void *user) {
+  (void)user;
+  arrive(ds, n);
+  for (size_t i = 0; i < n; i++)
+    out[i] = tabq_ack();
+}
+
+/* Waits until `calls` calls have arrived (a liveness bound, never a speed check). */
+static bool wait_arrived(unsigned calls) {
+  for (int waited = 0; waited < 10000; waited += 10) {
+    pthread_mutex_lock(&ts.mu);
+    bool in = ts.arrived >= calls;
+    pthread_mutex_unlock(&ts.mu);
+    if (in)
+      return true;
+    sleep_ms(10);
+  }
+  return false;
+}
+
+static void let_through(bool all) {
+  pthread_mutex_lock(&ts.mu);
+  ts.released++;
+  ts.open |= all;
+  pthread_cond_broadcast(&ts.cv);
+  pthread_mutex_unlock(&ts.mu);
+}
+
+/* Six rows of queue q whose claim order is not their id order, and one of another queue:
+ * priorities 2, 1, 0, 1, 0, 2 for ids 1 to 6 give the claim order 3, 5, 2, 4, 1, 6. */
+static const int64_t claim_order[] = {3, 5, 2, 4, 1, 6};
+
+static tabq_broker *publish_rows(void) {
+  fresh_db();
+  tabq_broker *b = connect_broker(50);
+  static const int priority[] = {2, 1, 0, 1, 0, 2};
+  for (int i = 0; i < 6; i++) {
+    tabq_message m = message("q", "x", 1);
+    m.priority = priority[i];
+    CU_ASSERT_EQUAL_FATAL(tabq_publish(b, jobs_table(), &m, &err), TABQ_OK);
+  }
+  tabq_message other = message("other", "y", 1);
+  CU_ASSERT_EQUAL_FATAL(tabq_publish(b, jobs_table(), &other, &err), TABQ_OK);
+  return b;
+}
+
+/* While `claimed` rows of q's `left` are in work: exactly they are claimed. The lease form shows
+ * their leases, the lease and advisory forms their counted attempts (committed by the claim);
+ * the row lock form's claim holds the rows locked, so only the others can be locked. */
+static void expect_claimed(long long claimed, long long left) {
+  CU_ASSERT_EQUAL(db_int("SELECT count(*) FROM {jobs} WHERE queue = 'q'"), left);
+  if (kit.form == TABQ_FORM_LEASE) {
+    CU_ASSERT_EQUAL(
+        db_int("SELECT count(*) FROM {jobs} WHERE queue = 'q' AND locked_until IS NOT NULL"),
+        claimed);
+  }
+  if (kit.form != TABQ_FORM_ROWLOCK) {
+    CU_ASSERT_EQUAL(db_int("SELECT count(*) FROM {jobs} WHERE queue = 'q' AND attempt > 1"),
+                    claimed);
+  } else {
+    CU_ASSERT_EQUAL(db_int("SELECT count(*) FROM (SELECT id FROM {jobs} WHERE queue = 'q' FOR "
+                           "UPDATE SKIP LOCKED) free_rows"),
+                    left - claimed);
+  }
+  CU_ASSERT_EQUAL(db_int("SELECT attempt FROM {jobs} WHERE queue = 'other'"), 1);
+}
+
+/* One worker: each claim takes the next row in claim order, and that row alone. */
+static void claims_of_one_row(void) {
+  tabq_broker *b = publish_rows();
+  turnstile_init();
+  tabq_subscription_options o = sub_options("q", one_at_turnstile, NULL);
+  CU_ASSERT_EQUAL_FATAL(tabq_subscribe(b, jobs_table(), &o, NULL, &err), TABQ_OK);
+  for (unsigned k = 0; k < 6; k++) {
+    if (!wait_arrived(k + 1)) {
+      CU_FAIL("a claim of one row did not reach the handler");
+      break;
+    }
+    CU_ASSERT_EQUAL(ts.rows[k], 1);
+    CU_ASSERT_EQUAL(ts.ids[k][0], claim_order[k]);
+    CU_ASSERT_EQUAL(ts.attempts[k][0], 1);
+    expect_claimed(1, 6 - k);
+    let_through(false);
+  }
+  let_through(true);
+  CU_ASSERT(wait_count("SELECT count(*) FROM {jobs} WHERE queue = 'q'", 0, 10000));
+  close_broker(b);
+}
+
+/* True when the first n ids of `got` are those of `want`, in any order. */
+static bool same_rows(const int64_t *got, const int64_t *want, unsigned n) {
+  for (unsigned i = 0; i < n; i++) {
+    bool found = false;
+    for (unsigned j = 0; j < n && !found; j++)
+      found = got[j] == want[i];
+    if (!found)
+      return false;
+  }
+  return true;
+}
+
+/* A batch handler: one claim takes the first due rows in claim order, as many as the batch
+ * holds, and only those; the next claim the rest. */
+static void claims_of_many_rows(void) {
+  tabq_broker *b = publish_rows();
+  turnstile_init();
+  tabq_subscription_options o = batch_options("q", batch_at_turnstile, NULL, 4);
+  CU_ASSERT_EQUAL_FATAL(tabq_subscribe(b, jobs_table(), &o, NULL, &err), TABQ_OK);
+  static const unsigned sizes[] = {4, 2};
+  const int64_t *from = claim_order;
+  long long left = 6;
+  for (unsigned k = 0; k < 2; k++) {
+    if (!wait_arrived(k + 1)) {
+      CU_FAIL("a claim of many rows did not reach the batch handler");
+      break;
+    }
+    CU_ASSERT_EQUAL(ts.rows[k], sizes[k]);
+    bool same = ts.rows[k] == sizes[k] && same_rows(ts.ids[k], from, sizes[k]);
+    if (!same)
+      fprintf(stderr, "\nbatch %u holds ids %lld %lld %lld %lld (of %u)\n", k + 1,
+              (long long)ts.ids[k][0], (long long)ts.ids[k][1], (long long)ts.ids[k][2],
+              (long long)ts.ids[k][3], ts.rows[k]);
+    CU_ASSERT(same);
+    for (unsigned i = 0; i < sizes[k] && i < ts.rows[k]; i++)
+      CU_ASSERT_EQUAL(ts.attempts[k][i], 1);
+    expect_claimed(sizes[k], left);
+    from += sizes[k];
+    left -= sizes[k];
+    let_through(false);
+  }
+  let_through(true);
+  CU_ASSERT(wait_count("SELECT count(*) FROM {jobs} WHERE queue = 'q'", 0, 10000));
+  close_broker(b);
+}
+
+/* ---- The member itself ------------------------------------------------------------------------
+ */
+
+static tabq_build_fn claim_of(const kit_plugin *p, tabq_form form, bool one) {
+  if (form == TABQ_FORM_ROWLOCK)
+    return one ? (TABQ_HAS_MEMBER(p->desc->rowlock, tabq_rowlock_v1, claim_one)
+                      ? p->desc->rowlock->claim_one
+                      : NULL)
+               : p->desc->rowlock->claim;
+  return one ? (TABQ_HAS_MEMBER(p->desc->lease, tabq_lease_v1, claim_one)
+                    ? p->desc->lease->claim_one
+                    : NULL)
+             : p->desc->lease->claim;
+}
+
+static const char *needs_claim_one(void) {
+  if (!claim_of(&kit.plugin, kit.form, true))
+    return "the plugin has no claim_one in this form (ABI 1.3): claims of one row run claim with "
+           "LIMIT 1, which the other tests hold";
+  return NULL;
+}
+
+static bool binds(const tabq_stmt *st, uint16_t param) {
+  for (unsigned i = 0; i < st->nparams; i++)
+    if (st->params[i] == param)
+      return true;
+  return false;
+}
+
+/* claim_one builds for the kit's tables (or declines one, writing no SQL), and binds nothing
+ * claim does not: the core binds it with the values of a claim. */
+static void claim_one_binds_what_claim_binds(void) {
+  fresh_db();
+  for (int fifo = 0; fifo < 2; fifo++) {
+    tabq_table t = *jobs_table();
+    t.fifo = fifo;
+    tabq_build b = {.table = &t, .form = kit.form};
+    if (fifo && kit.plugin.desc->dialect->check(&b) == TABQ_DIALECT)
+      continue; /* FIFO tables declined by the dialect's check */
+    tabq_stmt claim, one;
+    tabq_sql_init(&claim, probe_host());
+    tabq_sql_init(&one, probe_host());
+    int rc = claim_of(&kit.plugin, kit.form, false)(&b, &claim);
+    int rc_one = claim_of(&kit.plugin, kit.form, true)(&b, &one);
+    if (rc_one)
+      fprintf(stderr, "\nclaim_one refused %s table %s: %s\n", fifo ? "the FIFO" : "the", t.name,
+              probe_last_failure());
+    CU_ASSERT_EQUAL(rc, TABQ_OK);
+    CU_ASSERT_EQUAL(rc_one, TABQ_OK);
+    CU_ASSERT_EQUAL(one.status, TABQ_OK);
+    for (unsigned i = 0; one.sql && i < one.nparams; i++) {
+      if (!binds(&claim, one.params[i]))
+        fprintf(stderr, "\nclaim_one binds parameter id %u, which claim does not bind\n",
+                one.params[i]);
+      CU_ASSERT(binds(&claim, one.params[i]));
+    }
+    tabq_sql_free(&claim);
+    tabq_sql_free(&one);
+  }
+}
+
+const kit_test claim_tests[] = {
+    {"claims of one row: one worker takes each row alone, in claim order", claims_of_one_row,
+     ALL_FORMS, NULL},
+    {"claims of many rows: a batch takes the first rows in claim order, and only those",
+     claims_of_many_rows, ALL_FORMS, NULL},
+    {"claim_one builds for the tables and binds what claim binds", claim_one_binds_what_claim_binds,
+     TABQ_FORM_ROWLOCK | TABQ_FORM_LEASE, needs_claim_one},
+    {NULL, NULL, 0, NULL},
+};
