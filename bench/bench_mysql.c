@@ -753,7 +753,8 @@ static void build(tabq_build_fn fn, tabq_form form, const char *what, tabq_stmt 
     bench_die("the dialect built no %s statement (%s)", what, tabq_code_name((tabq_code)rc));
 }
 
-static void build_own(tabq_form form) {
+/* The claim tabq runs: claim_one for claims of one row, claim for a batch. */
+static void build_own(tabq_form form, unsigned batch) {
   if (form == TABQ_FORM_ADVISORY) {
     build(tabq_my_advisory.candidates, form, "candidates", &own.candidates);
     build(tabq_my_advisory.lock, form, "lock", &own.lock);
@@ -763,7 +764,11 @@ static void build_own(tabq_form form) {
     own.pr = bench_project(&own.take, table_of(form));
   } else {
     bool rowlock = form == TABQ_FORM_ROWLOCK;
-    build(rowlock ? tabq_my_rowlock.claim : tabq_my_lease.claim, form, "claim", &own.claim);
+    tabq_build_fn one = rowlock ? tabq_my_rowlock.claim_one : tabq_my_lease.claim_one;
+    build(batch == 1 && one ? one
+          : rowlock         ? tabq_my_rowlock.claim
+                            : tabq_my_lease.claim,
+          form, "claim", &own.claim);
     build(rowlock ? tabq_my_rowlock.stamp : tabq_my_lease.stamp, form, "stamp", &own.stamp);
     /* The table declares no isolation level: the default, as the core builds every begin. */
     build(tabq_my_dialect.begin, form, "begin", &own.begin);
@@ -815,7 +820,7 @@ int main(int argc, char **argv) {
   /* The builders report failures through the host the core would have lent. */
   tabq_my_set_host(&bench_host);
   if (a.side == BENCH_OWN)
-    build_own(a.form);
+    build_own(a.form, a.batch);
   if (a.show_sql && a.side == BENCH_OWN)
     print_own(a.form);
   if (a.show_sql && a.side == BENCH_BEST)

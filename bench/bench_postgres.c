@@ -439,14 +439,16 @@ static const tabq_table *table_of(tabq_form form) {
                                    : &advisory_jobs;
 }
 
-static void build_own(tabq_form form) {
+/* The claim tabq runs: claim_one for claims of one row, claim for a batch. */
+static void build_own(tabq_form form, unsigned batch) {
   const tabq_table *t = table_of(form);
   own.in_txn = form == TABQ_FORM_ROWLOCK;
   if (form == TABQ_FORM_ADVISORY)
     bench_die("the own loop runs the row lock and lease forms (an advisory claim is several "
               "statements per candidate, which tabq's own loop is)");
-  bench_build(own.in_txn ? tabq_pg_rowlock.claim : tabq_pg_lease.claim, t, form, "claim",
-              &own.claim);
+  tabq_build_fn claim = own.in_txn ? tabq_pg_rowlock.claim : tabq_pg_lease.claim;
+  tabq_build_fn one = own.in_txn ? tabq_pg_rowlock.claim_one : tabq_pg_lease.claim_one;
+  bench_build(batch == 1 && one ? one : claim, t, form, "claim", &own.claim);
   bench_build(tabq_pg_dialect.ack, t, form, "ack", &own.ack);
   if (own.in_txn)
     bench_build(tabq_pg_dialect.begin, t, form, "begin", &own.begin);
@@ -482,7 +484,7 @@ int main(int argc, char **argv) {
   /* The builders report failures through the host the core would have lent. */
   tabq_pg_set_host(&bench_host);
   if (a.side == BENCH_OWN)
-    build_own(a.form);
+    build_own(a.form, a.batch);
   if (a.show_sql && a.side == BENCH_OWN)
     fprintf(stderr, "own %s: %s%s%s; %s%s\n", bench_form_name(a.form),
             own.in_txn ? own.begin.sql : "", own.in_txn ? "; " : "", own.claim.sql, own.ack.sql,

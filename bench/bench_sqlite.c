@@ -328,7 +328,10 @@ int main(int argc, char **argv) {
   /* The builders report failures through the host the core would have lent. */
   tabq_sqlite_set_host(&bench_host);
   if (a.side == BENCH_OWN) {
-    bench_build(tabq_sqlite_lease.claim, &jobs, TABQ_FORM_LEASE, "claim", &own_claim);
+    /* The claim tabq runs: claim_one for claims of one row, claim for a batch. */
+    bench_build(a.batch == 1 && tabq_sqlite_lease.claim_one ? tabq_sqlite_lease.claim_one
+                                                            : tabq_sqlite_lease.claim,
+                &jobs, TABQ_FORM_LEASE, "claim", &own_claim);
     bench_build(tabq_sqlite_dialect.ack, &jobs, TABQ_FORM_LEASE, "ack", &own_ack);
     own_pr = bench_project(&own_claim, &jobs);
     if (a.show_sql)
