@@ -148,6 +148,9 @@ tabq_subscription_options batch_options(const char *queue, tabq_batch_handler ha
                                         unsigned batch);
 tabq_message message(const char *group, const void *payload, size_t len);
 void stats_of(const tabq_subscription *s, tabq_stats *out);
+/* The stats once `settled` settlements are counted (up to 10 s): a settlement's statement
+ * commits before its count goes up, so a test that saw the rows change waits for the count. */
+void stats_after(const tabq_subscription *s, uint64_t settled, tabq_stats *out);
 
 /* ---- What the tests share (support.c) -------------------------------------------------------- */
 

@@ -225,7 +225,7 @@ static void own_extend(void) {
   CU_ASSERT_EQUAL_FATAL(tabq_subscribe(b, &t, &o, &sub, &err), TABQ_OK);
   CU_ASSERT(wait_count("SELECT count(*) FROM {jobs} WHERE queue = 'done'", 1, 20000));
   tabq_stats st;
-  stats_of(sub, &st);
+  stats_after(sub, 1, &st);
   CU_ASSERT(st.extensions >= 2);
   CU_ASSERT_EQUAL(st.lease_lost, 0);
   CU_ASSERT_EQUAL(st.acked, 1);

@@ -39,7 +39,7 @@ static void extensions_keep_the_row(void) {
   CU_ASSERT_EQUAL_FATAL(tabq_subscribe(other, jobs_table(), &o, NULL, &err), TABQ_OK);
   CU_ASSERT(wait_count("SELECT count(*) FROM {jobs}", 0, 15000));
   tabq_stats st;
-  stats_of(s, &st);
+  stats_after(s, 1, &st);
   CU_ASSERT_EQUAL(st.acked, 1);
   CU_ASSERT(st.extensions >= 4);
   CU_ASSERT_EQUAL(st.lease_lost, 0);

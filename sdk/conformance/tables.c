@@ -1,6 +1,7 @@
 /* Every table description, option set and message the kit builds: one file, so a change of
  * these structs (a size member, an INIT macro) is made here once. */
 #include <string.h>
+#include <time.h>
 
 #include "kit.h"
 
@@ -116,4 +117,15 @@ tabq_message message(const char *group, const void *payload, size_t len) {
 
 void stats_of(const tabq_subscription *s, tabq_stats *out) {
   tabq_subscription_stats(s, out, sizeof *out);
+}
+
+void stats_after(const tabq_subscription *s, uint64_t settled, tabq_stats *out) {
+  for (int waited_ms = 0;; waited_ms += 5) {
+    stats_of(s, out);
+    uint64_t n = out->acked + out->retried + out->dead_lettered + out->failed + out->lease_lost +
+                 out->released;
+    if (n >= settled || waited_ms >= 10000)
+      return;
+    nanosleep(&(struct timespec){.tv_nsec = 5 * 1000 * 1000}, NULL);
+  }
 }
