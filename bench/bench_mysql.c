@@ -377,7 +377,7 @@ static void expect_drained(MYSQL *admin, const bench_args *a) {
     bench_die("%s: %lld rows left in the table after the drain", side, (long long)left);
 }
 
-/* ---- The loop of the dialect's own statements ------------------------------------------------ */
+/* ---- The raw loop: the dialect's own statements (or hand-written ones) ---------------------- */
 
 /* The statements a raw loop runs: the dialect's of one form for the "own" loop, or on a
  * processed_at table the hand-written ones for the "best" loop. */

@@ -252,7 +252,7 @@ int64_t pg_get_int(const char *p, int len) {
   return (int64_t)u;
 }
 
-/* ---- The loop of the dialect's own statements ------------------------------------------------ */
+/* ---- The raw loop: the dialect's own statements (or hand-written ones) ---------------------- */
 
 typedef struct raw_values {
   int64_t now, lease_until, token, id, limit;
