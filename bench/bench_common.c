@@ -313,6 +313,16 @@ const char *bench_form_name(tabq_form form) {
   return form == TABQ_FORM_ROWLOCK ? "rowlock" : form == TABQ_FORM_LEASE ? "lease" : "advisory";
 }
 
+static const char *const table_names[] = {"plain", "processed", "processed-naive"};
+
+const char *bench_table_name(bench_table_kind table) {
+  return table_names[table];
+}
+
+const char *bench_processed_at(const bench_args *a) {
+  return a->table == BENCH_TABLE_PLAIN ? NULL : "processed_at";
+}
+
 static const char *arg_of(int argc, char **argv, int *i) {
   if (*i + 1 >= argc)
     bench_die("%s takes a value", argv[*i]);
@@ -350,7 +360,15 @@ void bench_parse_args(int argc, char **argv, unsigned forms, int64_t default_row
       a->rows = bench_parse_count(o, arg_of(argc, argv, &i), 100000000);
     else if (!strcmp(o, "--sql"))
       a->show_sql = true;
-    else if (!strcmp(o, "--help") || !strcmp(o, "-h")) {
+    else if (!strcmp(o, "--table")) {
+      const char *v = arg_of(argc, argv, &i);
+      unsigned t = 0;
+      while (t < 3 && strcmp(v, table_names[t]))
+        t++;
+      if (t == 3)
+        bench_die("--table is plain, processed or processed-naive, not %s", v);
+      a->table = (bench_table_kind)t;
+    } else if (!strcmp(o, "--help") || !strcmp(o, "-h")) {
       fputs(usage, stdout);
       exit(0);
     } else {
@@ -415,10 +433,12 @@ double bench_server_cpu_s(void) {
 
 void bench_emit(const bench_args *a, const bench_result *r) {
   double rows = (double)a->rows;
-  printf("{\"db\":\"%s\",\"side\":\"%s\",\"form\":\"%s\",\"workers\":%u,\"batch\":%u,"
-         "\"rows\":%lld,\"seconds\":%.4f,\"msgs_per_s\":%.1f,\"client_cpu_us_per_row\":%.2f,",
-         r->db, bench_side_name(a->side), bench_form_name(a->form), a->workers, a->batch,
-         (long long)a->rows, r->seconds, rows / r->seconds, r->client_cpu_s / rows * 1e6);
+  printf("{\"db\":\"%s\",\"side\":\"%s\",\"form\":\"%s\",\"table\":\"%s\",\"workers\":%u,"
+         "\"batch\":%u,\"rows\":%lld,\"seconds\":%.4f,\"msgs_per_s\":%.1f,"
+         "\"client_cpu_us_per_row\":%.2f,",
+         r->db, bench_side_name(a->side), bench_form_name(a->form), bench_table_name(a->table),
+         a->workers, a->batch, (long long)a->rows, r->seconds, rows / r->seconds,
+         r->client_cpu_s / rows * 1e6);
   if (r->server_cpu_s >= 0)
     printf("\"server_cpu_us_per_row\":%.2f,", r->server_cpu_s / rows * 1e6);
   else
@@ -426,4 +446,11 @@ void bench_emit(const bench_args *a, const bench_result *r) {
   printf("\"server_version\":\"%s\"}\n", r->server_version ? r->server_version : "");
   if (fflush(stdout) || ferror(stdout))
     bench_die("cannot write the result: %s", strerror(errno));
+}
+
+void bench_expect_finished(int64_t total, int64_t finished, int64_t rows, const char *side) {
+  if (total != rows || finished != rows)
+    bench_die("%s: %lld rows of %lld left in the table after the drain, %lld of them finished "
+              "(processed_at set, no lease)",
+              side, (long long)total, (long long)rows, (long long)finished);
 }

@@ -72,23 +72,36 @@ double bench_run_tabq(const char *url, const tabq_table *table, unsigned workers
  * hand for the same guarantee ("best"). */
 typedef enum bench_side { BENCH_TABQ, BENCH_OWN, BENCH_BEST } bench_side;
 
+/* The table drained: acks delete its rows (plain), or set processed_at and keep them, with the
+ * index docs/table-description.md recommends for that (processed: one the finished rows leave)
+ * or with the plain claim index, which keeps them at its head (processed-naive). */
+typedef enum bench_table_kind {
+  BENCH_TABLE_PLAIN,
+  BENCH_TABLE_PROCESSED,
+  BENCH_TABLE_PROCESSED_NAIVE
+} bench_table_kind;
+
 typedef struct bench_args {
   bench_side side;
   tabq_form form;
   unsigned workers, batch;
   int64_t rows;
   bool show_sql;
+  bench_table_kind table;
 } bench_args;
 
 #define BENCH_MAX_WORKERS 64
 #define BENCH_MAX_BATCH 1000
 
-/* --side, --form (one of `forms`, tabq_form values or'ed), --workers, --batch, --rows, --sql;
- * --help prints `usage` and ends the run; a bad option ends it with status 2. */
+/* --side, --form (one of `forms`, tabq_form values or'ed), --workers, --batch, --rows, --sql,
+ * --table; --help prints `usage` and ends the run; a bad option ends it with status 2. */
 void bench_parse_args(int argc, char **argv, unsigned forms, int64_t default_rows,
                       const char *usage, bench_args *a);
 const char *bench_side_name(bench_side side);
 const char *bench_form_name(tabq_form form);
+const char *bench_table_name(bench_table_kind table);
+/* The processed_at column's name when the table has one, else NULL. */
+const char *bench_processed_at(const bench_args *a);
 
 /* The database server's CPU time (user + system, its reaped children included) in seconds, from
  * /proc for the process TABQ_BENCH_SERVER_PID names (a PostgreSQL postmaster with its backends,
@@ -101,9 +114,14 @@ typedef struct bench_result {
   double seconds, client_cpu_s, server_cpu_s; /* server_cpu_s < 0: not measured */
 } bench_result;
 
-/* One JSON line on stdout: db, side, form, workers, batch, rows, seconds, msgs_per_s, client and
- * server CPU per row in microseconds. */
+/* One JSON line on stdout: db, side, form, table, workers, batch, rows, seconds, msgs_per_s,
+ * client and server CPU per row in microseconds. */
 void bench_emit(const bench_args *a, const bench_result *r);
+
+/* After a drain of a processed_at table: `rows` rows still there, every one finished (processed_at
+ * set) and none leased; else the run ends. `finished` counts the rows with processed_at set and
+ * locked_until NULL (or no locked_until), `total` every row. */
+void bench_expect_finished(int64_t total, int64_t finished, int64_t rows, const char *side);
 
 /* A whole number from 1 to max for option `opt`, or the run ends. */
 unsigned bench_parse_count(const char *opt, const char *s, unsigned max);

@@ -4,7 +4,11 @@
  *   own   a plain libpq loop of the very statements the PostgreSQL dialect renders (from its
  *         builders, bound by parameter id as the core binds them, binary as the driver runs
  *         them): what tabq would cost with nothing of its own;
- *   best  a plain libpq loop of the best SQL written by hand for the same guarantee (pg_best.c).
+ *   best  a plain libpq loop of the best SQL written by hand for the same guarantee (pg_best.c;
+ *         on a processed_at table the statements below, run by the own loop's code).
+ *
+ * --table processed keeps finished rows (acks set processed_at) with the partial claim index
+ * docs/table-description.md recommends; processed-naive keeps them with the plain index.
  *
  * The table lives in a schema of the run's own (bench_<pid>, dropped at the end, also when
  * interrupted), is filled untimed with --rows rows and vacuumed, then drained by --workers
@@ -42,21 +46,24 @@ static const tabq_table advisory_jobs = {
     .size = sizeof(tabq_table), JOBS_ROLES, .advisory_lock = "job-{id}"};
 
 /* No autovacuum on the table: one landing inside a drain would slow whichever side ran then.
- * The refill ends with a VACUUM ANALYZE instead, so every run starts alike. */
+ * The refill ends with a VACUUM ANALYZE instead, so every run starts alike. The %s are the
+ * processed_at column and the claim index's predicate. */
 static const char *const schema_sql =
     "CREATE TABLE jobs (id BIGSERIAL PRIMARY KEY, queue TEXT NOT NULL, "
-    "attempt INTEGER NOT NULL DEFAULT 1, locked_until TIMESTAMPTZ, payload BYTEA NOT NULL) "
+    "attempt INTEGER NOT NULL DEFAULT 1, locked_until TIMESTAMPTZ,%s payload BYTEA NOT NULL) "
     "WITH (autovacuum_enabled = off);"
-    "CREATE INDEX jobs_claim ON jobs (queue, id)";
+    "CREATE INDEX jobs_claim ON jobs (queue, id)%s";
 
-/* A form's statements as the dialect renders them, for the "own" loop. */
+/* The statements a raw loop runs: the dialect's for the "own" loop, or on a processed_at table
+ * the hand-written ones for the "best" loop. */
 typedef struct form_stmts {
   tabq_stmt claim, ack, begin; /* begin: row lock only, whose claim and ack share a transaction */
   bench_projection pr;
   bool in_txn;
+  bool ack_ids; /* one ack for a claim's rows, by an array of their ids */
 } form_stmts;
 
-static form_stmts own;
+static form_stmts raw;
 
 /* ---- The schema, and dropping it whatever ends the run -------------------------------------- */
 
@@ -212,10 +219,17 @@ static int64_t refill(PGconn *admin, int64_t rows) {
   return pg_int(admin, "SELECT sum(id) FROM jobs");
 }
 
-/* After a drain: nothing may be left, not even a leased row. */
-static void expect_empty(PGconn *admin, const char *side) {
+/* After a drain: nothing may be left, not even a leased row; of a processed_at table every row,
+ * each finished and none leased. */
+static void expect_drained(PGconn *admin, const bench_args *a) {
+  const char *side = bench_side_name(a->side);
   int64_t left = pg_int(admin, "SELECT count(*) FROM jobs");
-  if (left != 0)
+  if (bench_processed_at(a))
+    bench_expect_finished(left,
+                          pg_int(admin, "SELECT count(*) FROM jobs WHERE processed_at IS NOT NULL "
+                                        "AND locked_until IS NULL"),
+                          a->rows, side);
+  else if (left != 0)
     bench_die("%s: %lld rows left in the table after the drain", side, (long long)left);
 }
 
@@ -238,10 +252,11 @@ int64_t pg_get_int(const char *p, int len) {
   return (int64_t)u;
 }
 
-/* ---- The loop of the dialect's own statements ------------------------------------------------ */
+/* ---- The raw loop: the dialect's own statements (or hand-written ones) ---------------------- */
 
 typedef struct raw_values {
   int64_t now, lease_until, token, id, limit;
+  const char *ids; /* a claim's ids as a text array, "{1,2,3}" */
 } raw_values;
 
 /* A statement prepared on one connection, with the buffers its binary parameters go out in. */
@@ -266,6 +281,8 @@ static Oid wanted_type(uint16_t param) {
   case TABQ_P_LEASE_UNTIL:
   case TABQ_P_TOKEN:
     return PG_OID_TIMESTAMPTZ;
+  case TABQ_P_IDS:
+    return PG_OID_INT8_ARRAY;
   default:
     bench_die("the own loop binds no parameter id %u", param);
   }
@@ -326,6 +343,11 @@ static PGresult *raw_exec(PGconn *c, raw_stmt *s, const raw_values *v) {
     case TABQ_P_LEASE_UNTIL:
       pg_put_be64(s->bufs[i], v->lease_until - PG_EPOCH_US);
       break;
+    case TABQ_P_IDS: /* in text, as pg_best.c sends a batch's ids */
+      s->values[i] = v->ids;
+      s->lengths[i] = (int)strlen(v->ids);
+      s->formats[i] = 0;
+      break;
     default: /* TABQ_P_TOKEN: raw_prepare refused the rest */
       pg_put_be64(s->bufs[i], v->token - PG_EPOCH_US);
       break;
@@ -337,16 +359,19 @@ static PGresult *raw_exec(PGconn *c, raw_stmt *s, const raw_values *v) {
 }
 
 /* One connection draining until its claim comes back empty: a claim of --batch rows, then an
- * ack per row as the core settles them; in the row lock form inside BEGIN ... COMMIT. */
-static void *own_main(void *arg) {
+ * ack per row as the core settles them (or one for them all, by their ids); in the row lock
+ * form inside BEGIN ... COMMIT. */
+static void *raw_main(void *arg) {
   pg_loop *l = arg;
-  const form_stmts *fs = &own;
+  const form_stmts *fs = &raw;
   PGconn *c = pg_open(url);
   raw_stmt claim, ack;
   raw_prepare(c, &claim, &fs->claim, "own_claim", &fs->pr);
   raw_prepare(c, &ack, &fs->ack, "own_ack", NULL);
   int64_t *ids = calloc(l->a->batch, sizeof *ids);
-  if (!ids)
+  size_t list_cap = (size_t)l->a->batch * 21 + 4;
+  char *list = malloc(list_cap);
+  if (!ids || !list)
     bench_die("out of memory");
   memset(&l->t, 0, sizeof l->t);
   pthread_barrier_wait(l->ready);
@@ -381,7 +406,20 @@ static void *own_main(void *arg) {
     PQclear(r);
 
     v.token = v.lease_until;
-    for (int i = 0; i < n; i++) {
+    v.now = bench_now_us(); /* what a processed_at ack writes: the time of the ack */
+    if (fs->ack_ids) {
+      size_t used = 0;
+      for (int i = 0; i < n; i++)
+        used += (size_t)snprintf(list + used, list_cap - used, "%c%lld", i ? ',' : '{',
+                                 (long long)ids[i]);
+      snprintf(list + used, list_cap - used, "}");
+      v.ids = list;
+      r = raw_exec(c, &ack, &v);
+      if (atoi(PQcmdTuples(r)) != n)
+        bench_die("ack of %d rows changed %s", n, PQcmdTuples(r));
+      PQclear(r);
+    }
+    for (int i = 0; !fs->ack_ids && i < n; i++) {
       v.id = ids[i];
       r = raw_exec(c, &ack, &v);
       if (strcmp(PQcmdTuples(r), "1") != 0)
@@ -398,6 +436,7 @@ static void *own_main(void *arg) {
   }
   l->end = bench_mono_s();
   free(ids);
+  free(list);
   PQfinish(c);
   return NULL;
 }
@@ -424,35 +463,118 @@ static double run_loops(void *(*fn)(void *), const bench_args *a, bench_tally *t
   return end - start;
 }
 
+/* ---- The best SQL on a processed_at table --------------------------------------------------- */
+
+/* pg_best.c's row lock and lease statements with every claim skipping finished rows and the acks
+ * setting processed_at (to the host's time, as tabq's do) instead of deleting. The raw loop runs
+ * them, binding $1, $2, ... by the parameter ids listed with each. */
+typedef struct hand_sql {
+  const char *sql;
+  uint16_t params[4];
+  unsigned n;
+} hand_sql;
+
+#define PICK "SELECT id FROM jobs WHERE queue = $1 "
+#define DUE "AND (locked_until IS NULL OR locked_until <= $3) "
+#define OPEN_FIRST "AND processed_at IS NULL ORDER BY id LIMIT "
+#define RET " RETURNING id, attempt, payload"
+
+static const hand_sql processed_rowlock_one = {
+    "UPDATE jobs SET attempt = attempt + 1 WHERE id = (" PICK OPEN_FIRST
+    "1 FOR UPDATE SKIP LOCKED)" RET,
+    {TABQ_P_GROUP},
+    1};
+static const hand_sql processed_rowlock_many = {
+    "UPDATE jobs SET attempt = attempt + 1 WHERE id = ANY (ARRAY(" PICK OPEN_FIRST
+    "$2 FOR UPDATE SKIP LOCKED))" RET,
+    {TABQ_P_GROUP, TABQ_P_LIMIT},
+    2};
+static const hand_sql processed_rowlock_ack_one = {
+    "UPDATE jobs SET processed_at = $2 WHERE id = $1", {TABQ_P_ID, TABQ_P_NOW}, 2};
+static const hand_sql processed_rowlock_ack_many = {
+    "UPDATE jobs SET processed_at = $2 WHERE id = ANY ($1)", {TABQ_P_IDS, TABQ_P_NOW}, 2};
+static const hand_sql processed_lease_one = {
+    "UPDATE jobs SET attempt = attempt + 1, locked_until = $2 WHERE id = (" PICK DUE OPEN_FIRST
+    "1 FOR UPDATE SKIP LOCKED)" RET,
+    {TABQ_P_GROUP, TABQ_P_LEASE_UNTIL, TABQ_P_NOW},
+    3};
+static const hand_sql processed_lease_many = {
+    "UPDATE jobs SET attempt = attempt + 1, locked_until = $2 WHERE id = ANY (ARRAY(" PICK DUE
+        OPEN_FIRST "$4 FOR UPDATE SKIP LOCKED))" RET,
+    {TABQ_P_GROUP, TABQ_P_LEASE_UNTIL, TABQ_P_NOW, TABQ_P_LIMIT},
+    4};
+static const hand_sql processed_lease_ack_one = {
+    "UPDATE jobs SET processed_at = $3, locked_until = NULL WHERE id = $1 AND locked_until = $2",
+    {TABQ_P_ID, TABQ_P_TOKEN, TABQ_P_NOW},
+    3};
+static const hand_sql processed_lease_ack_many = {"UPDATE jobs SET processed_at = $3, "
+                                                  "locked_until = NULL WHERE id = ANY ($1) AND "
+                                                  "locked_until = $2",
+                                                  {TABQ_P_IDS, TABQ_P_TOKEN, TABQ_P_NOW},
+                                                  3};
+static const hand_sql begin_sql = {"BEGIN", {0}, 0};
+
+static void hand_stmt(const hand_sql *h, tabq_stmt *st) {
+  tabq_sql_init(st, &bench_host);
+  tabq_sql_raw(st, h->sql);
+  memcpy(st->params, h->params, h->n * sizeof h->params[0]);
+  st->nparams = h->n;
+  if (st->status != TABQ_OK)
+    bench_die("out of memory");
+}
+
+/* The raw loop's statements for the best side on a processed_at table (row lock or lease). */
+static void build_best_processed(const bench_args *a) {
+  bool many = a->batch > 1;
+  raw.in_txn = a->form == TABQ_FORM_ROWLOCK;
+  raw.ack_ids = many;
+  if (raw.in_txn) {
+    hand_stmt(many ? &processed_rowlock_many : &processed_rowlock_one, &raw.claim);
+    hand_stmt(many ? &processed_rowlock_ack_many : &processed_rowlock_ack_one, &raw.ack);
+    hand_stmt(&begin_sql, &raw.begin);
+  } else {
+    hand_stmt(many ? &processed_lease_many : &processed_lease_one, &raw.claim);
+    hand_stmt(many ? &processed_lease_ack_many : &processed_lease_ack_one, &raw.ack);
+  }
+  raw.pr = (bench_projection){.id = 0, .attempt = 1, .payload = 2, .n = 3};
+}
+
 /* ---- Main ----------------------------------------------------------------------------------- */
 
 static const char *const usage =
     "usage: " PROGRAM " [--side tabq|own|best] [--form rowlock|lease|advisory] [--workers N]\n"
     "                           [--batch N] [--rows N] [--sql]\n"
+    "                           [--table plain|processed|processed-naive]\n"
     "  one drain of --rows rows (default 20000) by one side, printed as one JSON line;\n"
+    "  --table processed keeps finished rows (processed_at) with a partial claim index,\n"
+    "  processed-naive with the plain one;\n"
     "  the server's URL from " URL_ENV " (postgres://...), its postmaster's pid (for the\n"
     "  server's CPU per row) from TABQ_BENCH_SERVER_PID\n";
 
-static const tabq_table *table_of(tabq_form form) {
-  return form == TABQ_FORM_ROWLOCK ? &rowlock_jobs
-         : form == TABQ_FORM_LEASE ? &lease_jobs
-                                   : &advisory_jobs;
+/* The description the run drains: its form's, with processed_at on a table that keeps its rows. */
+static tabq_table drained;
+
+static const tabq_table *describe(const bench_args *a) {
+  drained = a->form == TABQ_FORM_ROWLOCK ? rowlock_jobs
+            : a->form == TABQ_FORM_LEASE ? lease_jobs
+                                         : advisory_jobs;
+  drained.processed_at.name = bench_processed_at(a);
+  return &drained;
 }
 
 /* The claim tabq runs: claim_one for claims of one row, claim for a batch. */
-static void build_own(tabq_form form, unsigned batch) {
-  const tabq_table *t = table_of(form);
-  own.in_txn = form == TABQ_FORM_ROWLOCK;
+static void build_own(const tabq_table *t, tabq_form form, unsigned batch) {
+  raw.in_txn = form == TABQ_FORM_ROWLOCK;
   if (form == TABQ_FORM_ADVISORY)
     bench_die("the own loop runs the row lock and lease forms (an advisory claim is several "
               "statements per candidate, which tabq's own loop is)");
-  tabq_build_fn claim = own.in_txn ? tabq_pg_rowlock.claim : tabq_pg_lease.claim;
-  tabq_build_fn one = own.in_txn ? tabq_pg_rowlock.claim_one : tabq_pg_lease.claim_one;
-  bench_build(batch == 1 && one ? one : claim, t, form, "claim", &own.claim);
-  bench_build(tabq_pg_dialect.ack, t, form, "ack", &own.ack);
-  if (own.in_txn)
-    bench_build(tabq_pg_dialect.begin, t, form, "begin", &own.begin);
-  own.pr = bench_project(&own.claim, t);
+  tabq_build_fn claim = raw.in_txn ? tabq_pg_rowlock.claim : tabq_pg_lease.claim;
+  tabq_build_fn one = raw.in_txn ? tabq_pg_rowlock.claim_one : tabq_pg_lease.claim_one;
+  bench_build(batch == 1 && one ? one : claim, t, form, "claim", &raw.claim);
+  bench_build(tabq_pg_dialect.ack, t, form, "ack", &raw.ack);
+  if (raw.in_txn)
+    bench_build(tabq_pg_dialect.begin, t, form, "begin", &raw.begin);
+  raw.pr = bench_project(&raw.claim, t);
 }
 
 /* Builds the URL that reaches the schema: unqualified names resolve there (search_path), and
@@ -480,16 +602,27 @@ int main(int argc, char **argv) {
                     "may create a schema, e.g. postgres://tabq@127.0.0.1:55432/tabq_test\n");
     return 2;
   }
+  /* pg_best.c's advisory loop deletes its rows; a processed_at one is left to tabq. */
+  bool best_processed = a.side == BENCH_BEST && bench_processed_at(&a);
+  if (best_processed && a.form == TABQ_FORM_ADVISORY) {
+    fprintf(stderr, PROGRAM ": the best loop on a processed_at table runs the row lock and lease "
+                            "forms, not advisory\n");
+    return 2;
+  }
   make_url();
+  const tabq_table *table = describe(&a);
   /* The builders report failures through the host the core would have lent. */
   tabq_pg_set_host(&bench_host);
   if (a.side == BENCH_OWN)
-    build_own(a.form, a.batch);
-  if (a.show_sql && a.side == BENCH_OWN)
-    fprintf(stderr, "own %s: %s%s%s; %s%s\n", bench_form_name(a.form),
-            own.in_txn ? own.begin.sql : "", own.in_txn ? "; " : "", own.claim.sql, own.ack.sql,
-            own.in_txn ? "; COMMIT" : "");
-  if (a.show_sql && a.side == BENCH_BEST)
+    build_own(table, a.form, a.batch);
+  else if (best_processed)
+    build_best_processed(&a);
+  bool raw_loop = a.side == BENCH_OWN || best_processed;
+  if (a.show_sql && raw_loop)
+    fprintf(stderr, "%s %s: %s%s%s; %s%s\n", bench_side_name(a.side), bench_form_name(a.form),
+            raw.in_txn ? raw.begin.sql : "", raw.in_txn ? "; " : "", raw.claim.sql, raw.ack.sql,
+            raw.in_txn ? "; COMMIT" : "");
+  else if (a.show_sql && a.side == BENCH_BEST)
     pg_best_print(&a);
 
   watch_signals(); /* before any other thread, so every one inherits the blocked signals */
@@ -502,21 +635,24 @@ int main(int argc, char **argv) {
   pthread_mutex_unlock(&cleanup_mu);
   PQfinish(admin);
   admin = pg_open(url);
-  pg_exec(admin, schema_sql);
+  char ddl[512];
+  snprintf(ddl, sizeof ddl, schema_sql, bench_processed_at(&a) ? " processed_at TIMESTAMPTZ," : "",
+           a.table == BENCH_TABLE_PROCESSED ? " WHERE processed_at IS NULL" : "");
+  pg_exec(admin, ddl);
   int64_t ids = refill(admin, a.rows);
 
   bench_tally t;
   double cpu = bench_cpu_s(), server = bench_server_cpu_s(), seconds;
   if (a.side == BENCH_TABQ)
-    seconds = bench_run_tabq(url, table_of(a.form), a.workers, a.batch, a.rows, &t);
+    seconds = bench_run_tabq(url, table, a.workers, a.batch, a.rows, &t);
   else
-    seconds = run_loops(a.side == BENCH_OWN ? own_main : pg_best_main, &a, &t);
+    seconds = run_loops(raw_loop ? raw_main : pg_best_main, &a, &t);
   cpu = bench_cpu_s() - cpu;
   /* The drain's sessions have ended; their backends' time reaches the postmaster once reaped. */
   nanosleep(&(struct timespec){.tv_nsec = 100 * 1000 * 1000}, NULL);
   double server_end = bench_server_cpu_s();
   bench_expect_tally(&t, a.rows, ids, bench_side_name(a.side));
-  expect_empty(admin, bench_side_name(a.side));
+  expect_drained(admin, &a);
 
   bench_result r = {.db = "postgres",
                     .server_version = PQparameterStatus(admin, "server_version"),
@@ -526,11 +662,11 @@ int main(int argc, char **argv) {
   bench_emit(&a, &r);
   PQfinish(admin);
   drop_schema();
-  if (a.side == BENCH_OWN) {
-    tabq_sql_free(&own.claim);
-    tabq_sql_free(&own.ack);
-    if (own.in_txn)
-      tabq_sql_free(&own.begin);
+  if (raw_loop) {
+    tabq_sql_free(&raw.claim);
+    tabq_sql_free(&raw.ack);
+    if (raw.in_txn)
+      tabq_sql_free(&raw.begin);
   }
   return 0;
 }

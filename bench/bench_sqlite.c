@@ -10,6 +10,12 @@
  *                  (a batch: id IN (SELECT ... LIMIT ?4))
  *           ack    DELETE FROM jobs WHERE id = ?1 AND locked_until = ?2
  *                  (a batch: the deletes in one BEGIN IMMEDIATE ... COMMIT)
+ *         on a processed_at table the claim adds "AND processed_at IS NULL" and the ack is
+ *           UPDATE jobs SET processed_at = ?3, locked_until = NULL WHERE id = ?1 AND
+ *           locked_until = ?2   (?3 the host's time, as tabq writes it)
+ *
+ * --table processed keeps finished rows (acks set processed_at) with the partial claim index
+ * docs/table-description.md recommends; processed-naive keeps them with the plain index.
  *
  * A temporary database file (WAL, synchronous=NORMAL, as tabq's URL sets) is filled untimed with
  * --rows rows, then drained by --workers threads, each raw loop on a connection of its own. The
@@ -41,10 +47,14 @@ static const tabq_table jobs = {
     .payload = {.name = "payload"},
 };
 
+/* The %s are the processed_at column and the claim index's predicate. */
 static const char *const schema =
     "CREATE TABLE jobs (id INTEGER PRIMARY KEY, queue TEXT NOT NULL, "
-    "attempt INTEGER NOT NULL DEFAULT 1, locked_until TEXT, payload BLOB NOT NULL);"
-    "CREATE INDEX jobs_claim ON jobs (queue, id);";
+    "attempt INTEGER NOT NULL DEFAULT 1, locked_until TEXT,%s payload BLOB NOT NULL);"
+    "CREATE INDEX jobs_claim ON jobs (queue, id)%s;";
+
+/* The description the run drains: jobs, with processed_at on a table that keeps its rows. */
+static tabq_table drained;
 
 /* ---- Errors and the temporary database ----------------------------------------------------- */
 
@@ -134,10 +144,17 @@ static int64_t refill(sqlite3 *db, int64_t rows) {
   return query_int(db, "SELECT sum(id) FROM jobs");
 }
 
-/* After a drain: nothing may be left, not even a leased row. */
-static void expect_empty(sqlite3 *db, const char *side) {
+/* After a drain: nothing may be left, not even a leased row; of a processed_at table every row,
+ * each finished and none leased. */
+static void expect_drained(sqlite3 *db, const bench_args *a) {
+  const char *side = bench_side_name(a->side);
   int64_t left = query_int(db, "SELECT count(*) FROM jobs");
-  if (left != 0)
+  if (bench_processed_at(a))
+    bench_expect_finished(left,
+                          query_int(db, "SELECT count(*) FROM jobs WHERE processed_at IS NOT NULL "
+                                        "AND locked_until IS NULL"),
+                          a->rows, side);
+  else if (left != 0)
     bench_die("%s: %lld rows left in the table after the drain", side, (long long)left);
 }
 
@@ -182,7 +199,8 @@ static void bind_by_id(sqlite3 *db, sqlite3_stmt *st, const tabq_stmt *def, cons
 }
 
 /* The two sides' statements: the dialect's (bound by parameter id) or the hand-written ones
- * (bound by position: ?1 queue or id, ?2 lease or token, ?3 now, ?4 limit). */
+ * (bound by position: ?1 queue or id, ?2 lease or token, ?3 now, ?4 limit). The processed_
+ * ones are for a processed_at table. */
 static tabq_stmt own_claim, own_ack;
 static bench_projection own_pr;
 
@@ -194,6 +212,29 @@ static const char *const best_claim_many =
     "UPDATE jobs SET attempt = attempt + 1, locked_until = ?2 WHERE id IN (SELECT id FROM "
     "jobs " BEST_DUE "LIMIT ?4) RETURNING id, attempt, payload";
 static const char *const best_ack = "DELETE FROM jobs WHERE id = ?1 AND locked_until = ?2";
+#define BEST_OPEN_DUE                                                                              \
+  "WHERE queue = ?1 AND (locked_until IS NULL OR locked_until <= ?3) AND processed_at IS NULL "    \
+  "ORDER BY id "
+static const char *const best_processed_claim_one =
+    "UPDATE jobs SET attempt = attempt + 1, locked_until = ?2 WHERE id = (SELECT id FROM "
+    "jobs " BEST_OPEN_DUE "LIMIT 1) RETURNING id, attempt, payload";
+static const char *const best_processed_claim_many =
+    "UPDATE jobs SET attempt = attempt + 1, locked_until = ?2 WHERE id IN (SELECT id FROM "
+    "jobs " BEST_OPEN_DUE "LIMIT ?4) RETURNING id, attempt, payload";
+static const char *const best_processed_ack =
+    "UPDATE jobs SET processed_at = ?3, locked_until = NULL WHERE id = ?1 AND locked_until = ?2";
+
+/* The hand-written statements of the run's table. */
+static const char *best_claim_sql(const bench_args *a) {
+  bool many = a->batch > 1;
+  if (bench_processed_at(a))
+    return many ? best_processed_claim_many : best_processed_claim_one;
+  return many ? best_claim_many : best_claim_one;
+}
+
+static const char *best_ack_sql(const bench_args *a) {
+  return bench_processed_at(a) ? best_processed_ack : best_ack;
+}
 
 typedef struct loop {
   const bench_args *a;
@@ -222,9 +263,10 @@ static void *loop_main(void *arg) {
   bool best = l->a->side == BENCH_BEST, many = l->a->batch > 1;
   sqlite3 *db = open_plain();
   sqlite3_stmt *claim, *ack;
+  bool processed = bench_processed_at(l->a);
   if (best) {
-    claim = prepare(db, many ? best_claim_many : best_claim_one, many ? 4 : 3);
-    ack = prepare(db, best_ack, 2);
+    claim = prepare(db, best_claim_sql(l->a), many ? 4 : 3);
+    ack = prepare(db, best_ack_sql(l->a), processed ? 3 : 2);
   } else {
     claim = prepare(db, own_claim.sql, own_claim.nparams);
     ack = prepare(db, own_ack.sql, own_ack.nparams);
@@ -266,6 +308,7 @@ static void *loop_main(void *arg) {
       break; /* the queue is empty */
 
     v.token = v.lease_until;
+    v.now = bench_now_us(); /* what a processed_at ack writes: the time of the ack */
     if (best && many)
       check_sqlite(db, sqlite3_exec(db, "BEGIN IMMEDIATE", NULL, NULL, NULL), "begin");
     for (unsigned i = 0; i < n; i++) {
@@ -274,6 +317,10 @@ static void *loop_main(void *arg) {
         tabq_sqlite_time_format(v.token, ack_times[0]);
         sqlite3_bind_int64(ack, 1, v.id);
         sqlite3_bind_text(ack, 2, ack_times[0], TABQ_SQLITE_TIME_LEN, SQLITE_STATIC);
+        if (processed) {
+          tabq_sqlite_time_format(v.now, ack_times[1]);
+          sqlite3_bind_text(ack, 3, ack_times[1], TABQ_SQLITE_TIME_LEN, SQLITE_STATIC);
+        }
       } else {
         bind_by_id(db, ack, &own_ack, &v, ack_times);
       }
@@ -317,28 +364,30 @@ static double run_loops(const bench_args *a, bench_tally *t) {
 
 static const char *const usage =
     "usage: tabq_bench [--side tabq|own|best] [--form lease] [--workers N] [--batch N]\n"
-    "                  [--rows N] [--sql]\n"
+    "                  [--rows N] [--sql] [--table plain|processed|processed-naive]\n"
     "  one drain of --rows rows (default 20000) of a temporary SQLite file by one side,\n"
-    "  printed as one JSON line\n";
+    "  printed as one JSON line; --table processed keeps finished rows (processed_at) with\n"
+    "  a partial claim index, processed-naive with the plain one\n";
 
 int main(int argc, char **argv) {
   bench_init("tabq_bench");
   bench_args a;
   bench_parse_args(argc, argv, TABQ_FORM_LEASE, DEFAULT_ROWS, usage, &a);
+  drained = jobs;
+  drained.processed_at.name = bench_processed_at(&a);
   /* The builders report failures through the host the core would have lent. */
   tabq_sqlite_set_host(&bench_host);
   if (a.side == BENCH_OWN) {
     /* The claim tabq runs: claim_one for claims of one row, claim for a batch. */
     bench_build(a.batch == 1 && tabq_sqlite_lease.claim_one ? tabq_sqlite_lease.claim_one
                                                             : tabq_sqlite_lease.claim,
-                &jobs, TABQ_FORM_LEASE, "claim", &own_claim);
-    bench_build(tabq_sqlite_dialect.ack, &jobs, TABQ_FORM_LEASE, "ack", &own_ack);
-    own_pr = bench_project(&own_claim, &jobs);
+                &drained, TABQ_FORM_LEASE, "claim", &own_claim);
+    bench_build(tabq_sqlite_dialect.ack, &drained, TABQ_FORM_LEASE, "ack", &own_ack);
+    own_pr = bench_project(&own_claim, &drained);
     if (a.show_sql)
       fprintf(stderr, "own claim: %s\nown ack:   %s\n", own_claim.sql, own_ack.sql);
   } else if (a.side == BENCH_BEST && a.show_sql) {
-    fprintf(stderr, "best claim: %s\nbest ack:   %s%s\n",
-            a.batch > 1 ? best_claim_many : best_claim_one, best_ack,
+    fprintf(stderr, "best claim: %s\nbest ack:   %s%s\n", best_claim_sql(&a), best_ack_sql(&a),
             a.batch > 1 ? " (a batch's in one transaction)" : "");
   }
 
@@ -350,7 +399,10 @@ int main(int argc, char **argv) {
   track_db();
   /* Stays open all run, so the WAL file is never dropped and re-created during the drain. */
   sqlite3 *admin = open_plain();
-  check_sqlite(admin, sqlite3_exec(admin, schema, NULL, NULL, NULL), "schema");
+  char ddl[512];
+  snprintf(ddl, sizeof ddl, schema, bench_processed_at(&a) ? " processed_at TEXT," : "",
+           a.table == BENCH_TABLE_PROCESSED ? " WHERE processed_at IS NULL" : "");
+  check_sqlite(admin, sqlite3_exec(admin, ddl, NULL, NULL, NULL), "schema");
   char url[128];
   snprintf(url, sizeof url, "sqlite:%s?synchronous=normal", db_path);
   int64_t ids = refill(admin, a.rows);
@@ -358,12 +410,12 @@ int main(int argc, char **argv) {
   bench_tally t;
   double cpu = bench_cpu_s(), seconds;
   if (a.side == BENCH_TABQ)
-    seconds = bench_run_tabq(url, &jobs, a.workers, a.batch, a.rows, &t);
+    seconds = bench_run_tabq(url, &drained, a.workers, a.batch, a.rows, &t);
   else
     seconds = run_loops(&a, &t);
   cpu = bench_cpu_s() - cpu;
   bench_expect_tally(&t, a.rows, ids, bench_side_name(a.side));
-  expect_empty(admin, bench_side_name(a.side));
+  expect_drained(admin, &a);
 
   /* The database is in this process: its CPU is the client's. */
   bench_result r = {.db = "sqlite",

@@ -31,13 +31,14 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 # ---- The matrix --------------------------------------------------------------------------------
 
 # A scenario: database, form, workers, batch, rows, and the sides that run it. A side is
-# "tabq", "own", "best" or a peer as "peer:config".
+# "tabq", "own", "best" or a peer as "peer:config". The table is plain (acks delete) unless a
+# scenario names a processed_at one (--table of tabq's programs).
 def scenarios(quick, base_rows=None):
     s = []
 
-    def add(db, form, workers, batch, rows, sides, tag=""):
+    def add(db, form, workers, batch, rows, sides, tag="", table="plain"):
         s.append({"db": db, "form": form, "workers": workers, "batch": batch, "rows": rows,
-                  "sides": sides, "tag": tag})
+                  "sides": sides, "tag": tag, "table": table})
 
     rows = base_rows or 20000
     backlog = rows * 10
@@ -79,6 +80,12 @@ def scenarios(quick, base_rows=None):
     add("postgres", "rowlock", 4, 1, backlog, ["tabq"], "backlog")
     add("mysql", "lease", 4, 1, backlog, ["tabq"], "backlog")
     add("sqlite", "lease", 1, 1, backlog, ["tabq"], "backlog")
+    # Finished rows kept (processed_at): with the index docs/table-description.md recommends,
+    # and with the plain claim index, at whose head they pile up.
+    for table, sides in (("processed", ["tabq", "best"]), ("processed-naive", ["tabq"])):
+        add("mysql", "lease", 4, 1, rows, sides, table=table)
+        add("postgres", "lease", 4, 1, rows, sides, table=table)
+        add("sqlite", "lease", 1, 1, rows, sides, table=table)
     return s
 
 
@@ -131,8 +138,9 @@ def peer_inserts(runs):
 
 
 def key(sc):
-    return "%s %s w%d b%d %dk" % (sc["db"], sc["form"], sc["workers"], sc["batch"],
-                                  sc["rows"] // 1000)
+    table = sc.get("table", "plain")
+    return "%s %s w%d b%d %dk%s" % (sc["db"], sc["form"], sc["workers"], sc["batch"],
+                                    sc["rows"] // 1000, "" if table == "plain" else " " + table)
 
 
 # ---- Running one drain -------------------------------------------------------------------------
@@ -149,8 +157,11 @@ def command(sc, side, env):
         prog = os.path.join(env["TABQ_BENCH_BIN"], PROGRAMS[sc["db"]])
         if not os.path.exists(prog):
             return None, "%s was not built" % PROGRAMS[sc["db"]]
-        return [prog, "--side", side, "--form", sc["form"], "--workers", str(sc["workers"]),
-                "--batch", str(sc["batch"]), "--rows", str(sc["rows"])], None
+        cmd = [prog, "--side", side, "--form", sc["form"], "--workers", str(sc["workers"]),
+               "--batch", str(sc["batch"]), "--rows", str(sc["rows"])]
+        if sc.get("table", "plain") != "plain":
+            cmd += ["--table", sc["table"]]
+        return cmd, None
     peer, config = side.split(":")
     modules = env.get("TABQ_BENCH_PEERS")
     if not modules:
