@@ -54,14 +54,17 @@ def scenarios(quick, base_rows=None):
         return s
 
     # Single deliveries: tabq and the best SQL at 1, 4 and 16 workers; the dialect's own
-    # statements and the unbatched peer at 4 (each drain of 20,000 rows takes 5-20 s on a
-    # durable server, and the whole run must stay within half an hour).
+    # statements and the unbatched peer at 4. A durable server flushes every commit, so one
+    # worker drains some 300-600 rows/s whatever runs the claims: its drains take a quarter of
+    # the rows (the rate is the same), and the whole run stays near half an hour.
     for w in (1, 4, 16):
-        own = ["own"] if w == 4 else []
-        add("postgres", "rowlock", w, 1, rows, ["tabq", "best"] + own)
-        add("postgres", "lease", w, 1, rows, ["tabq", "best", "graphile-worker:defaults"] + own)
-        add("mysql", "rowlock", w, 1, rows, ["tabq", "best"] + own)
-        add("mysql", "lease", w, 1, rows, ["tabq", "best"] + own)
+        n = rows // 4 if w == 1 else rows
+        at4 = ["own"] if w == 4 else []
+        add("postgres", "rowlock", w, 1, n, ["tabq", "best"] + at4)
+        add("postgres", "lease", w, 1, n, ["tabq", "best"] + at4 +
+            (["graphile-worker:defaults"] if w == 4 else []))
+        add("mysql", "rowlock", w, 1, n, ["tabq", "best"] + at4)
+        add("mysql", "lease", w, 1, n, ["tabq", "best"] + at4)
     for w in (4, 16):
         add("postgres", "advisory", w, 1, rows, ["tabq", "best"])
     add("mysql", "advisory", 4, 1, rows, ["tabq", "best"])
@@ -77,11 +80,10 @@ def scenarios(quick, base_rows=None):
     # A backlog: ten times the rows, drained once (in the first counted round) at the settings
     # of a scenario above, against which it is compared.
     add("postgres", "lease", 4, 1, backlog, ["tabq"], "backlog")
-    add("postgres", "rowlock", 4, 1, backlog, ["tabq"], "backlog")
     add("mysql", "lease", 4, 1, backlog, ["tabq"], "backlog")
     add("sqlite", "lease", 1, 1, backlog, ["tabq"], "backlog")
-    # Finished rows kept (processed_at): with the index docs/table-description.md recommends,
-    # and with the plain claim index, at whose head they pile up.
+    # Finished rows kept (processed_at), drained once: with the index docs/table-description.md
+    # recommends, and with the plain claim index, at whose head they pile up.
     for table, sides in (("processed", ["tabq", "best"]), ("processed-naive", ["tabq"])):
         add("mysql", "lease", 4, 1, rows, sides, table=table)
         add("postgres", "lease", 4, 1, rows, sides, table=table)
@@ -207,7 +209,7 @@ def summarise(plan, runs):
     for sc in plan:
         k = key(sc)
         row = {"scenario": k, **{f: sc[f] for f in ("db", "form", "workers", "batch", "rows",
-                                                      "tag")}, "sides": {}}
+                                                      "tag", "table")}, "sides": {}}
         for side in sc["sides"]:
             rs = [r for r in runs if r["scenario"] == k and r["side_key"] == side
                   and r["round"] > 0 and r.get("msgs_per_s")]
@@ -230,11 +232,22 @@ def summarise(plan, runs):
             if side != "tabq" and t and v.get("msgs_per_s"):
                 row["ratios"]["tabq/" + side] = round(t / v["msgs_per_s"], 2)
         out.append(row)
+    # A table that keeps its rows against the plain one at the same settings.
+    for row in out:
+        base = next((r for r in out if r["tag"] == "" and r["table"] == "plain"
+                     and row["table"] != "plain" and r["db"] == row["db"]
+                     and r["form"] == row["form"] and r["workers"] == row["workers"]
+                     and r["batch"] == row["batch"] and r["rows"] == row["rows"]), None)
+        for side, v in row["sides"].items():
+            b = base["sides"].get(side, {}).get("msgs_per_s") if base else None
+            if b and v.get("msgs_per_s"):
+                row["ratios"]["%s %s/plain" % (side, row["table"])] = round(v["msgs_per_s"] / b, 2)
     # The backlog: a 200k drain against the 20k drain of the same settings.
     for row in out:
         if row["tag"] != "backlog":
             continue
-        base = next((r for r in out if r["tag"] == "" and r["db"] == row["db"]
+        base = next((r for r in out if r["tag"] == "" and r["table"] == "plain"
+                     and r["db"] == row["db"]
                      and r["form"] == row["form"] and r["workers"] == row["workers"]
                      and r["batch"] == row["batch"]), None)
         if not base:
@@ -261,6 +274,10 @@ def targets(summary):
         label = row["scenario"]
         if row["tag"] == "backlog":
             check("%s: tabq 200k/20k" % label, r.get("backlog tabq 200k/20k"), 0.9)
+            continue
+        if row["table"] != "plain":
+            if row["table"] == "processed":  # the recommended index keeps the drain flat
+                check("%s: tabq processed/plain" % label, r.get("tabq processed/plain"), 0.9)
             continue
         if row["batch"] == 1:
             check("%s: tabq/best" % label, r.get("tabq/best"), 1.0)
@@ -379,7 +396,7 @@ def main():
           file=sys.stderr)
     for rnd in range(rounds + 1):
         for i, sc in enumerate(plan):
-            if sc["tag"] == "backlog" and rnd != 1:
+            if (sc["tag"] == "backlog" or sc["table"] != "plain") and rnd != 1:
                 continue  # drained once
             # The warm-up round drains a tenth of the rows: it only wakes caches and servers.
             sc = dict(sc, rows_override=max(sc["rows"] // 10, 1000) if rnd == 0 else None)
