@@ -3,6 +3,7 @@
 
 #include <errno.h>
 #include <pthread.h>
+#include <signal.h>
 #include <stdarg.h>
 #include <stdatomic.h>
 #include <stdio.h>
@@ -44,6 +45,42 @@ void bench_die(const char *fmt, ...) {
   fputc('\n', stderr);
   va_end(ap);
   exit(1);
+}
+
+/* ---- Interruptions ------------------------------------------------------------------------- */
+
+static sigset_t stop_signals;
+static void (*stop_cleanup)(void);
+static char stop_what[160];
+
+static void *signal_main(void *arg) {
+  (void)arg;
+  int sig;
+  if (sigwait(&stop_signals, &sig) != 0)
+    return NULL;
+  fprintf(stderr, "%s: interrupted, %s\n", program, stop_what);
+  bench_interrupted();
+  stop_cleanup();
+  signal(sig, SIG_DFL);
+  pthread_sigmask(SIG_UNBLOCK, &stop_signals, NULL);
+  raise(sig);
+  return NULL;
+}
+
+void bench_watch_signals(void (*cleanup)(void), const char *what) {
+  stop_cleanup = cleanup;
+  snprintf(stop_what, sizeof stop_what, "%s", what);
+  sigemptyset(&stop_signals);
+  sigaddset(&stop_signals, SIGINT);
+  sigaddset(&stop_signals, SIGTERM);
+  sigaddset(&stop_signals, SIGHUP);
+  pthread_sigmask(SIG_BLOCK, &stop_signals, NULL);
+  signal(SIGPIPE, SIG_IGN);
+  pthread_t th;
+  if (pthread_create(&th, NULL, signal_main, NULL))
+    bench_die("cannot start the signal thread");
+  pthread_detach(th);
+  atexit(cleanup);
 }
 
 /* ---- A tiny host for the dialect's builders ------------------------------------------------- */

@@ -26,6 +26,13 @@ void bench_die(const char *fmt, ...) __attribute__((format(printf, 1, 2), noretu
 void bench_interrupted(void);
 bool bench_is_interrupted(void);
 
+/* Blocks SIGINT, SIGTERM and SIGHUP in every thread (call it before starting any) and takes them
+ * on a thread of its own, where the database's client library may be called: it prints
+ * "interrupted, <what>", runs `cleanup`, then lets the signal end the process. `cleanup` also
+ * runs at exit; it must be safe to run twice and never die. SIGPIPE is ignored: a closed stdout
+ * shows as a failed write, which ends the run with the cleanup. */
+void bench_watch_signals(void (*cleanup)(void), const char *what);
+
 /* The services the core would lend a plugin, so the builders can be called directly. */
 extern const tabq_host bench_host;
 

@@ -123,37 +123,10 @@ static void drop_schema(void) {
   pthread_mutex_unlock(&cleanup_mu);
 }
 
-static sigset_t stop_signals;
-
-/* Signals are blocked in every thread (tabq's inherit the mask) and taken here, where libpq may
- * be called, unlike in a handler; then the signal's default ends the process. */
-static void *signal_main(void *arg) {
-  (void)arg;
-  int sig;
-  if (sigwait(&stop_signals, &sig) != 0)
-    return NULL;
-  fprintf(stderr, "%s: interrupted, dropping schema %s\n", PROGRAM, schema);
-  bench_interrupted();
-  drop_schema();
-  signal(sig, SIG_DFL);
-  pthread_sigmask(SIG_UNBLOCK, &stop_signals, NULL);
-  raise(sig);
-  return NULL;
-}
-
 static void watch_signals(void) {
-  sigemptyset(&stop_signals);
-  sigaddset(&stop_signals, SIGINT);
-  sigaddset(&stop_signals, SIGTERM);
-  sigaddset(&stop_signals, SIGHUP);
-  pthread_sigmask(SIG_BLOCK, &stop_signals, NULL);
-  /* A closed stdout shows as a failed write (bench_emit), which ends the run with the cleanup. */
-  signal(SIGPIPE, SIG_IGN);
-  pthread_t th;
-  if (pthread_create(&th, NULL, signal_main, NULL))
-    bench_die("cannot start the signal thread");
-  pthread_detach(th);
-  atexit(drop_schema);
+  char what[96];
+  snprintf(what, sizeof what, "dropping schema %s", schema);
+  bench_watch_signals(drop_schema, what);
 }
 
 /* ---- Plain libpq ---------------------------------------------------------------------------- */
