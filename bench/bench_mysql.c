@@ -66,76 +66,12 @@ static char database[32]; /* bench_<pid> */
 const char *mb_database = database;
 static char url[2048]; /* base_url reaching the run's database, for tabq */
 
-/* The parts of the URL, percent-decoded, as the driver reads them. */
-static struct {
-  char user[256], password[256], host[256], socket[1024];
-  unsigned port;
-} server;
+static mb_server server; /* the URL's parts */
 
-static int hex(char ch) {
-  if (ch >= '0' && ch <= '9')
-    return ch - '0';
-  if (ch >= 'a' && ch <= 'f')
-    return ch - 'a' + 10;
-  if (ch >= 'A' && ch <= 'F')
-    return ch - 'A' + 10;
-  return -1;
-}
-
-static void decode(const char *s, size_t n, char *out, size_t cap, const char *part) {
-  size_t w = 0;
-  for (size_t i = 0; i < n; i++) {
-    char ch = s[i];
-    if (ch == '%') {
-      int hi = i + 2 < n ? hex(s[i + 1]) : -1, lo = hi >= 0 ? hex(s[i + 2]) : -1;
-      if (hi < 0 || lo < 0)
-        bench_die(URL_ENV ": a malformed percent escape in the %s", part);
-      ch = (char)(hi << 4 | lo);
-      i += 2;
-    }
-    if (w + 1 >= cap)
-      bench_die(URL_ENV ": the %s is too long", part);
-    out[w++] = ch;
-  }
-  out[w] = '\0';
-}
-
-/* mysql://user:password@host:port/database?socket=PATH: the server's parts, and the URL that
- * reaches the run's database instead of the one named (the query kept for tabq). */
+/* The server's parts, and the URL that reaches the run's database (for tabq). */
 static void parse_url(void) {
-  const char *rest = !strncmp(base_url, "mysql://", 8)      ? base_url + 8
-                     : !strncmp(base_url, "mariadb://", 10) ? base_url + 10
-                                                            : NULL;
-  if (!rest)
-    bench_die(URL_ENV " must be a mysql:// or mariadb:// URL");
-  size_t alen = strcspn(rest, "/?#");
-  const char *at = NULL, *hp = rest, *aend = rest + alen;
-  for (const char *s = rest; s < aend; s++)
-    if (*s == '@')
-      at = s;
-  if (at) {
-    const char *colon = memchr(rest, ':', (size_t)(at - rest));
-    decode(rest, (size_t)((colon ? colon : at) - rest), server.user, sizeof server.user, "user");
-    if (colon)
-      decode(colon + 1, (size_t)(at - colon - 1), server.password, sizeof server.password,
-             "password");
-    hp = at + 1;
-  }
-  const char *colon = memchr(hp, ':', (size_t)(aend - hp));
-  decode(hp, (size_t)((colon ? colon : aend) - hp), server.host, sizeof server.host, "host");
-  server.port = colon ? (unsigned)strtoul(colon + 1, NULL, 10) : 3306;
-  const char *query = strchr(aend, '?');
-  for (const char *q = query ? query + 1 : ""; *q;) {
-    size_t n = strcspn(q, "&");
-    if (n > 7 && !strncmp(q, "socket=", 7))
-      decode(q + 7, n - 7, server.socket, sizeof server.socket, "socket");
-    q += n + (q[n] == '&');
-  }
   snprintf(database, sizeof database, "bench_%d", (int)getpid());
-  int n = snprintf(url, sizeof url, "%.*s/%s%s", (int)(aend - base_url), base_url, database,
-                   query ? query : "");
-  if (n < 0 || (size_t)n >= sizeof url)
-    bench_die(URL_ENV " is too long");
+  mb_parse_url(base_url, URL_ENV, database, &server, url, sizeof url);
 }
 
 /* ---- Plain libmariadb ----------------------------------------------------------------------- */
@@ -811,89 +747,13 @@ static void build_own(tabq_form form, unsigned batch) {
   own.counted = 1;
 }
 
-/* ---- The best SQL on a processed_at table --------------------------------------------------- */
-
-/* mysql_best.c's row lock and lease statements with every claim skipping finished rows and the
- * acks setting processed_at (to the host's time, as tabq's do) instead of deleting. The raw loop
- * runs them, binding the placeholders in order by the parameter ids listed with each; a batch's
- * stamp and ack reach their rows by mysql_best.c's join on the JSON array of ids. */
-typedef struct hand_sql {
-  const char *sql;
-  uint16_t params[4];
-  unsigned n;
-} hand_sql;
-
-#define COLS "SELECT id, attempt, payload FROM jobs WHERE queue = ? "
-#define DUE "AND (locked_until IS NULL OR locked_until <= ?) "
-#define OPEN_FIRST "AND processed_at IS NULL ORDER BY id LIMIT "
-#define SKIP " FOR UPDATE SKIP LOCKED"
-#define IDS                                                                                        \
-  "JSON_TABLE(?, '$[*]' COLUMNS (id BIGINT PATH '$')) AS k STRAIGHT_JOIN jobs AS j FORCE INDEX "   \
-  "(PRIMARY) ON j.id = k.id"
-
-static const hand_sql processed_rowlock_one = {COLS OPEN_FIRST "1" SKIP, {TABQ_P_GROUP}, 1};
-static const hand_sql processed_rowlock_many = {
-    COLS OPEN_FIRST "?" SKIP, {TABQ_P_GROUP, TABQ_P_LIMIT}, 2};
-static const hand_sql processed_rowlock_stamp_one = {
-    "UPDATE jobs SET attempt = attempt + 1 WHERE id = ?", {TABQ_P_ID}, 1};
-static const hand_sql processed_rowlock_stamp_many = {
-    "UPDATE " IDS " SET j.attempt = j.attempt + 1", {TABQ_P_IDS}, 1};
-static const hand_sql processed_rowlock_ack_one = {
-    "UPDATE jobs SET processed_at = ? WHERE id = ?", {TABQ_P_NOW, TABQ_P_ID}, 2};
-static const hand_sql processed_rowlock_ack_many = {
-    "UPDATE " IDS " SET j.processed_at = ?", {TABQ_P_IDS, TABQ_P_NOW}, 2};
-static const hand_sql processed_lease_one = {
-    COLS DUE OPEN_FIRST "1" SKIP, {TABQ_P_GROUP, TABQ_P_NOW}, 2};
-static const hand_sql processed_lease_many = {
-    COLS DUE OPEN_FIRST "?" SKIP, {TABQ_P_GROUP, TABQ_P_NOW, TABQ_P_LIMIT}, 3};
-static const hand_sql processed_lease_stamp_one = {
-    "UPDATE jobs SET locked_until = ?, attempt = attempt + 1 WHERE id = ?",
-    {TABQ_P_LEASE_UNTIL, TABQ_P_ID},
-    2};
-static const hand_sql processed_lease_stamp_many = {
-    "UPDATE " IDS " SET j.locked_until = ?, j.attempt = j.attempt + 1",
-    {TABQ_P_IDS, TABQ_P_LEASE_UNTIL},
-    2};
-static const hand_sql processed_lease_ack_one = {
-    "UPDATE jobs SET processed_at = ?, locked_until = NULL WHERE id = ? AND locked_until = ?",
-    {TABQ_P_NOW, TABQ_P_ID, TABQ_P_TOKEN},
-    3};
-static const hand_sql processed_lease_ack_many = {
-    "UPDATE " IDS " SET j.processed_at = ?, j.locked_until = NULL WHERE j.locked_until = ?",
-    {TABQ_P_IDS, TABQ_P_NOW, TABQ_P_TOKEN},
-    3};
-
-static void hand_stmt(const char *sql, const uint16_t *params, unsigned n, tabq_stmt *st) {
-  tabq_sql_init(st, &bench_host);
-  tabq_sql_raw(st, sql);
-  if (n)
-    memcpy(st->params, params, n * sizeof params[0]);
-  st->nparams = n;
-  if (st->status != TABQ_OK)
-    bench_die("out of memory");
-}
-
-static void hand(const hand_sql *h, tabq_stmt *st) {
-  hand_stmt(h->sql, h->params, h->n, st);
-}
-
-/* The raw loop's statements for the best side on a processed_at table (row lock or lease): the
- * row lock session runs with autocommit off (own_main), so its claim opens the transaction. */
+/* The raw loop's statements for the best side on a processed_at table (mysql_processed.c):
+ * the row lock session runs with autocommit off (own_main), so its claim opens the transaction. */
 static void build_best_processed(const bench_args *a) {
-  bool many = a->batch > 1, rowlock = a->form == TABQ_FORM_ROWLOCK;
-  if (rowlock) {
-    hand(many ? &processed_rowlock_many : &processed_rowlock_one, &own.claim);
-    hand(many ? &processed_rowlock_stamp_many : &processed_rowlock_stamp_one, &own.stamp);
-    hand(many ? &processed_rowlock_ack_many : &processed_rowlock_ack_one, &own.ack);
-  } else {
-    hand(many ? &processed_lease_many : &processed_lease_one, &own.claim);
-    hand(many ? &processed_lease_stamp_many : &processed_lease_stamp_one, &own.stamp);
-    hand(many ? &processed_lease_ack_many : &processed_lease_ack_one, &own.ack);
-  }
-  hand_stmt(rowlock ? "" : "START TRANSACTION", NULL, 0, &own.begin);
+  mb_processed_statements(a, &own.claim, &own.stamp, &own.ack, &own.begin);
   own.pr = (bench_projection){.id = 0, .attempt = 1, .payload = 2, .n = 3};
   own.counted = 0; /* the claim reads the attempt before its stamp counts it */
-  own.by_ids = many;
+  own.by_ids = a->batch > 1;
 }
 
 static void print_own(const char *side, tabq_form form) {

@@ -10,6 +10,18 @@
 
 #include "bench_common.h"
 
+/* The parts of the server's URL, percent-decoded, as the driver reads them. */
+typedef struct mb_server {
+  char user[256], password[256], host[256], socket[1024];
+  unsigned port;
+} mb_server;
+
+/* mysql://user:password@host:port/database?socket=PATH (or mariadb://) from the variable `env`:
+ * the parts into *server, and into url (cap bytes) the URL that reaches `database` instead of
+ * the one named, its query kept. A URL that cannot be read ends the run naming `env`. */
+void mb_parse_url(const char *base_url, const char *env, const char *database, mb_server *server,
+                  char *url, size_t cap);
+
 /* The run's own database (bench_<pid>), which every session of the run uses. */
 extern const char *mb_database;
 
@@ -45,5 +57,11 @@ typedef struct mb_loop {
 void *mb_best_main(void *loop);
 /* Its statements, for --sql. */
 void mb_best_print(const bench_args *a);
+
+/* The best side's statements on a processed_at table (mysql_processed.c), bound in order by the
+ * parameter ids each lists: claim, stamp, ack, and the claim's begin ("" in the row lock form,
+ * whose session runs with autocommit off). */
+void mb_processed_statements(const bench_args *a, tabq_stmt *claim, tabq_stmt *stamp,
+                             tabq_stmt *ack, tabq_stmt *begin);
 
 #endif
