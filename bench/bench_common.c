@@ -209,6 +209,27 @@ void bench_threads(unsigned n, void *(*fn)(void *), void *args, size_t arg_size)
   free(th);
 }
 
+double bench_run_loops(void *(*fn)(void *), const bench_args *a, bench_tally *t) {
+  bench_loop *ls = calloc(a->workers, sizeof *ls);
+  if (!ls)
+    bench_die("out of memory");
+  pthread_barrier_t ready;
+  pthread_barrier_init(&ready, NULL, a->workers);
+  for (unsigned i = 0; i < a->workers; i++)
+    ls[i] = (bench_loop){.a = a, .ready = &ready};
+  bench_threads(a->workers, fn, ls, sizeof ls[0]);
+  pthread_barrier_destroy(&ready);
+  double start = ls[0].start, end = ls[0].end;
+  memset(t, 0, sizeof *t);
+  for (unsigned i = 0; i < a->workers; i++) {
+    start = ls[i].start < start ? ls[i].start : start;
+    end = ls[i].end > end ? ls[i].end : end;
+    bench_tally_add(t, &ls[i].t);
+  }
+  free(ls);
+  return end - start;
+}
+
 /* ---- tabq ----------------------------------------------------------------------------------- */
 
 typedef struct drain {

@@ -4,6 +4,7 @@
 #ifndef TABQ_BENCH_COMMON_H
 #define TABQ_BENCH_COMMON_H
 
+#include <pthread.h>
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -96,6 +97,18 @@ typedef struct bench_args {
   bool show_sql;
   bench_table_kind table;
 } bench_args;
+
+/* One raw loop on a thread and a connection of its own. */
+typedef struct bench_loop {
+  const bench_args *a;
+  pthread_barrier_t *ready; /* every loop connected and prepared: the clock starts */
+  bench_tally t;
+  double start, end;
+} bench_loop;
+
+/* Runs `fn` on a->workers threads, each given its bench_loop; returns the time from the first
+ * loop's start to the last one's end, with every loop's tally added into *t. */
+double bench_run_loops(void *(*fn)(void *), const bench_args *a, bench_tally *t);
 
 #define BENCH_MAX_WORKERS 64
 #define BENCH_MAX_BATCH 1000

@@ -524,7 +524,7 @@ static void expect_changed_all(uint64_t changed, const char *what, unsigned n) {
  * transaction opened by the begin, the stamp of each row, then the ack of each row (or one
  * stamp and one ack by their ids), in the row lock form before the commit, in the lease form
  * after it (autocommit). */
-static void own_claims(MYSQL *c, mb_loop *l, bool rowlock) {
+static void own_claims(MYSQL *c, bench_loop *l, bool rowlock) {
   raw_stmt claim, stamp, ack;
   raw_prepare(c, &claim, &own.claim, "claim", &own.pr);
   raw_prepare(c, &stamp, &own.stamp, "stamp", NULL);
@@ -589,7 +589,7 @@ static void own_claims(MYSQL *c, mb_loop *l, bool rowlock) {
  * rows wanted plus one per worker, which may be in work elsewhere), GET_LOCK on each name until
  * one is taken, the take, the stamp; then the ack in autocommit and the release. Done once the
  * candidates come back empty. */
-static void own_advisory(MYSQL *c, mb_loop *l) {
+static void own_advisory(MYSQL *c, bench_loop *l) {
   raw_stmt cand, lock, take, stamp, ack, unlock;
   raw_prepare(c, &cand, &own.candidates, "candidates", NULL);
   raw_prepare(c, &lock, &own.lock, "lock", NULL);
@@ -650,7 +650,7 @@ static void own_advisory(MYSQL *c, mb_loop *l) {
 }
 
 static void *own_main(void *arg) {
-  mb_loop *l = arg;
+  bench_loop *l = arg;
   MYSQL *c = mb_connect(database);
   if (l->a->side == BENCH_BEST) { /* the session as mysql_best.c sets it up */
     mb_query(c, "SET SESSION TRANSACTION ISOLATION LEVEL READ COMMITTED");
@@ -663,28 +663,6 @@ static void *own_main(void *arg) {
     own_claims(c, l, l->a->form == TABQ_FORM_ROWLOCK);
   mysql_close(c);
   return NULL;
-}
-
-/* Runs `fn` on --workers threads; the time from the first loop's start to the last one's end. */
-static double run_loops(void *(*fn)(void *), const bench_args *a, bench_tally *t) {
-  mb_loop *ls = calloc(a->workers, sizeof *ls);
-  if (!ls)
-    bench_die("out of memory");
-  pthread_barrier_t ready;
-  pthread_barrier_init(&ready, NULL, a->workers);
-  for (unsigned i = 0; i < a->workers; i++)
-    ls[i] = (mb_loop){.a = a, .ready = &ready};
-  bench_threads(a->workers, fn, ls, sizeof ls[0]);
-  pthread_barrier_destroy(&ready);
-  double start = ls[0].start, end = ls[0].end;
-  memset(t, 0, sizeof *t);
-  for (unsigned i = 0; i < a->workers; i++) {
-    start = ls[i].start < start ? ls[i].start : start;
-    end = ls[i].end > end ? ls[i].end : end;
-    bench_tally_add(t, &ls[i].t);
-  }
-  free(ls);
-  return end - start;
 }
 
 /* ---- Main ----------------------------------------------------------------------------------- */
@@ -844,7 +822,7 @@ int main(int argc, char **argv) {
   if (a.side == BENCH_TABQ)
     seconds = bench_run_tabq(url, table, a.workers, a.batch, a.rows, &t);
   else
-    seconds = run_loops(raw_loop ? own_main : mb_best_main, &a, &t);
+    seconds = bench_run_loops(raw_loop ? own_main : mb_best_main, &a, &t);
   cpu = bench_cpu_s() - cpu;
   double server_end = bench_server_cpu_s();
   bench_expect_tally(&t, a.rows, ids, bench_side_name(a.side));

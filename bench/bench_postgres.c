@@ -335,7 +335,7 @@ static PGresult *raw_exec(PGconn *c, raw_stmt *s, const raw_values *v) {
  * ack per row as the core settles them (or one for them all, by their ids); in the row lock
  * form inside BEGIN ... COMMIT. */
 static void *raw_main(void *arg) {
-  pg_loop *l = arg;
+  bench_loop *l = arg;
   const form_stmts *fs = &raw;
   PGconn *c = pg_open(url);
   raw_stmt claim, ack;
@@ -412,28 +412,6 @@ static void *raw_main(void *arg) {
   free(list);
   PQfinish(c);
   return NULL;
-}
-
-/* Runs `fn` on --workers threads; the time from the first loop's start to the last one's end. */
-static double run_loops(void *(*fn)(void *), const bench_args *a, bench_tally *t) {
-  pg_loop *ls = calloc(a->workers, sizeof *ls);
-  if (!ls)
-    bench_die("out of memory");
-  pthread_barrier_t ready;
-  pthread_barrier_init(&ready, NULL, a->workers);
-  for (unsigned i = 0; i < a->workers; i++)
-    ls[i] = (pg_loop){.a = a, .ready = &ready};
-  bench_threads(a->workers, fn, ls, sizeof ls[0]);
-  pthread_barrier_destroy(&ready);
-  double start = ls[0].start, end = ls[0].end;
-  memset(t, 0, sizeof *t);
-  for (unsigned i = 0; i < a->workers; i++) {
-    start = ls[i].start < start ? ls[i].start : start;
-    end = ls[i].end > end ? ls[i].end : end;
-    bench_tally_add(t, &ls[i].t);
-  }
-  free(ls);
-  return end - start;
 }
 
 /* ---- The best SQL on a processed_at table --------------------------------------------------- */
@@ -619,7 +597,7 @@ int main(int argc, char **argv) {
   if (a.side == BENCH_TABQ)
     seconds = bench_run_tabq(url, table, a.workers, a.batch, a.rows, &t);
   else
-    seconds = run_loops(raw_loop ? raw_main : pg_best_main, &a, &t);
+    seconds = bench_run_loops(raw_loop ? raw_main : pg_best_main, &a, &t);
   cpu = bench_cpu_s() - cpu;
   /* The drain's sessions have ended; their backends' time reaches the postmaster once reaped. */
   nanosleep(&(struct timespec){.tv_nsec = 100 * 1000 * 1000}, NULL);

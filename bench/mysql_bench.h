@@ -45,14 +45,6 @@ void mb_time(MYSQL_TIME *t, int64_t unix_us);
  * (TABQ_LEASE_WHOLE_SECONDS): a DATETIME without fractions then holds it exactly. */
 int64_t mb_lease_until(int64_t now_us);
 
-/* One raw loop on a thread and a connection of its own. */
-typedef struct mb_loop {
-  const bench_args *a;
-  pthread_barrier_t *ready; /* every loop connected and prepared: the clock starts */
-  bench_tally t;
-  double start, end;
-} mb_loop;
-
 /* The loop of the best SQL written by hand (mysql_best.c). */
 void *mb_best_main(void *loop);
 /* Its statements, for --sql. */

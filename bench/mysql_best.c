@@ -125,7 +125,7 @@ void mb_best_print(const bench_args *a) {
 
 /* One loop's connection, statements and the buffers they are bound to once. */
 typedef struct best {
-  mb_loop *l;
+  bench_loop *l;
   MYSQL *c;
   MYSQL_STMT *claim, *stamp, *ack, *unlock;
   int64_t one_id; /* a row's id; a batch's go out as one JSON array: */
@@ -350,7 +350,7 @@ static bool advisory_round(best *x) {
 }
 
 void *mb_best_main(void *arg) {
-  mb_loop *l = arg;
+  bench_loop *l = arg;
   const bench_args *a = l->a;
   bool many = a->batch > 1;
   best x = {.l = l, .limit = a->batch, .ids_cap = (size_t)a->batch * 21 + 4};

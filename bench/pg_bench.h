@@ -30,14 +30,6 @@ void pg_put_be64(char *p, int64_t v);
 /* A big-endian integer of 2, 4 or 8 bytes, sign extended. */
 int64_t pg_get_int(const char *p, int len);
 
-/* One raw loop on a thread and a connection of its own. */
-typedef struct pg_loop {
-  const bench_args *a;
-  pthread_barrier_t *ready; /* every loop connected and prepared: the clock starts */
-  bench_tally t;
-  double start, end;
-} pg_loop;
-
 /* The loop of the best SQL written by hand (pg_best.c). */
 void *pg_best_main(void *loop);
 /* Its statements, for --sql. */

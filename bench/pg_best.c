@@ -110,7 +110,7 @@ static PGresult *run(PGconn *c, const char *name, params *p) {
 
 /* Reads what a handler would read of every returned row; the ids go to `list` as a text array
  * when a batch settles them at once. Returns the rows. */
-static int read_rows(PGresult *r, pg_loop *l, int64_t *first_id, char *list, size_t cap) {
+static int read_rows(PGresult *r, bench_loop *l, int64_t *first_id, char *list, size_t cap) {
   int n = PQntuples(r);
   size_t used = 0;
   for (int i = 0; i < n; i++) {
@@ -145,7 +145,7 @@ static void commit(PGconn *c) {
 }
 
 /* One claim and its settlement; false once the claim comes back empty. */
-static bool rowlock_round(PGconn *c, pg_loop *l, char *list, size_t cap) {
+static bool rowlock_round(PGconn *c, bench_loop *l, char *list, size_t cap) {
   bool many = l->a->batch > 1;
   params p = {0};
   p_text(&p, BENCH_QUEUE, (int)sizeof BENCH_QUEUE - 1);
@@ -172,7 +172,7 @@ static bool rowlock_round(PGconn *c, pg_loop *l, char *list, size_t cap) {
   return true;
 }
 
-static bool lease_round(PGconn *c, pg_loop *l, char *list, size_t cap) {
+static bool lease_round(PGconn *c, bench_loop *l, char *list, size_t cap) {
   bool many = l->a->batch > 1;
   int64_t now = bench_now_us(), until = now + (int64_t)BENCH_LEASE_S * 1000000;
   params p = {0};
@@ -199,7 +199,7 @@ static bool lease_round(PGconn *c, pg_loop *l, char *list, size_t cap) {
   return true;
 }
 
-static bool advisory_round(PGconn *c, pg_loop *l) {
+static bool advisory_round(PGconn *c, bench_loop *l) {
   params p = {0};
   p_text(&p, BENCH_QUEUE, (int)sizeof BENCH_QUEUE - 1);
   PGresult *r = run(c, "lock", &p);
@@ -224,7 +224,7 @@ static bool advisory_round(PGconn *c, pg_loop *l) {
 }
 
 void *pg_best_main(void *arg) {
-  pg_loop *l = arg;
+  bench_loop *l = arg;
   const bench_args *a = l->a;
   bool many = a->batch > 1;
   PGconn *c = pg_open(pg_bench_url);
