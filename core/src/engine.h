@@ -129,9 +129,9 @@ struct tabq_subscription {
   tabq_projection proj;
   unsigned st[SQ_COUNT];
   char begin_sql[128];
-  uint32_t claim_flags;
-  bool serial;     /* claims run one at a time, one claimer serving every idle worker */
-  bool holds_conn; /* deliveries hold a pooled connection until they settle */
+  uint32_t claim_flags; /* the RowLock or Lease table's flags (TABQ_CLAIM_*) */
+  bool serial;          /* claims run one at a time, one claimer serving every idle worker */
+  bool holds_conn;      /* deliveries hold a pooled connection until they settle */
   uint32_t server_version;
   char server_version_text[64];
   char database[128]; /* the connection's current database, "" when the driver does not say */
@@ -260,6 +260,12 @@ int tabq_claim_one_open(tabq_subscription *s, tabq_build_fn fn, tabq_error *err)
 /* The statement a claim of `limit` rows runs: claim_one for one row where there is one. */
 static inline unsigned tabq_claim_stmt(const tabq_subscription *s, unsigned limit) {
   return limit == 1 && s->st[SQ_CLAIM_ONE] != TABQ_NO_STMT ? s->st[SQ_CLAIM_ONE] : s->st[SQ_CLAIM];
+}
+/* Whether the stamp follows a claim of `limit` rows: where there is one, unless claim_one ran
+ * and stamps itself (TABQ_CLAIM_ONE_STAMPS). */
+static inline bool tabq_claim_stamps(const tabq_subscription *s, unsigned limit) {
+  return s->st[SQ_STAMP] != TABQ_NO_STMT && !(tabq_claim_stmt(s, limit) == s->st[SQ_CLAIM_ONE] &&
+                                              (s->claim_flags & TABQ_CLAIM_ONE_STAMPS));
 }
 
 /* Counts the attempt of each claimed row (and writes its lease) where the dialect stamps. */

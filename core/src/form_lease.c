@@ -50,7 +50,7 @@ int tabq_lease_claim(tabq_subscription *s, tabq_delivery **slots, unsigned limit
   /* A FIFO claim first takes its group with the guard, and a claim that selects then stamps
    * needs the two together: both run in a transaction of their own. */
   bool guarded = s->st[SQ_GUARD] != TABQ_NO_STMT, mine = true;
-  bool in_txn = guarded || s->st[SQ_STAMP] != TABQ_NO_STMT;
+  bool stamps = tabq_claim_stamps(s, limit), in_txn = guarded || stamps;
   if (in_txn) {
     if ((rc = tabq_pconn_check(c, b->drv->begin(c->conn, s->begin_sql))))
       tabq_err_from_plugin(err, rc, s->t->name, "begin");
@@ -84,7 +84,7 @@ int tabq_lease_claim(tabq_subscription *s, tabq_delivery **slots, unsigned limit
       tabq_err_from_plugin(err, rc, s->t->name, "claim");
     b->drv->reset(p);
   }
-  if (!rc && *got && s->st[SQ_STAMP] != TABQ_NO_STMT)
+  if (!rc && *got && stamps)
     rc = tabq_stamp_claimed(s, c, slots, *got, v.lease_until, err);
   if (!rc && *got && s->st[SQ_FETCH] != TABQ_NO_STMT)
     rc = tabq_refetch(s, c, slots, got, v.lease_until, NULL, err);

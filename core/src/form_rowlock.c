@@ -25,6 +25,7 @@ int tabq_rowlock_open(tabq_subscription *s, tabq_error *err) {
   if (!rc && p->rowlock->stamp && s->t->attempt.name)
     rc = tabq_sub_stmt(s, p->rowlock->stamp, "stamp", SQ_STAMP, err);
   s->claim = tabq_rowlock_claim;
+  s->claim_flags = p->rowlock->flags;
   s->holds_conn = true;
   s->serial = (p->rowlock->flags & TABQ_CLAIM_SERIAL) || s->t->fifo;
   return rc;
@@ -122,7 +123,7 @@ int tabq_rowlock_claim(tabq_subscription *s, tabq_delivery **slots, unsigned lim
       if (rc && rc != TABQ_NOMEM)
         tabq_err_from_plugin(err, rc, s->t->name, "claim");
       b->drv->reset(p);
-      if (!rc && *got && s->st[SQ_STAMP] != TABQ_NO_STMT)
+      if (!rc && *got && tabq_claim_stamps(s, limit))
         rc = tabq_stamp_claimed(s, c, slots, *got, 0, err);
       if (!rc && *got && s->st[SQ_FETCH] != TABQ_NO_STMT) {
         rc = tabq_refetch(s, c, slots, got, 0, c, err);

@@ -368,16 +368,7 @@ static int lease_claim_one(const tabq_build *b, tabq_stmt *out) {
 }
 
 /* Writes one claimed row's lease and counts its attempt, in the claim's transaction. */
-static int lease_stamp(const tabq_build *b, tabq_stmt *out) {
-  const tabq_table *t = b->table;
-  if (!tabq_sqlb_leased(b))
-    return tabq_sqlb_no_lease(&style, b, "stamp");
-  tabq_sqlb_update(&style, out, t);
-  tabq_sqlb_set_lease(&style, out, t);
-  tabq_sqlb_where_id(&style, out, t);
-  return tabq_sqlb_finish(&style, b, out, "stamp");
-}
-
+TABQ_SQLB_MEMBER(style, lease_stamp)
 TABQ_SQLB_MEMBER(style, lease_extend)
 TABQ_SQLB_MEMBER(style, lease_release)
 TABQ_SQLB_MEMBER(style, lease_one)

@@ -164,20 +164,22 @@ const tabq_dialect_v1 tabq_sqlite_dialect = {
 
 /* ---- Lease -------------------------------------------------------------------------------- */
 
-/* One UPDATE .. RETURNING leases the rows, counts the attempt and returns the projection with
- * the attempt as stored after the count. SQLite takes the whole database for a writer, so no
- * other claim runs between the choice of rows and their update. */
+/* Selects the rows to lease, in claim order, with the attempt as the stamp will store it; the
+ * stamp (below) then leases each row and counts its attempt in the same transaction. One
+ * UPDATE .. RETURNING would do both, but SQLite returns its rows in no promised order, and a
+ * batch handler gets its rows in claim order. The transaction opens with the write lock (BEGIN
+ * IMMEDIATE, unless the table asks for another mode), so no claim runs between the choice of
+ * rows and their stamps. */
 static int lease_claim(const tabq_build *b, tabq_stmt *out) {
   const tabq_table *t = b->table;
   if (!tabq_sqlb_leased(b))
     return tabq_sqlb_no_lease(&style, b, "claim");
-  tabq_sqlb_update(&style, out, t);
-  tabq_sqlb_set_lease(&style, out, t);
-  tabq_sql_raw(out, " WHERE ");
-  tabq_sqlb_col(&style, out, &t->id);
+  tabq_sqlb_select_projection(&style, out, t, true);
   if (tabq_sqlb_fifo(t)) {
     /* Only the group's head, its first unfinished row, and only while it is due: the rows
      * behind it wait while it is in work. */
+    tabq_sql_raw(out, " WHERE ");
+    tabq_sqlb_col(&style, out, &t->id);
     tabq_sql_raw(out, " = (");
     tabq_sqlb_group_head(&style, out, t);
     tabq_sql_raw(out, ") AND ");
@@ -187,21 +189,15 @@ static int lease_claim(const tabq_build *b, tabq_stmt *out) {
       tabq_sqlb_reached(&style, out, t, &t->retry_after);
     }
   } else {
-    tabq_sql_raw(out, " IN (SELECT ");
-    tabq_sqlb_col(&style, out, &t->id);
-    tabq_sql_raw(out, " FROM ");
-    tabq_sqlb_table(&style, out, t->name);
     tabq_sqlb_first_due(&style, b, out);
-    tabq_sql_raw(out, ")");
   }
-  tabq_sql_raw(out, " RETURNING ");
-  tabq_sqlb_projection(&style, out, t, false);
   return tabq_sqlb_finish(&style, b, out, "claim");
 }
 
-/* One row without the IN list's ephemeral table: "WHERE id = (SELECT .. LIMIT 1)" finds the
- * first due row on the claim-order index and updates it by its rowid. A FIFO table declines:
- * its claim updates the group's one head already. */
+/* One row in one statement, without a transaction around it: "UPDATE .. WHERE id = (SELECT ..
+ * LIMIT 1) RETURNING" finds the first due row on the claim-order index, leases it by its rowid
+ * and counts its attempt (TABQ_CLAIM_ONE_STAMPS: no stamp follows). A FIFO table declines: its
+ * claim selects the group's one head already. */
 static int lease_claim_one(const tabq_build *b, tabq_stmt *out) {
   const tabq_table *t = b->table;
   if (!tabq_sqlb_leased(b))
@@ -223,6 +219,7 @@ static int lease_claim_one(const tabq_build *b, tabq_stmt *out) {
   return tabq_sqlb_finish(&style, b, out, "claim_one");
 }
 
+TABQ_SQLB_MEMBER(style, lease_stamp)
 TABQ_SQLB_MEMBER(style, lease_extend)
 TABQ_SQLB_MEMBER(style, lease_release)
 TABQ_SQLB_MEMBER(style, lease_one)
@@ -230,9 +227,10 @@ TABQ_SQLB_MEMBER(style, lease_one)
 const tabq_lease_v1 tabq_sqlite_lease = {
     .size = sizeof(tabq_lease_v1),
     .version = 1,
-    .flags = TABQ_CLAIM_SERIAL, /* one writer at a time: concurrent claims would only queue */
+    /* One writer at a time: concurrent claims would only queue. */
+    .flags = TABQ_CLAIM_SERIAL | TABQ_CLAIM_ONE_STAMPS,
     .claim = lease_claim,
-    .stamp = NULL,
+    .stamp = lease_stamp,
     .extend = lease_extend,
     .release = lease_release,
     .lease_one = lease_one,

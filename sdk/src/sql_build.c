@@ -511,6 +511,16 @@ int tabq_sqlb_lease_one(const tabq_sql_style *s, const tabq_build *b, tabq_stmt 
   return tabq_sqlb_finish(s, b, out, "lease_one");
 }
 
+int tabq_sqlb_lease_stamp(const tabq_sql_style *s, const tabq_build *b, tabq_stmt *out) {
+  const tabq_table *t = b->table;
+  if (!tabq_sqlb_leased(b))
+    return tabq_sqlb_no_lease(s, b, "stamp");
+  tabq_sqlb_update(s, out, t);
+  tabq_sqlb_set_lease(s, out, t);
+  tabq_sqlb_where_id(s, out, t);
+  return tabq_sqlb_finish(s, b, out, "stamp");
+}
+
 int tabq_sqlb_placeholder(const tabq_sql_style *s, tabq_stmt *out, tabq_param id) {
   tabq_sqlb_param(s, out, id);
   return out->status;

@@ -162,15 +162,6 @@ static bool next_row(prepared *pr) {
   return row;
 }
 
-/* Reads the remaining rows, resets, and says how many there were. */
-static int drain(prepared *pr) {
-  int n = 0;
-  while (next_row(pr))
-    n++;
-  drv->reset(pr->p);
-  return n;
-}
-
 /* One integer from a query run through the driver. */
 static int64_t query_int(tabq_conn *c, const char *sql) {
   tabq_prepared *p = NULL;
@@ -309,6 +300,95 @@ static void test_prepare_schema_errors(void) {
   prepared_free(&pr);
 }
 
+#define MT_ROWS 120 /* rows of the concurrent claims test, and most rows one claim reads */
+
+/* ---- The claim as the core runs it -------------------------------------------------------- */
+
+/* The lease claim selects its rows in claim order and the stamp then leases each, both in one
+ * BEGIN IMMEDIATE transaction: CLAIM begins and runs the select, claimed() reads the next row
+ * (the test checks its cells), end_claim() reads the rest, stamps every row and commits. */
+typedef struct claiming {
+  prepared claim, stamp;
+  tabq_value until;
+  int64_t ids[MT_ROWS];
+  int n;
+} claiming;
+
+static int claiming_open(tabq_conn *c, const tabq_build *b, claiming *cl) {
+  memset(cl, 0, sizeof *cl);
+  int rc = prepare_built(c, lease->claim, b, "claim", &cl->claim);
+  return rc ? rc : prepare_built(c, lease->stamp, b, "stamp", &cl->stamp);
+}
+
+static void claiming_free(claiming *cl) {
+  prepared_free(&cl->claim);
+  prepared_free(&cl->stamp);
+}
+
+static int claim_run(tabq_conn *c, claiming *cl, const arg *args, size_t nargs) {
+  cl->n = 0;
+  for (size_t i = 0; i < nargs; i++)
+    if (args[i].id == TABQ_P_LEASE_UNTIL)
+      cl->until = args[i].v;
+  int rc = drv->begin(c, "BEGIN IMMEDIATE");
+  if (rc == TABQ_OK && (rc = run(&cl->claim, args, nargs)) != TABQ_OK)
+    drv->rollback(c);
+  return rc;
+}
+
+#define CLAIM(cl, ...)                                                                             \
+  do {                                                                                             \
+    const arg args_[] = {__VA_ARGS__};                                                             \
+    int rc_ = claim_run(g_conn, (cl), args_, sizeof args_ / sizeof args_[0]);                      \
+    if (rc_ != TABQ_OK)                                                                            \
+      fprintf(stderr, "claim failed: %s\n", g_msg);                                                \
+    CU_ASSERT_EQUAL_FATAL(rc_, TABQ_OK);                                                           \
+  } while (0)
+
+/* The next claimed row, its id kept for the stamp; false when there is none. */
+static int claim_next(claiming *cl, bool *row) {
+  int rc = drv->next(cl->claim.p, row);
+  tabq_value id;
+  if (rc == TABQ_OK && *row && (rc = drv->cell(cl->claim.p, 0, &id)) == TABQ_OK && cl->n < MT_ROWS)
+    cl->ids[cl->n++] = id.u.i;
+  return rc;
+}
+
+static bool claimed(claiming *cl) {
+  bool row = false;
+  CU_ASSERT_EQUAL_FATAL(claim_next(cl, &row), TABQ_OK);
+  return row;
+}
+
+/* Reads the rows left, stamps every row claimed, commits; returns how many rows were left, or
+ * -1 when a stamp did not change its one row. */
+static int claim_end(tabq_conn *c, claiming *cl, int *left) {
+  int rc;
+  bool row = true;
+  int before = cl->n;
+  while ((rc = claim_next(cl, &row)) == TABQ_OK && row)
+    ;
+  drv->reset(cl->claim.p);
+  *left = cl->n - before;
+  for (int i = 0; rc == TABQ_OK && i < cl->n; i++) {
+    const arg args[] = {{TABQ_P_ID, tabq_int(cl->ids[i])}, {TABQ_P_LEASE_UNTIL, cl->until}};
+    if ((rc = run(&cl->stamp, args, 2)) == TABQ_OK && drv->affected(cl->stamp.p) != 1)
+      *left = -1;
+    drv->reset(cl->stamp.p);
+  }
+  if (rc == TABQ_OK)
+    rc = drv->commit(c);
+  if (rc != TABQ_OK)
+    drv->rollback(c);
+  return rc;
+}
+
+static int end_claim(claiming *cl) {
+  int left = 0;
+  CU_ASSERT_EQUAL_FATAL(claim_end(g_conn, cl, &left), TABQ_OK);
+  return left;
+}
+
 /* insert -> claim -> extend -> ack, and the other settlements, through the driver. */
 static void test_lease_flow(void) {
   NEED_DB();
@@ -316,9 +396,10 @@ static void test_lease_flow(void) {
   t.mode = TABQ_SQLITE_IMMEDIATE;
   tabq_build b = lease_of(&t);
   b.dead_letter_table = "jobs_dead";
-  prepared ins, claim, extend, release, ack, later, dead, copy, remove;
+  claiming lc;
+  prepared ins, extend, release, ack, later, dead, copy, remove;
   CU_ASSERT_EQUAL_FATAL(prepare_built(g_conn, dia->insert, &b, "insert", &ins), TABQ_OK);
-  CU_ASSERT_EQUAL_FATAL(prepare_built(g_conn, lease->claim, &b, "claim", &claim), TABQ_OK);
+  CU_ASSERT_EQUAL_FATAL(claiming_open(g_conn, &b, &lc), TABQ_OK);
   CU_ASSERT_EQUAL_FATAL(prepare_built(g_conn, lease->extend, &b, "extend", &extend), TABQ_OK);
   CU_ASSERT_EQUAL_FATAL(prepare_built(g_conn, lease->release, &b, "release", &release), TABQ_OK);
   CU_ASSERT_EQUAL_FATAL(prepare_built(g_conn, dia->ack, &b, "ack", &ack), TABQ_OK);
@@ -349,37 +430,34 @@ static void test_lease_flow(void) {
   drv->reset(ins.p);
 
   /* The first claim takes the smaller priority and counts its attempt. */
-  RUN(&claim, {TABQ_P_NOW, tabq_time(t0)}, {TABQ_P_LEASE_UNTIL, tabq_time(t0 + 30 * SEC)},
-      {TABQ_P_GROUP, text("q")}, {TABQ_P_LIMIT, tabq_int(1)});
-  CU_ASSERT_FATAL(next_row(&claim));
-  expect_int(&claim, 0, 1);
-  expect_int(&claim, 1, 1);
-  expect_buf(&claim, 2, TABQ_T_TEXT, "q", 1);
-  expect_buf(&claim, 3, TABQ_T_TEXT, "k1", 2);
-  expect_buf(&claim, 4, TABQ_T_TEXT, "{\"a\":\"b\"}", 9);
-  expect_buf(&claim, 5, TABQ_T_BYTES, "hello", 5);
-  expect_buf(&claim, 6, TABQ_T_TEXT, "first", 5);
-  expect_int(&claim, 7, 5);
-  CU_ASSERT_FALSE(next_row(&claim));
-  CU_ASSERT_EQUAL(drv->affected(claim.p), 1);
-  drv->reset(claim.p);
+  CLAIM(&lc, {TABQ_P_NOW, tabq_time(t0)}, {TABQ_P_LEASE_UNTIL, tabq_time(t0 + 30 * SEC)},
+        {TABQ_P_GROUP, text("q")}, {TABQ_P_LIMIT, tabq_int(1)});
+  CU_ASSERT_FATAL(claimed(&lc));
+  expect_int(&lc.claim, 0, 1);
+  expect_int(&lc.claim, 1, 1);
+  expect_buf(&lc.claim, 2, TABQ_T_TEXT, "q", 1);
+  expect_buf(&lc.claim, 3, TABQ_T_TEXT, "k1", 2);
+  expect_buf(&lc.claim, 4, TABQ_T_TEXT, "{\"a\":\"b\"}", 9);
+  expect_buf(&lc.claim, 5, TABQ_T_BYTES, "hello", 5);
+  expect_buf(&lc.claim, 6, TABQ_T_TEXT, "first", 5);
+  expect_int(&lc.claim, 7, 5);
+  CU_ASSERT_EQUAL(end_claim(&lc), 0);
 
   /* The next claim passes over the leased row. */
-  RUN(&claim, {TABQ_P_NOW, tabq_time(t0 + SEC)}, {TABQ_P_LEASE_UNTIL, tabq_time(t0 + 31 * SEC)},
-      {TABQ_P_GROUP, text("q")}, {TABQ_P_LIMIT, tabq_int(10)});
-  CU_ASSERT_FATAL(next_row(&claim));
-  expect_int(&claim, 0, 2);
-  expect_null(&claim, 3);
-  expect_null(&claim, 4);
-  expect_buf(&claim, 5, TABQ_T_BYTES, "", 0);
-  expect_int(&claim, 7, 0);
-  CU_ASSERT_EQUAL(drain(&claim), 0);
+  CLAIM(&lc, {TABQ_P_NOW, tabq_time(t0 + SEC)}, {TABQ_P_LEASE_UNTIL, tabq_time(t0 + 31 * SEC)},
+        {TABQ_P_GROUP, text("q")}, {TABQ_P_LIMIT, tabq_int(10)});
+  CU_ASSERT_FATAL(claimed(&lc));
+  expect_int(&lc.claim, 0, 2);
+  expect_null(&lc.claim, 3);
+  expect_null(&lc.claim, 4);
+  expect_buf(&lc.claim, 5, TABQ_T_BYTES, "", 0);
+  expect_int(&lc.claim, 7, 0);
+  CU_ASSERT_EQUAL(end_claim(&lc), 0);
 
   /* While both leases hold, a claim returns nothing. */
-  RUN(&claim, {TABQ_P_NOW, tabq_time(t0 + 2 * SEC)}, {TABQ_P_LEASE_UNTIL, tabq_time(t0 + 32 * SEC)},
-      {TABQ_P_GROUP, text("q")}, {TABQ_P_LIMIT, tabq_int(10)});
-  CU_ASSERT_EQUAL(drain(&claim), 0);
-  CU_ASSERT_EQUAL(drv->affected(claim.p), 0);
+  CLAIM(&lc, {TABQ_P_NOW, tabq_time(t0 + 2 * SEC)}, {TABQ_P_LEASE_UNTIL, tabq_time(t0 + 32 * SEC)},
+        {TABQ_P_GROUP, text("q")}, {TABQ_P_LIMIT, tabq_int(10)});
+  CU_ASSERT_EQUAL(end_claim(&lc), 0);
 
   /* Extend moves the token; the old one no longer matches. */
   RUN(&extend, {TABQ_P_LEASE_UNTIL, tabq_time(t0 + 60 * SEC)}, {TABQ_P_ID, tabq_int(1)},
@@ -405,40 +483,40 @@ static void test_lease_flow(void) {
   RUN(&release, {TABQ_P_ID, tabq_int(2)}, {TABQ_P_TOKEN, tabq_time(t0 + 31 * SEC)});
   CU_ASSERT_EQUAL(drv->affected(release.p), 1);
   drv->reset(release.p);
-  RUN(&claim, {TABQ_P_NOW, tabq_time(t0 + 4 * SEC)}, {TABQ_P_LEASE_UNTIL, tabq_time(t0 + 34 * SEC)},
-      {TABQ_P_GROUP, text("q")}, {TABQ_P_LIMIT, tabq_int(10)});
-  CU_ASSERT_FATAL(next_row(&claim));
-  expect_int(&claim, 0, 2);
-  expect_int(&claim, 1, 2);
-  CU_ASSERT_EQUAL(drain(&claim), 0);
+  CLAIM(&lc, {TABQ_P_NOW, tabq_time(t0 + 4 * SEC)}, {TABQ_P_LEASE_UNTIL, tabq_time(t0 + 34 * SEC)},
+        {TABQ_P_GROUP, text("q")}, {TABQ_P_LIMIT, tabq_int(10)});
+  CU_ASSERT_FATAL(claimed(&lc));
+  expect_int(&lc.claim, 0, 2);
+  expect_int(&lc.claim, 1, 2);
+  CU_ASSERT_EQUAL(end_claim(&lc), 0);
 
   /* A delayed retry is due exactly at its time, not a microsecond before. */
   RUN(&later, {TABQ_P_RETRY_AT, tabq_time(t0 + 100 * SEC)}, {TABQ_P_ID, tabq_int(2)},
       {TABQ_P_TOKEN, tabq_time(t0 + 34 * SEC)});
   CU_ASSERT_EQUAL(drv->affected(later.p), 1);
   drv->reset(later.p);
-  RUN(&claim, {TABQ_P_NOW, tabq_time(t0 + 100 * SEC - 1)},
-      {TABQ_P_LEASE_UNTIL, tabq_time(t0 + 130 * SEC)}, {TABQ_P_GROUP, text("q")},
-      {TABQ_P_LIMIT, tabq_int(10)});
-  CU_ASSERT_EQUAL(drain(&claim), 0);
-  RUN(&claim, {TABQ_P_NOW, tabq_time(t0 + 100 * SEC)},
-      {TABQ_P_LEASE_UNTIL, tabq_time(t0 + 130 * SEC)}, {TABQ_P_GROUP, text("q")},
-      {TABQ_P_LIMIT, tabq_int(10)});
-  CU_ASSERT_FATAL(next_row(&claim));
-  expect_int(&claim, 1, 3);
-  CU_ASSERT_EQUAL(drain(&claim), 0);
+  CLAIM(&lc, {TABQ_P_NOW, tabq_time(t0 + 100 * SEC - 1)},
+        {TABQ_P_LEASE_UNTIL, tabq_time(t0 + 130 * SEC)}, {TABQ_P_GROUP, text("q")},
+        {TABQ_P_LIMIT, tabq_int(10)});
+  CU_ASSERT_EQUAL(end_claim(&lc), 0);
+  CLAIM(&lc, {TABQ_P_NOW, tabq_time(t0 + 100 * SEC)},
+        {TABQ_P_LEASE_UNTIL, tabq_time(t0 + 130 * SEC)}, {TABQ_P_GROUP, text("q")},
+        {TABQ_P_LIMIT, tabq_int(10)});
+  CU_ASSERT_FATAL(claimed(&lc));
+  expect_int(&lc.claim, 1, 3);
+  CU_ASSERT_EQUAL(end_claim(&lc), 0);
 
   /* Dead letter into a group, then into a table in one transaction. */
   RUN(&dead, {TABQ_P_DEST, text("dead")}, {TABQ_P_ID, tabq_int(2)},
       {TABQ_P_TOKEN, tabq_time(t0 + 130 * SEC)});
   CU_ASSERT_EQUAL(drv->affected(dead.p), 1);
   drv->reset(dead.p);
-  RUN(&claim, {TABQ_P_NOW, tabq_time(t0 + 101 * SEC)},
-      {TABQ_P_LEASE_UNTIL, tabq_time(t0 + 131 * SEC)}, {TABQ_P_GROUP, text("dead")},
-      {TABQ_P_LIMIT, tabq_int(10)});
-  CU_ASSERT_FATAL(next_row(&claim));
-  expect_int(&claim, 1, 4);
-  CU_ASSERT_EQUAL(drain(&claim), 0);
+  CLAIM(&lc, {TABQ_P_NOW, tabq_time(t0 + 101 * SEC)},
+        {TABQ_P_LEASE_UNTIL, tabq_time(t0 + 131 * SEC)}, {TABQ_P_GROUP, text("dead")},
+        {TABQ_P_LIMIT, tabq_int(10)});
+  CU_ASSERT_FATAL(claimed(&lc));
+  expect_int(&lc.claim, 1, 4);
+  CU_ASSERT_EQUAL(end_claim(&lc), 0);
 
   tabq_stmt begin;
   build(dia->begin, &b, &begin);
@@ -459,15 +537,16 @@ static void test_lease_flow(void) {
   CU_ASSERT_EQUAL(query_int(g_conn, "SELECT count(*) FROM jobs WHERE id = 2"), 0);
 
   /* The acked row stays finished, long after its lease. */
-  RUN(&claim, {TABQ_P_NOW, tabq_time(t0 + 1000 * SEC)},
-      {TABQ_P_LEASE_UNTIL, tabq_time(t0 + 1030 * SEC)}, {TABQ_P_GROUP, text("q")},
-      {TABQ_P_LIMIT, tabq_int(10)});
-  CU_ASSERT_EQUAL(drain(&claim), 0);
+  CLAIM(&lc, {TABQ_P_NOW, tabq_time(t0 + 1000 * SEC)},
+        {TABQ_P_LEASE_UNTIL, tabq_time(t0 + 1030 * SEC)}, {TABQ_P_GROUP, text("q")},
+        {TABQ_P_LIMIT, tabq_int(10)});
+  CU_ASSERT_EQUAL(end_claim(&lc), 0);
   CU_ASSERT_EQUAL(query_int(g_conn, "SELECT count(*) FROM jobs WHERE id = 1 AND processed_at = "
                                     "'2023-11-14 22:13:23.123456' AND locked_until IS NULL"),
                   1);
 
-  prepared *all[] = {&ins, &claim, &extend, &release, &ack, &later, &dead, &copy, &remove};
+  claiming_free(&lc);
+  prepared *all[] = {&ins, &extend, &release, &ack, &later, &dead, &copy, &remove};
   for (size_t i = 0; i < sizeof all / sizeof all[0]; i++)
     prepared_free(all[i]);
 }
@@ -478,9 +557,10 @@ static void test_fifo_flow(void) {
   tabq_table t = jobs;
   t.fifo = true;
   tabq_build b = lease_of(&t);
-  prepared ins, claim, ack;
+  prepared ins, ack;
+  claiming lc;
   CU_ASSERT_EQUAL_FATAL(prepare_built(g_conn, dia->insert, &b, "insert", &ins), TABQ_OK);
-  CU_ASSERT_EQUAL_FATAL(prepare_built(g_conn, lease->claim, &b, "claim", &claim), TABQ_OK);
+  CU_ASSERT_EQUAL_FATAL(claiming_open(g_conn, &b, &lc), TABQ_OK);
   CU_ASSERT_EQUAL_FATAL(prepare_built(g_conn, dia->ack, &b, "ack", &ack), TABQ_OK);
   int64_t ids[2];
   for (int i = 0; i < 2; i++) {
@@ -494,22 +574,22 @@ static void test_fifo_flow(void) {
   const arg at_t0[] = {{TABQ_P_NOW, tabq_time(t0)},
                        {TABQ_P_LEASE_UNTIL, tabq_time(t0 + 30 * SEC)},
                        {TABQ_P_GROUP, text("f")}};
-  CU_ASSERT_EQUAL_FATAL(run(&claim, at_t0, 3), TABQ_OK);
-  CU_ASSERT_FATAL(next_row(&claim));
-  expect_int(&claim, 0, ids[0]);
-  CU_ASSERT_EQUAL(drain(&claim), 0);
-  CU_ASSERT_EQUAL_FATAL(run(&claim, at_t0, 3), TABQ_OK);
-  CU_ASSERT_EQUAL(drain(&claim), 0);
+  CU_ASSERT_EQUAL_FATAL(claim_run(g_conn, &lc, at_t0, 3), TABQ_OK);
+  CU_ASSERT_FATAL(claimed(&lc));
+  expect_int(&lc.claim, 0, ids[0]);
+  CU_ASSERT_EQUAL(end_claim(&lc), 0);
+  CU_ASSERT_EQUAL_FATAL(claim_run(g_conn, &lc, at_t0, 3), TABQ_OK);
+  CU_ASSERT_EQUAL(end_claim(&lc), 0);
   RUN(&ack, {TABQ_P_NOW, tabq_time(t0)}, {TABQ_P_ID, tabq_int(ids[0])},
       {TABQ_P_TOKEN, tabq_time(t0 + 30 * SEC)});
   CU_ASSERT_EQUAL(drv->affected(ack.p), 1);
   drv->reset(ack.p);
-  CU_ASSERT_EQUAL_FATAL(run(&claim, at_t0, 3), TABQ_OK);
-  CU_ASSERT_FATAL(next_row(&claim));
-  expect_int(&claim, 0, ids[1]);
-  CU_ASSERT_EQUAL(drain(&claim), 0);
+  CU_ASSERT_EQUAL_FATAL(claim_run(g_conn, &lc, at_t0, 3), TABQ_OK);
+  CU_ASSERT_FATAL(claimed(&lc));
+  expect_int(&lc.claim, 0, ids[1]);
+  CU_ASSERT_EQUAL(end_claim(&lc), 0);
   prepared_free(&ins);
-  prepared_free(&claim);
+  claiming_free(&lc);
   prepared_free(&ack);
 }
 
@@ -563,7 +643,6 @@ static void test_writer_lock(void) {
 /* Concurrent claimers on their own connections: every row goes to exactly one of them, and no
  * claim fails for a locked database. */
 #define WORKERS 4
-#define MT_ROWS 120
 
 typedef struct worker {
   pthread_t thread;
@@ -576,32 +655,30 @@ typedef struct worker {
 static void *claim_worker(void *arg) {
   worker *w = arg;
   tabq_conn *c = NULL;
-  prepared claim = {0};
+  claiming cl;
   tabq_build b = lease_of(&jobs);
+  memset(&cl, 0, sizeof cl);
   w->code = drv->connect(g_url, &c);
   if (w->code == TABQ_OK)
-    w->code = prepare_built(c, lease->claim, &b, "claim", &claim);
+    w->code = claiming_open(c, &b, &cl);
   const struct arg args[] = {{TABQ_P_NOW, tabq_time(t0 + 5000 * SEC)},
                              {TABQ_P_LEASE_UNTIL, tabq_time(t0 + 5030 * SEC)},
                              {TABQ_P_GROUP, text("mt")},
                              {TABQ_P_LIMIT, tabq_int(3)}};
   for (bool more = true; w->code == TABQ_OK && more;) {
-    w->code = run(&claim, args, 4);
-    more = false;
-    bool row = false;
-    while (w->code == TABQ_OK && (w->code = drv->next(claim.p, &row)) == TABQ_OK && row) {
-      tabq_value v;
-      more = true;
-      w->code = drv->cell(claim.p, 0, &v);
-      if (w->code == TABQ_OK && w->count < MT_ROWS)
-        w->ids[w->count++] = v.u.i;
-    }
-    if (claim.p)
-      drv->reset(claim.p);
+    int left = 0;
+    w->code = claim_run(c, &cl, args, 4);
+    if (w->code == TABQ_OK)
+      w->code = claim_end(c, &cl, &left);
+    if (w->code == TABQ_OK && left < 0)
+      w->code = test_fail(TABQ_BACKEND, NULL, 0, "a stamp did not change its one row");
+    more = cl.n > 0;
+    for (int i = 0; w->code == TABQ_OK && i < cl.n && w->count < MT_ROWS; i++)
+      w->ids[w->count++] = cl.ids[i];
   }
   if (w->code != TABQ_OK)
     snprintf(w->msg, sizeof w->msg, "%s", g_msg);
-  prepared_free(&claim);
+  claiming_free(&cl);
   drv->close(c);
   return NULL;
 }

@@ -42,8 +42,8 @@ static void test_entry(void) {
   CU_ASSERT_PTR_NULL(dia->fifo_guard);
   CU_ASSERT_EQUAL(lease->size, sizeof(tabq_lease_v1));
   CU_ASSERT_EQUAL(lease->version, 1);
-  CU_ASSERT_EQUAL(lease->flags, TABQ_CLAIM_SERIAL);
-  CU_ASSERT_PTR_NULL(lease->stamp);
+  CU_ASSERT_EQUAL(lease->flags, TABQ_CLAIM_SERIAL | TABQ_CLAIM_ONE_STAMPS);
+  CU_ASSERT_PTR_NOT_NULL(lease->stamp);
 }
 
 /* ---- Statement text ------------------------------------------------------------------------ */
@@ -73,29 +73,34 @@ static void test_insert(void) {
   expect_built(dia->insert, &b, "INSERT INTO \"ev\" DEFAULT VALUES", 0);
 }
 
+/* The claim of many rows selects them in claim order, the attempt as the stamp will store it;
+ * the stamp leases each row and counts its attempt. */
 static void test_claim(void) {
   tabq_build b = lease_of(&jobs);
   expect_built(lease->claim, &b,
+               "SELECT \"id\", \"attempt\" + 1, \"queue\", \"pkey\", \"headers\", \"payload\", "
+               "\"title\", \"size\" FROM \"jobs\" WHERE (\"locked_until\" IS NULL OR "
+               "\"locked_until\" <= ?1) AND (\"retry_after\" IS NULL OR \"retry_after\" <= ?1) "
+               "AND \"processed_at\" IS NULL AND \"queue\" = ?2 ORDER BY \"priority\", "
+               "\"retry_after\", \"id\" LIMIT ?3",
+               TABQ_P_NOW, TABQ_P_GROUP, TABQ_P_LIMIT, 0);
+  expect_built(lease->stamp, &b,
                "UPDATE \"jobs\" SET \"locked_until\" = ?1, \"attempt\" = \"attempt\" + 1 WHERE "
-               "\"id\" IN (SELECT \"id\" FROM \"jobs\" WHERE (\"locked_until\" IS NULL OR "
-               "\"locked_until\" <= ?2) AND (\"retry_after\" IS NULL OR \"retry_after\" <= ?2) "
-               "AND \"processed_at\" IS NULL AND \"queue\" = ?3 ORDER BY \"priority\", "
-               "\"retry_after\", \"id\" LIMIT ?4) RETURNING \"id\", \"attempt\", \"queue\", "
-               "\"pkey\", \"headers\", \"payload\", \"title\", \"size\"",
-               TABQ_P_LEASE_UNTIL, TABQ_P_NOW, TABQ_P_GROUP, TABQ_P_LIMIT, 0);
+               "\"id\" = ?2",
+               TABQ_P_LEASE_UNTIL, TABQ_P_ID, 0);
   b = lease_of(&thumbs);
   expect_built(lease->claim, &b,
-               "UPDATE \"main\".\"thumbs\" SET \"locked_until\" = ?1, \"attempt\" = \"attempt\" "
-               "+ 1 WHERE \"id\" IN (SELECT \"id\" FROM \"main\".\"thumbs\" WHERE "
-               "(\"locked_until\" IS NULL OR \"locked_until\" <= ?2) ORDER BY \"id\" LIMIT ?3) "
-               "RETURNING \"id\", \"attempt\", \"payload\"",
-               TABQ_P_LEASE_UNTIL, TABQ_P_NOW, TABQ_P_LIMIT, 0);
+               "SELECT \"id\", \"attempt\" + 1, \"payload\" FROM \"main\".\"thumbs\" WHERE "
+               "(\"locked_until\" IS NULL OR \"locked_until\" <= ?1) ORDER BY \"id\" LIMIT ?2",
+               TABQ_P_NOW, TABQ_P_LIMIT, 0);
   /* No attempt column: nothing counted, nothing returned for it. */
   b = lease_of(&bare);
   expect_built(lease->claim, &b,
-               "UPDATE \"bare\" SET \"lu\" = ?1 WHERE \"id\" IN (SELECT \"id\" FROM \"bare\" "
-               "WHERE (\"lu\" IS NULL OR \"lu\" <= ?2) ORDER BY \"id\" LIMIT ?3) RETURNING \"id\"",
-               TABQ_P_LEASE_UNTIL, TABQ_P_NOW, TABQ_P_LIMIT, 0);
+               "SELECT \"id\" FROM \"bare\" WHERE (\"lu\" IS NULL OR \"lu\" <= ?1) ORDER BY "
+               "\"id\" LIMIT ?2",
+               TABQ_P_NOW, TABQ_P_LIMIT, 0);
+  expect_built(lease->stamp, &b, "UPDATE \"bare\" SET \"lu\" = ?1 WHERE \"id\" = ?2",
+               TABQ_P_LEASE_UNTIL, TABQ_P_ID, 0);
 }
 
 static void test_claim_fifo(void) {
@@ -103,13 +108,12 @@ static void test_claim_fifo(void) {
   fifo.fifo = true;
   tabq_build b = lease_of(&fifo);
   expect_built(lease->claim, &b,
-               "UPDATE \"jobs\" SET \"locked_until\" = ?1, \"attempt\" = \"attempt\" + 1 WHERE "
-               "\"id\" = (SELECT \"id\" FROM \"jobs\" WHERE \"queue\" = ?2 AND \"processed_at\" "
-               "IS NULL ORDER BY \"priority\", \"retry_after\", \"id\" LIMIT 1) AND "
-               "(\"locked_until\" IS NULL OR \"locked_until\" <= ?3) AND (\"retry_after\" IS "
-               "NULL OR \"retry_after\" <= ?3) RETURNING \"id\", \"attempt\", \"queue\", "
-               "\"pkey\", \"headers\", \"payload\", \"title\", \"size\"",
-               TABQ_P_LEASE_UNTIL, TABQ_P_GROUP, TABQ_P_NOW, 0);
+               "SELECT \"id\", \"attempt\" + 1, \"queue\", \"pkey\", \"headers\", \"payload\", "
+               "\"title\", \"size\" FROM \"jobs\" WHERE \"id\" = (SELECT \"id\" FROM \"jobs\" "
+               "WHERE \"queue\" = ?1 AND \"processed_at\" IS NULL ORDER BY \"priority\", "
+               "\"retry_after\", \"id\" LIMIT 1) AND (\"locked_until\" IS NULL OR "
+               "\"locked_until\" <= ?2) AND (\"retry_after\" IS NULL OR \"retry_after\" <= ?2)",
+               TABQ_P_GROUP, TABQ_P_NOW, 0);
 }
 
 /* One row by its id, without the IN list; a FIFO table declines (its claim is one row). */

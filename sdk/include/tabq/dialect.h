@@ -42,7 +42,7 @@ extern "C" {
 #endif
 
 #define TABQ_ABI_MAJOR 1
-#define TABQ_ABI_MINOR 3
+#define TABQ_ABI_MINOR 4
 #define TABQ_ABI_VERSION ((uint32_t)(TABQ_ABI_MAJOR << 16 | TABQ_ABI_MINOR))
 #define TABQ_ABI_MAJOR_OF(v) ((uint32_t)(v) >> 16)
 #define TABQ_ABI_MINOR_OF(v) ((uint32_t)(v)&0xffffu)
@@ -249,6 +249,10 @@ typedef struct tabq_dialect_v1 {
 /* Lease: expiries are whole seconds (the core rounds them up), so a column without fractions
  * holds the token exactly. */
 #define TABQ_LEASE_WHOLE_SECONDS 4u
+/* RowLock, Lease (ABI 1.4): `claim_one` counts the attempt (and writes the lease) itself, so
+ * `stamp` follows only `claim`. A dialect whose claim of many rows selects then stamps, to hand
+ * the rows over in claim order, keeps its claim of one row a single statement. */
+#define TABQ_CLAIM_ONE_STAMPS 8u
 
 /* ---- RowLock: FOR UPDATE SKIP LOCKED, transaction held while the handler runs --------------- */
 typedef struct tabq_rowlock_v1 {
@@ -264,10 +268,10 @@ typedef struct tabq_rowlock_v1 {
   /* ---- ABI 1.3 ---- */
   /* Optional: `claim` for a single row, in the shape the database runs cheapest (no LIMIT to
    * bind, no re-sort). Binds what claim binds, LIMIT aside; returns claim's projection of the one
-   * row claim with LIMIT 1 would take, and `stamp` follows it where it follows claim. The core
-   * runs it for every claim of one row. A builder that writes no SQL (out->sql NULL, TABQ_OK)
-   * declines the table (FIFO groups, say, where claim is one row already); then, as without the
-   * member, the core runs claim with LIMIT 1. */
+   * row claim with LIMIT 1 would take, and `stamp` follows it where it follows claim
+   * (TABQ_CLAIM_ONE_STAMPS aside). The core runs it for every claim of one row. A builder that
+   * writes no SQL (out->sql NULL, TABQ_OK) declines the table (FIFO groups, say, where claim is one
+   * row already); then, as without the member, the core runs claim with LIMIT 1. */
   tabq_build_fn claim_one;
 } tabq_rowlock_v1;
 
@@ -294,7 +298,8 @@ typedef struct tabq_lease_v1 {
 
   /* ---- ABI 1.3 ---- */
   /* Optional: `claim` for a single row, as RowLock.claim_one is (binds NOW, LEASE_UNTIL, GROUP;
-   * `stamp` follows it where it follows claim; no SQL declines the table). */
+   * `stamp` follows it where it follows claim, unless flags has TABQ_CLAIM_ONE_STAMPS; no SQL
+   * declines the table). A claim that only selects binds LEASE_UNTIL only with that flag. */
   tabq_build_fn claim_one;
 } tabq_lease_v1;
 

@@ -54,8 +54,8 @@ typedef struct tabq_sql_style {
 
 /* Defines `static int name(const tabq_build *b, tabq_stmt *out)` as tabq_sqlb_<name> in `style`,
  * a vtable member: TABQ_SQLB_MEMBER(pg_style, ack) then `.ack = ack`. For insert, ack, discard,
- * retry, retry_after, dead_letter_group, lease_extend, lease_release, count_attempt_row and
- * lease_one. */
+ * retry, retry_after, dead_letter_group, lease_extend, lease_release, count_attempt_row,
+ * lease_one and lease_stamp. */
 #define TABQ_SQLB_MEMBER(style, name)                                                              \
   static int name(const tabq_build *b, tabq_stmt *out) {                                           \
     return tabq_sqlb_##name(&(style), b, out);                                                     \
@@ -188,6 +188,9 @@ int tabq_sqlb_lease_release(const tabq_sql_style *s, const tabq_build *b, tabq_s
 /* lease_one (ABI 1.1): "UPDATE T SET locked_until = :LEASE_UNTIL[, attempt = attempt + 1] WHERE
  * id = :ID AND (locked_until IS NULL OR locked_until <= :NOW)[ AND processed_at IS NULL]". */
 int tabq_sqlb_lease_one(const tabq_sql_style *s, const tabq_build *b, tabq_stmt *out);
+/* stamp, after a claim that only selects: "UPDATE T SET locked_until = :LEASE_UNTIL[, attempt =
+ * attempt + 1] WHERE id = :ID". */
+int tabq_sqlb_lease_stamp(const tabq_sql_style *s, const tabq_build *b, tabq_stmt *out);
 
 #ifdef __cplusplus
 }
