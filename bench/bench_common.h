@@ -71,8 +71,8 @@ void bench_threads(unsigned n, void *(*fn)(void *), void *args, size_t arg_size)
 /* Drains `rows` rows through tabq with a no-op handler that acks (a batch handler of `batch`
  * rows when batch > 1): connects (untimed), then times from subscribe until every row is
  * settled. Returns the seconds; the run ends unless every row was acked. */
-double bench_run_tabq(const char *url, const tabq_table *table, unsigned workers, unsigned batch,
-                      int64_t rows, bench_tally *out);
+double bench_run_tabq(const char *url, const tabq_table *table, const bench_args *a,
+                      bench_tally *out);
 
 /* ---- One drain per run, as bench/run.py asks for it ----------------------------------------- */
 
@@ -96,6 +96,7 @@ typedef struct bench_args {
   int64_t rows;
   bool show_sql;
   bench_table_kind table;
+  int coalesce_us; /* tabq side, lease form: coalesce_acks with this window; -1 off */
 } bench_args;
 
 /* One raw loop on a thread and a connection of its own. */

@@ -112,6 +112,33 @@ typedef struct tabq_claim_space {
   tabq_buf scratch;
 } tabq_claim_space;
 
+/* What settling a batch needs per row, allocated once per worker (s->batch long each), so a
+ * batch's settlement allocates nothing. */
+typedef struct tabq_batch_scratch {
+  int64_t *ids;          /* the ids one ack_ids statement binds */
+  unsigned *at;          /* where each of them sits in the batch */
+  int *rcs;              /* each row's result */
+  bool *done;            /* settled by ack_ids */
+  tabq_delivery **order; /* the batch by address: its locks are always taken in this order */
+} tabq_batch_scratch;
+
+/* ack_coalesce.c: acks of concurrent deliveries gathered into one transaction (lease form). */
+typedef struct tabq_ack_entry tabq_ack_entry;
+typedef struct tabq_coalescer {
+  bool ready; /* the option is on and the memory below allocated */
+  unsigned cap, window_us;
+  pthread_mutex_t mu;
+  pthread_cond_t cv;
+  tabq_ack_entry *pending; /* acks waiting for a leader (each on its caller's stack) */
+  unsigned npending;
+  bool flushing; /* a leader is settling */
+  /* The leader's flush, cap long: the deliveries, their outcomes, their waiters. */
+  tabq_delivery **ds;
+  tabq_outcome *outcomes;
+  tabq_ack_entry **entries;
+  tabq_batch_scratch scratch;
+} tabq_coalescer;
+
 struct tabq_subscription {
   tabq_broker *b;
   const tabq_table *t; /* &table */
@@ -180,8 +207,9 @@ struct tabq_subscription {
   atomic_bool warned_retry_after;
   struct {
     atomic_uint_fast64_t claimed, acked, retried, dead_lettered, released, lease_lost, failed,
-        extensions, claims, shutdown_released, shutdown_closed;
+        extensions, claims, shutdown_released, shutdown_closed, coalesced;
   } stats;
+  tabq_coalescer coalescer;
 };
 
 /* subscription.c */
@@ -303,15 +331,6 @@ void tabq_delivery_unclaim(tabq_delivery **slots, unsigned n);
 bool tabq_same_id(const tabq_value *a, const tabq_value *b);
 
 /* settle.c */
-/* What settling a batch needs per row, allocated once per worker (s->batch long each), so a
- * batch's settlement allocates nothing. */
-typedef struct tabq_batch_scratch {
-  int64_t *ids;          /* the ids one ack_ids statement binds */
-  unsigned *at;          /* where each of them sits in the batch */
-  int *rcs;              /* each row's result */
-  bool *done;            /* settled by ack_ids */
-  tabq_delivery **order; /* the batch by address: its locks are always taken in this order */
-} tabq_batch_scratch;
 
 int tabq_batch_scratch_init(tabq_batch_scratch *x, unsigned n);
 void tabq_batch_scratch_free(tabq_batch_scratch *x);
@@ -327,6 +346,21 @@ void tabq_settle_batch(tabq_delivery *const *ds, unsigned n, const tabq_outcome 
  * row its handler settled). */
 void tabq_settle_joined(tabq_delivery *const *ds, unsigned n, const tabq_outcome *outcomes,
                         tabq_batch_scratch *x);
+/* The acks of single deliveries gathered by ack_coalesce.c, settled as a lease batch is: true
+ * when they settled together, each row's result in x->rcs (TABQ_OK or TABQ_LEASE_LOST); false
+ * when they could not (nothing settled: settle each alone). */
+bool tabq_settle_acks_joined(tabq_delivery *const *ds, unsigned n, const tabq_outcome *outcomes,
+                             tabq_batch_scratch *x);
+/* The error of a settlement whose statement changed no row: LEASE_LOST in the lease form. */
+int tabq_settle_lost(tabq_subscription *s, const char *what, tabq_error *err);
+
+/* ack_coalesce.c */
+int tabq_coalescer_init(tabq_coalescer *c, unsigned cap, unsigned window_us);
+void tabq_coalescer_free(tabq_coalescer *c);
+/* Settles an ack with the acks other workers return meanwhile. *settled false: it could not
+ * join them, settle it alone. */
+int tabq_ack_coalesced(tabq_delivery *d, tabq_outcome o, bool *settled, tabq_error *err);
+
 /* Settles a handler's returned outcome unless the handler settled already; logs failures. */
 void tabq_settle_returned(tabq_delivery *d, tabq_outcome outcome);
 

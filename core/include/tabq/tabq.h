@@ -181,6 +181,13 @@ typedef struct tabq_subscription_options {
   unsigned max_attempts;         /* with a dead letter: a failed delivery at this attempt moves */
   const char *dead_letter_group; /* tables with a group column */
   const char *dead_letter_table; /* a table with the same columns */
+  /* Lease form, a handler of one delivery: acks that workers return at about the
+   * same time settle in one transaction (one commit, one statement per lease token), each
+   * row's token still checked and each call returning after its row's commit; see
+   * docs/coalesced-acks.md. The first ack waits up to coalesce_window_us for the others (0: no
+   * wait; acks that come while one commits go together in the next). */
+  bool coalesce_acks;
+  unsigned coalesce_window_us; /* at most 1,000,000 */
 } tabq_subscription_options;
 
 #define TABQ_SUBSCRIPTION_OPTIONS_INIT TABQ_SIZED_INIT(tabq_subscription_options)
@@ -207,6 +214,7 @@ typedef struct tabq_stats {
    * back in the pool, and connections closed instead (the release was not confirmed). */
   uint64_t shutdown_released;
   uint64_t shutdown_closed;
+  uint64_t coalesced; /* acks settled in one transaction with another delivery's */
 } tabq_stats;
 
 /* Copies the counters into `out`, `size` bytes of it (sizeof *out as the service was compiled):
