@@ -46,6 +46,10 @@ struct tabq_broker {
   atomic_bool stop_requested;
   bool listen_notify;
   tabq_listener listener;
+  /* conn_budget.c: connections deliveries hold and claims in flight may take, over all the
+   * subscriptions; and how many subscriptions have deliveries that hold one. */
+  atomic_uint conns_used;
+  atomic_uint conn_subs;
 };
 
 /* A growable byte buffer reused from one delivery to the next: the core's only copy of a row. */
@@ -183,8 +187,6 @@ struct tabq_subscription {
   pthread_cond_t cv;
   bool stop;
   unsigned claiming; /* claims in flight */
-  unsigned held;     /* connections held by deliveries in work */
-  unsigned reserved; /* connections claims in flight may take */
   uint64_t wakes;    /* wake-ups so far: a claim that saw one come needs no poll wait */
   int64_t next_claim_ms;
   unsigned busy; /* workers inside a handler */
@@ -317,7 +319,17 @@ bool tabq_advisory_release(tabq_delivery *d);
 /* Shutdown: releases the lock of every delivery in work that is not settling. */
 void tabq_advisory_release_all(tabq_subscription *s);
 
-/* Hands connections held by deliveries back to the subscription's count (under s->mu). */
+/* conn_budget.c */
+/* Connections claims may still take, over the broker. */
+unsigned tabq_budget_room(const tabq_broker *b);
+/* Takes up to `want` of them for a claim in flight; returns how many it took. */
+unsigned tabq_budget_take(tabq_broker *b, unsigned want);
+/* Gives n back without waking anyone (with s->mu held). */
+void tabq_budget_put(tabq_broker *b, unsigned n);
+/* Gives n back, and wakes the other subscriptions that may wait for room; never with a
+ * subscription's mu held (it takes b->mu, then theirs). */
+void tabq_budget_give(tabq_broker *b, const tabq_subscription *s, unsigned n);
+/* Gives back the connections of n deliveries that settled, and wakes s's workers. */
 void tabq_sub_unhold(tabq_subscription *s, unsigned n);
 
 /* delivery.c */

@@ -334,6 +334,8 @@ int tabq_sub_open(tabq_broker *b, const tabq_table *table, const tabq_subscripti
   pthread_mutex_lock(&b->mu);
   s->next = b->subs;
   b->subs = s;
+  if (s->holds_conn)
+    atomic_fetch_add(&b->conn_subs, 1);
   pthread_mutex_unlock(&b->mu);
   if (out)
     *out = s;
