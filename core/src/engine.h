@@ -18,10 +18,21 @@
 
 #define TABQ_NO_STMT UINT32_MAX
 
+/* The statements of 2^k rows a publisher may hold, k from 1 (rows[0] is unused: one row is the
+ * insert). */
+#define TABQ_ROWS_STEPS 8
+_Static_assert(1u << (TABQ_ROWS_STEPS - 1) == TABQ_INSERT_ROWS_MAX,
+               "one step per power of two up to TABQ_INSERT_ROWS_MAX");
+
 typedef struct tabq_publisher {
   const tabq_table *caller; /* the description as the service passed it: the key */
   tabq_table table;         /* its full-size copy (sized.h) */
   unsigned insert;
+  /* tabq_publish_many's inserts of many rows (publish_rows.c): rows[k] writes 2^k rows, built
+   * on first use (TABQ_NO_STMT until then); `chunk` is the most rows one statement writes, 0
+   * where each row is one insert. Set under the broker's mu, never changed once set. */
+  unsigned rows[TABQ_ROWS_STEPS];
+  unsigned chunk;
   unsigned notify; /* with listen_notify, else TABQ_NO_STMT */
   char channel[TABQ_CHANNEL_CAP];
   char begin_sql[128]; /* tabq_publish_many's transaction, built on its first use, else "" */
@@ -389,8 +400,23 @@ void tabq_publish_wake(tabq_broker *b, const tabq_table *t, const char *group);
 tabq_bind tabq_message_bind(const tabq_message *m, const char *headers, size_t headers_len,
                             int64_t now);
 
+/* publish_rows.c: the statements of many rows tabq_publish_many writes with. */
+/* The publisher's chunk, from the dialect's insert_rows and the insert's parameters; no
+ * statement is built yet. */
+void tabq_rows_init(tabq_broker *b, tabq_publisher *p);
+/* Builds every statement a batch of n rows runs, not built yet, and tells the most rows and the
+ * most values one of them binds (*values 0: every row goes one insert). Called with b->mu held. */
+int tabq_rows_plan(tabq_broker *b, tabq_publisher *p, size_t n, unsigned *rows, size_t *values,
+                   tabq_error *err);
+/* The rows the next statement of a planned batch writes with `left` rows to go, and that
+ * statement; 1 row is the insert. */
+unsigned tabq_rows_next(const tabq_publisher *p, size_t left, unsigned *stmt);
+
 /* headers.c */
 int tabq_headers_render(const tabq_header *h, size_t n, tabq_buf *out, tabq_error *err,
+                        const char *table);
+/* As tabq_headers_render, after what `out` holds already (out->len grows). */
+int tabq_headers_append(const tabq_header *h, size_t n, tabq_buf *out, tabq_error *err,
                         const char *table);
 const char *tabq_headers_get(tabq_delivery *d, const char *name);
 
