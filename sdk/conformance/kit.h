@@ -91,6 +91,9 @@ typedef struct kit_test {
   /* NULL, or why the plugin cannot be tested here (the test is then reported as skipped);
    * called with kit.form set. */
   const char *(*needs)(void);
+  /* The feature the README's matrix counts the test under (tools/feature_matrix.py); NULL:
+   * its group's. */
+  const char *feature;
 } kit_test;
 
 /* Each group file, NULL-name terminated. */

@@ -16,7 +16,8 @@ kit_state kit;
 
 static const char usage[] =
     "usage: tabq-conformance (--plugin FILE | --scheme S) --url URL [--form rowlock|lease|advisory]"
-    " [--ddl sqlite|postgres|mysql|FILE] [--junit FILE] [--only NAME]";
+    " [--ddl sqlite|postgres|mysql|FILE] [--junit FILE] [--only NAME]; tabq-conformance --list"
+    " prints each test's feature, forms and name";
 
 const char *form_name(tabq_form f) {
   return f == TABQ_FORM_ROWLOCK ? "rowlock" : f == TABQ_FORM_ADVISORY ? "advisory" : "lease";
@@ -59,6 +60,8 @@ static _Noreturn void cannot_start(const char *fmt, ...) {
   exit(2);
 }
 
+static void list_tests(void);
+
 typedef struct args {
   const char *plugin, *scheme, *url, *form, *ddl, *junit, *only, *child, *table;
 } args;
@@ -87,6 +90,9 @@ static args parse_args(int argc, char **argv) {
       slot = &a.table;
     else if (!strcmp(argv[i], "--help") || !strcmp(argv[i], "-h")) {
       puts(usage);
+      exit(0);
+    } else if (!strcmp(argv[i], "--list")) {
+      list_tests();
       exit(0);
     }
     if (!slot || i + 1 == argc)
@@ -172,8 +178,35 @@ static int set_advisory(void) {
   return 0;
 }
 
-static const kit_test *const groups[] = {outcome_tests, claim_tests,  lease_tests,  crash_tests,
-                                         fifo_tests,    custom_tests, publish_tests};
+/* Each group with the feature its tests count under unless they name their own. */
+static const struct {
+  const char *feature;
+  const kit_test *tests;
+} groups[] = {
+    {"outcomes: ack, retry, retry_after, drop", outcome_tests},
+    {"claims: one row, many rows, the shared pool", claim_tests},
+    {"leases: extensions, lost leases", lease_tests},
+    {"crashes: a killed process's rows return", crash_tests},
+    {"FIFO groups", fifo_tests},
+    {"custom events", custom_tests},
+    {"publish_many", publish_tests},
+};
+
+/* --list: one line a test, "feature<TAB>forms<TAB>name", for the README's matrix. */
+static void list_tests(void) {
+  static const tabq_form all[] = {TABQ_FORM_ROWLOCK, TABQ_FORM_LEASE, TABQ_FORM_ADVISORY};
+  for (size_t g = 0; g < sizeof groups / sizeof groups[0]; g++)
+    for (const kit_test *t = groups[g].tests; t->name; t++) {
+      printf("%s\t", t->feature ? t->feature : groups[g].feature);
+      const char *sep = "";
+      for (size_t i = 0; i < 3; i++)
+        if (t->forms & all[i]) {
+          printf("%s%s", sep, form_name(all[i]));
+          sep = ",";
+        }
+      printf("\t%s\n", t->name);
+    }
+}
 
 static const char *interface_of(tabq_form f) {
   return f == TABQ_FORM_ROWLOCK ? "RowLock" : f == TABQ_FORM_LEASE ? "Lease" : "Advisory";
@@ -195,7 +228,7 @@ static void register_form(tabq_form form, const char *only) {
   if (!suite)
     cannot_start("CUnit: %s", CU_get_error_msg());
   for (size_t g = 0; g < sizeof groups / sizeof groups[0]; g++)
-    for (const kit_test *t = groups[g]; t->name; t++) {
+    for (const kit_test *t = groups[g].tests; t->name; t++) {
       if (!(t->forms & form) || (only && !strstr(t->name, only)))
         continue;
       kit.form = form;

@@ -319,12 +319,12 @@ static void claim_one_binds_what_claim_binds(void) {
 
 const kit_test claim_tests[] = {
     {"two subscriptions share the pool: together they hold at most its size less one",
-     subscriptions_share_the_pool, TABQ_FORM_ROWLOCK | TABQ_FORM_ADVISORY, NULL},
+     subscriptions_share_the_pool, TABQ_FORM_ROWLOCK | TABQ_FORM_ADVISORY, NULL, NULL},
     {"claims of one row: one worker takes each row alone, in claim order", claims_of_one_row,
-     ALL_FORMS, NULL},
+     ALL_FORMS, NULL, NULL},
     {"claims of many rows: a batch takes the first rows in claim order, only those, in that order",
-     claims_of_many_rows, ALL_FORMS, NULL},
+     claims_of_many_rows, ALL_FORMS, NULL, "batch handlers"},
     {"claim_one builds for the tables and binds what claim binds", claim_one_binds_what_claim_binds,
-     TABQ_FORM_ROWLOCK | TABQ_FORM_LEASE, needs_claim_one},
-    {NULL, NULL, 0, NULL},
+     TABQ_FORM_ROWLOCK | TABQ_FORM_LEASE, needs_claim_one, NULL},
+    {NULL, NULL, 0, NULL, NULL},
 };

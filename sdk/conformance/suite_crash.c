@@ -156,12 +156,12 @@ static void held_claim_leaves_other_groups_free(void) {
 }
 
 const kit_test crash_tests[] = {
-    {"a SIGKILLed child's row returns", killed_child_row_returns, ALL_FORMS, NULL},
+    {"a SIGKILLed child's row returns", killed_child_row_returns, ALL_FORMS, NULL, NULL},
     {"two processes of four workers drain 20,000 rows exactly once",
-     two_processes_drain_exactly_once, ALL_FORMS, NULL},
+     two_processes_drain_exactly_once, ALL_FORMS, NULL, "workers and processes: each row once"},
     {"NOTIFY from another process wakes a 60 s poller", notify_from_another_process_wakes,
-     ALL_FORMS, needs_listen},
+     ALL_FORMS, needs_listen, "wake-ups (in process, LISTEN/NOTIFY)"},
     {"a claim held for a handler leaves other groups free", held_claim_leaves_other_groups_free,
-     TABQ_FORM_ROWLOCK, NULL},
-    {NULL, NULL, 0, NULL},
+     TABQ_FORM_ROWLOCK, NULL, NULL},
+    {NULL, NULL, 0, NULL, NULL},
 };

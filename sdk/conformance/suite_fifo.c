@@ -88,8 +88,8 @@ static const char *needs_fifo(void) {
 
 const kit_test fifo_tests[] = {
     {"FIFO: one row of a group in work, in order, across two subscriptions",
-     one_row_of_a_group_in_work, TABQ_FORM_ROWLOCK | TABQ_FORM_LEASE, needs_fifo},
+     one_row_of_a_group_in_work, TABQ_FORM_ROWLOCK | TABQ_FORM_LEASE, needs_fifo, NULL},
     {"FIFO: a FIFO subscription has one worker", fifo_needs_one_worker,
-     TABQ_FORM_ROWLOCK | TABQ_FORM_LEASE, NULL},
-    {NULL, NULL, 0, NULL},
+     TABQ_FORM_ROWLOCK | TABQ_FORM_LEASE, NULL, NULL},
+    {NULL, NULL, 0, NULL, NULL},
 };

@@ -97,6 +97,6 @@ static void a_batch_lands_each_row_once(void) {
 
 const kit_test publish_tests[] = {
     {"publish_many: 2.5 chunks and 3 rows land every row once, in order",
-     a_batch_lands_each_row_once, ALL_FORMS, NULL},
-    {NULL, NULL, 0, NULL},
+     a_batch_lands_each_row_once, ALL_FORMS, NULL, NULL},
+    {NULL, NULL, 0, NULL, NULL},
 };
