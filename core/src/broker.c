@@ -213,6 +213,7 @@ void tabq_close(tabq_broker *b) {
     free(p);
   }
   tabq_routes_free(b);
+  tabq_txs_free(b);
   if (b->pool.slots)
     tabq_pool_destroy(&b->pool);
   tabq_registry_destroy(&b->stmts, tabq_host_services());

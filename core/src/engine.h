@@ -61,6 +61,10 @@ struct tabq_broker {
    * subscriptions; and how many subscriptions have deliveries that hold one. */
   atomic_uint conns_used;
   atomic_uint conn_subs;
+  /* tx.c: the service's transactions, every handle ever made and the ended ones to reuse (under
+   * mu), and the begin they run, rendered on first use. */
+  struct tabq_tx *txs, *free_txs;
+  char tx_begin_sql[128];
 };
 
 /* A growable byte buffer reused from one delivery to the next: the core's only copy of a row. */
@@ -330,6 +334,9 @@ bool tabq_advisory_release(tabq_delivery *d);
 /* Shutdown: releases the lock of every delivery in work that is not settling. */
 void tabq_advisory_release_all(tabq_subscription *s);
 
+/* tx.c: frees every transaction handle (tabq_close). */
+void tabq_txs_free(tabq_broker *b);
+
 /* conn_budget.c */
 /* Connections claims may still take, over the broker. */
 unsigned tabq_budget_room(const tabq_broker *b);
@@ -387,10 +394,15 @@ int tabq_ack_coalesced(tabq_delivery *d, tabq_outcome o, bool *settled, tabq_err
 /* Settles a handler's returned outcome unless the handler settled already; logs failures. */
 void tabq_settle_returned(tabq_delivery *d, tabq_outcome outcome);
 
-/* publish.c: what tabq_publish and tabq_publish_many share. */
-/* The table's publisher, built and prepared on first use. Called with b->mu held. */
-int tabq_publisher_of(tabq_broker *b, const tabq_table *caller, tabq_publisher **out,
-                      tabq_error *err);
+/* publish.c: what tabq_publish, tabq_publish_many and tabq_publish_tx share. */
+/* Writes message m's row on c (taken at full size by the caller), with its NOTIFY where the
+ * broker listens; `headers` is the caller's buffer for their JSON. Wakes nobody. */
+int tabq_publish_on(tabq_broker *b, tabq_publisher *p, tabq_pconn *c, const tabq_message *m,
+                    tabq_buf *headers, tabq_error *err);
+/* The table's publisher, built and prepared on first use: on `on` (a connection the caller
+ * holds: a transaction's), else on a pooled one. Called with b->mu held. */
+int tabq_publisher_of(tabq_broker *b, const tabq_table *caller, tabq_pconn *on,
+                      tabq_publisher **out, tabq_error *err);
 /* The checks of one message against the table, before anything is written. */
 int tabq_message_check(const tabq_table *t, const tabq_message *m, tabq_error *err);
 /* Wakes this process's subscriptions of the table (and of `group`, where it has a group column). */

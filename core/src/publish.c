@@ -10,8 +10,8 @@
 #include "sized.h"
 
 /* Found by the description's address after its first use. */
-int tabq_publisher_of(tabq_broker *b, const tabq_table *caller, tabq_publisher **out,
-                      tabq_error *err) {
+int tabq_publisher_of(tabq_broker *b, const tabq_table *caller, tabq_pconn *on,
+                      tabq_publisher **out, tabq_error *err) {
   for (tabq_publisher *p = b->publishers; p; p = p->next)
     if (p->caller == caller) {
       *out = p;
@@ -37,15 +37,16 @@ int tabq_publisher_of(tabq_broker *b, const tabq_table *caller, tabq_publisher *
   if (!rc && b->listen_notify && !(rc = tabq_channel_of(b, t, p->channel, sizeof p->channel, err)))
     rc = tabq_stmt_build(&b->stmts, b->host, b->plugin.plugin->dialect->notify, &build, "notify",
                          &p->notify, err);
-  tabq_pconn *c = NULL;
-  if (!rc)
+  tabq_pconn *c = on;
+  if (!rc && !on)
     rc = tabq_pool_acquire(&b->pool, &c, err);
   if (!rc) {
     tabq_prepared *prepared;
     rc = tabq_stmt_prepare(&b->stmts, b->drv, c, p->insert, &prepared, err);
     if (!rc && p->notify != TABQ_NO_STMT)
       rc = tabq_stmt_prepare(&b->stmts, b->drv, c, p->notify, &prepared, err);
-    tabq_pool_release(&b->pool, c);
+    if (!on)
+      tabq_pool_release(&b->pool, c);
   }
   if (rc) {
     free(p);
@@ -141,6 +142,23 @@ static void announce(tabq_broker *b, const tabq_table *t, tabq_publisher *p, tab
     b->drv->reset(st);
 }
 
+int tabq_publish_on(tabq_broker *b, tabq_publisher *p, tabq_pconn *c, const tabq_message *m,
+                    tabq_buf *headers, tabq_error *err) {
+  const tabq_table *t = &p->table;
+  int rc = tabq_message_check(t, m, err);
+  headers->len = 0;
+  if (!rc && t->headers.name)
+    rc = tabq_headers_render(m->headers, m->nheaders, headers, err, t->name);
+  if (rc)
+    return rc;
+  tabq_bind v = tabq_message_bind(m, headers->p, headers->len, tabq_now_us());
+  uint64_t changed;
+  rc = tabq_stmt_change(&b->stmts, b->drv, c, p->insert, &v, &changed, err);
+  if (!rc && p->notify != TABQ_NO_STMT)
+    announce(b, t, p, c, m->group);
+  return rc;
+}
+
 static int publish(tabq_broker *b, const tabq_table *table, const tabq_message *message,
                    tabq_error *err) {
   if (!b || !table || !message)
@@ -148,32 +166,23 @@ static int publish(tabq_broker *b, const tabq_table *table, const tabq_message *
                         "tabq_publish needs a broker, a table and a message");
   tabq_publisher *p;
   pthread_mutex_lock(&b->mu);
-  int rc = tabq_publisher_of(b, table, &p, err);
+  int rc = tabq_publisher_of(b, table, NULL, &p, err);
   pthread_mutex_unlock(&b->mu);
   if (rc)
     return rc;
   const tabq_table *t = &p->table;
-  tabq_message taken;
-  const tabq_message *m = &taken;
-  if ((rc = TABQ_TAKE(message, &taken, TABQ_MESSAGE_SIZE_1_0, t->name, err)) ||
-      (rc = tabq_message_check(t, m, err)))
+  tabq_message m;
+  if ((rc = TABQ_TAKE(message, &m, TABQ_MESSAGE_SIZE_1_0, t->name, err)))
     return rc;
   tabq_buf headers = {0};
-  if (t->headers.name &&
-      (rc = tabq_headers_render(m->headers, m->nheaders, &headers, err, t->name)))
-    return rc;
-  tabq_bind v = tabq_message_bind(m, headers.p, headers.len, tabq_now_us());
   tabq_pconn *c;
   if (!(rc = tabq_pool_acquire(&b->pool, &c, err))) {
-    uint64_t changed;
-    rc = tabq_stmt_change(&b->stmts, b->drv, c, p->insert, &v, &changed, err);
-    if (!rc && p->notify != TABQ_NO_STMT)
-      announce(b, t, p, c, m->group);
+    rc = tabq_publish_on(b, p, c, &m, &headers, err);
     tabq_pool_release(&b->pool, c);
   }
   tabq_buf_free(&headers);
   if (!rc)
-    tabq_publish_wake(b, t, m->group);
+    tabq_publish_wake(b, t, m.group);
   return rc;
 }
 
@@ -197,7 +206,7 @@ int tabq_insert_sql(tabq_broker *b, const tabq_table *table, char *buf, size_t c
   tabq_publisher *p;
   const tabq_logger *outer = tabq_log_enter(&b->log);
   pthread_mutex_lock(&b->mu);
-  int rc = tabq_publisher_of(b, table, &p, err);
+  int rc = tabq_publisher_of(b, table, NULL, &p, err);
   pthread_mutex_unlock(&b->mu);
   tabq_log_leave(outer);
   if (rc)

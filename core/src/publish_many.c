@@ -271,7 +271,7 @@ static int publish_many(tabq_broker *b, const tabq_table *table, const tabq_mess
   unsigned most_rows;
   size_t most_values;
   pthread_mutex_lock(&b->mu);
-  int rc = tabq_publisher_of(b, table, &p, err);
+  int rc = tabq_publisher_of(b, table, NULL, &p, err);
   if (!rc)
     rc = publisher_begin(b, p, err);
   if (!rc)

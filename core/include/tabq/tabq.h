@@ -292,6 +292,39 @@ TABQ_API int tabq_publish_many(tabq_broker *b, const tabq_table *table,
 TABQ_API int tabq_insert_sql(tabq_broker *b, const tabq_table *table, char *buf, size_t cap,
                              tabq_error *err);
 
+/* ---- Transactions of the service's own (docs/transactions.md) ------------------------------
+ * A business row and its job commit together or not at all: begin, write with tabq_tx_exec,
+ * publish with tabq_publish_tx, commit. The wake-ups of this process's subscriptions (and, with
+ * listen_notify, the listeners' notifications, sent inside the transaction) come only with the
+ * commit. A transaction is used from the thread that began it; after its commit or rollback the
+ * handle is ended and every call on it fails with TABQ_INVALID (it stays readable memory until
+ * the broker closes, so a late call is an error, never a crash). */
+typedef struct tabq_tx tabq_tx;
+
+/* Begins a transaction on a pooled connection, at the database's default isolation (SQLite:
+ * BEGIN IMMEDIATE). It holds the connection until its commit or rollback. */
+TABQ_API int tabq_begin(tabq_broker *b, tabq_tx **out, tabq_error *err);
+/* Runs SQL of the service's own with `n` values bound to its placeholders, written in the
+ * database's style ($1 on PostgreSQL, ? on MySQL/MariaDB, ?1 or ? on SQLite). *changed (when
+ * not NULL) gets the rows it changed. */
+TABQ_API int tabq_tx_exec(tabq_tx *tx, const char *sql, const tabq_value *params, unsigned n,
+                          uint64_t *changed, tabq_error *err);
+/* Reads the first `ncols` cells (at most 64) of each row of a query: row(user, cells, ncols)
+ * per row, the cells valid during the call; a nonzero return stops reading (tabq_tx_query
+ * returns it). */
+typedef int (*tabq_row_fn)(void *user, const tabq_value *cells, unsigned ncols);
+TABQ_API int tabq_tx_query(tabq_tx *tx, const char *sql, const tabq_value *params, unsigned n,
+                           unsigned ncols, tabq_row_fn row, void *user, tabq_error *err);
+/* Writes a message's row in the transaction, as tabq_publish writes it; its wake-up waits for
+ * the commit and is dropped by a rollback. */
+TABQ_API int tabq_publish_tx(tabq_tx *tx, const tabq_table *table, const tabq_message *m,
+                             tabq_error *err);
+/* Commits (a failed commit rolls back) and ends the transaction, then wakes the subscriptions of
+ * the rows it published. */
+TABQ_API int tabq_commit(tabq_tx *tx, tabq_error *err);
+/* Rolls back and ends the transaction: nothing it wrote stays, nothing is woken. */
+TABQ_API int tabq_rollback(tabq_tx *tx, tabq_error *err);
+
 /* ---- Plugins ------------------------------------------------------------------------------- */
 
 /* The file of the installed dialect plugin that serves URL scheme `scheme`, or that is named
