@@ -216,9 +216,28 @@ static void test_connection(void) {
   drv->finalize(p);
 
   CU_ASSERT_EQUAL_FATAL(drv->prepare(g_conn, "SELECT ?1", 1, "query", &p), TABQ_OK);
-  const int64_t ids[] = {1, 2};
+  /* A list binds as a JSON array (what stamp_ids reads with json_each), its buffer kept from one
+   * execution to the next, grown for a longer list. */
+  const int64_t ids[] = {1, -2, INT64_MAX};
   tabq_value list = {.type = TABQ_T_INT_LIST, .u.list = {ids, 2}};
-  CU_ASSERT_EQUAL(drv->execute(p, &list, 1), TABQ_INVALID);
+  CU_ASSERT_EQUAL(drv->execute(p, &list, 1), TABQ_OK);
+  CU_ASSERT_EQUAL(drv->next(p, &row), TABQ_OK);
+  CU_ASSERT_EQUAL(drv->cell(p, 0, &v), TABQ_OK);
+  CU_ASSERT(v.type == TABQ_T_TEXT && v.u.buf.len == 6 && memcmp(v.u.buf.ptr, "[1,-2]", 6) == 0);
+  drv->reset(p);
+  list.u.list.count = 3;
+  CU_ASSERT_EQUAL(drv->execute(p, &list, 1), TABQ_OK);
+  CU_ASSERT_EQUAL(drv->next(p, &row), TABQ_OK);
+  CU_ASSERT_EQUAL(drv->cell(p, 0, &v), TABQ_OK);
+  CU_ASSERT(v.type == TABQ_T_TEXT && v.u.buf.len == 26 &&
+            memcmp(v.u.buf.ptr, "[1,-2,9223372036854775807]", 26) == 0);
+  drv->reset(p);
+  list.u.list.count = 0;
+  CU_ASSERT_EQUAL(drv->execute(p, &list, 1), TABQ_OK);
+  CU_ASSERT_EQUAL(drv->next(p, &row), TABQ_OK);
+  CU_ASSERT_EQUAL(drv->cell(p, 0, &v), TABQ_OK);
+  CU_ASSERT(v.type == TABQ_T_TEXT && v.u.buf.len == 2 && memcmp(v.u.buf.ptr, "[]", 2) == 0);
+  drv->reset(p);
   tabq_value when = tabq_time(t0);
   CU_ASSERT_EQUAL(drv->execute(p, &when, 1), TABQ_OK);
   CU_ASSERT_EQUAL(drv->next(p, &row), TABQ_OK);
