@@ -772,6 +772,7 @@ static CU_TestInfo tests[] = {
     {"schema errors", test_schema_errors},
     {"claims read the queue through the claim-order index", test_claims_use_the_index},
     {"claims return their rows in claim order", test_claims_in_claim_order},
+    {"statements on a list of ids read each row by its key", test_listed_rows_by_key},
     {"FOR UPDATE SKIP LOCKED at READ COMMITTED", test_skip_locked},
     {"lock wait timeout", test_lock_wait},
     {"deadlock", test_deadlock},
