@@ -601,8 +601,14 @@ static int take_rows(tabq_prepared *p) {
   int rc = TABQ_OK;
   if (fields != p->ncols || more_results(p->conn))
     rc = refresh_meta(p, fields);
-  if (rc == TABQ_OK && mysql_stmt_store_result(p->stmt))
+  if (rc == TABQ_OK && mysql_stmt_store_result(p->stmt)) {
     rc = fail_stmt(p);
+    /* An error amid the rows (a deadlock InnoDB found while it sent them) leaves the library
+     * waiting for the rest, and the statement's next execute would wait for ever: a reset ends
+     * the result on both sides (the message is copied already). */
+    if (!p->conn->broken)
+      mysql_stmt_reset(p->stmt);
+  }
   p->has_rows = true; /* from here on, reset frees what the execute left */
   if (rc != TABQ_OK)
     return rc;

@@ -662,6 +662,32 @@ static void test_deadlock(void) {
   CU_ASSERT(drv->alive(g_c1) && drv->alive(g_c2));
 }
 
+/* A statement whose error comes amid its rows (as a deadlock found while a claim's rows are sent
+ * does) fails, and the same statement runs again on the same connection: the library is not left
+ * waiting for rows that never come. */
+static void test_error_amid_rows(void) {
+  NEED_DB();
+  exec_ok(g_c1, "CREATE TABLE amid (id INT PRIMARY KEY)");
+  exec_ok(g_c1, "INSERT INTO amid VALUES (1), (2), (3), (4), (5), (6), (7), (8)");
+  /* Row `?` makes its subquery return two rows: an error the server sends after the rows before
+   * it. */
+  tabq_prepared *p =
+      prep(g_c1, "SELECT id, IF(id = ?, (SELECT 1 UNION SELECT 2), id) FROM amid", 1);
+  tabq_value bad = tabq_int(5), fine = tabq_int(100);
+  CU_ASSERT_EQUAL(drv->execute(p, &bad, 1), TABQ_BACKEND);
+  for (int round = 0; round < 2; round++) {
+    CU_ASSERT_EQUAL_FATAL(drv->execute(p, &fine, 1), TABQ_OK);
+    int rows = 0;
+    while (next_row(p))
+      rows++;
+    CU_ASSERT_EQUAL(rows, 8);
+    drv->reset(p);
+  }
+  CU_ASSERT(drv->alive(g_c1));
+  drv->finalize(p);
+  exec_ok(g_c1, "DROP TABLE amid");
+}
+
 static void test_get_lock(void) {
   NEED_DB();
   const char *lock = "SELECT GET_LOCK(?, 0)";
@@ -776,6 +802,7 @@ static CU_TestInfo tests[] = {
     {"FOR UPDATE SKIP LOCKED at READ COMMITTED", test_skip_locked},
     {"lock wait timeout", test_lock_wait},
     {"deadlock", test_deadlock},
+    {"an error amid the rows", test_error_amid_rows},
     {"GET_LOCK", test_get_lock},
     {"binlog_format = STATEMENT", test_binlog_statement},
     {"killed connection", test_killed},
