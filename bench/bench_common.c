@@ -287,8 +287,10 @@ static void on_batch(tabq_delivery *const *ds, size_t n, tabq_outcome *outcomes,
     outcomes[i] = on_job(ds[i], user);
 }
 
-double bench_run_tabq(const char *url, const tabq_table *table, unsigned workers, unsigned batch,
-                      int64_t rows, bench_tally *out) {
+double bench_run_tabq(const char *url, const tabq_table *table, const bench_args *a,
+                      bench_tally *out) {
+  unsigned workers = a->workers, batch = a->batch;
+  int64_t rows = a->rows;
   tabq_broker_options bo = {.size = sizeof(tabq_broker_options),
                             .poll_interval_ms = BENCH_POLL_MS,
                             .pool_size = workers + 2 > 8 ? workers + 2 : 8,
@@ -309,6 +311,8 @@ double bench_run_tabq(const char *url, const tabq_table *table, unsigned workers
       .user = &dr,
       .workers = workers,
       .poll_interval_ms = BENCH_POLL_MS,
+      .coalesce_acks = a->coalesce_us >= 0,
+      .coalesce_window_us = a->coalesce_us >= 0 ? (unsigned)a->coalesce_us : 0,
   };
   tabq_subscription *sub = NULL;
 
@@ -347,6 +351,15 @@ unsigned bench_parse_count(const char *opt, const char *s, unsigned max) {
   if (!s || errno || *end || v < 1 || v > (long)max)
     bench_die("%s takes a whole number from 1 to %u", opt, max);
   return (unsigned)v;
+}
+
+static int parse_window(const char *opt, const char *s) {
+  char *end;
+  errno = 0;
+  long v = s ? strtol(s, &end, 10) : -1;
+  if (!s || errno || *end || v < 0 || v > 1000000)
+    bench_die("%s takes microseconds from 0 to 1000000", opt);
+  return (int)v;
 }
 
 static int cmp_double(const void *a, const void *b) {
@@ -389,7 +402,8 @@ static const char *arg_of(int argc, char **argv, int *i) {
 
 void bench_parse_args(int argc, char **argv, unsigned forms, int64_t default_rows,
                       const char *usage, bench_args *a) {
-  *a = (bench_args){.side = BENCH_TABQ, .workers = 1, .batch = 1, .rows = default_rows};
+  *a = (bench_args){
+      .side = BENCH_TABQ, .workers = 1, .batch = 1, .rows = default_rows, .coalesce_us = -1};
   bool form_given = false;
   for (int i = 1; i < argc; i++) {
     const char *o = argv[i];
@@ -418,6 +432,8 @@ void bench_parse_args(int argc, char **argv, unsigned forms, int64_t default_row
       a->rows = bench_parse_count(o, arg_of(argc, argv, &i), 100000000);
     else if (!strcmp(o, "--sql"))
       a->show_sql = true;
+    else if (!strcmp(o, "--coalesce-us")) /* coalesce_acks with this window, 0 to 1,000,000 */
+      a->coalesce_us = parse_window(o, arg_of(argc, argv, &i));
     else if (!strcmp(o, "--table")) {
       const char *v = arg_of(argc, argv, &i);
       unsigned t = 0;
@@ -492,10 +508,10 @@ double bench_server_cpu_s(void) {
 void bench_emit(const bench_args *a, const bench_result *r) {
   double rows = (double)a->rows;
   printf("{\"db\":\"%s\",\"side\":\"%s\",\"form\":\"%s\",\"table\":\"%s\",\"workers\":%u,"
-         "\"batch\":%u,\"rows\":%lld,\"seconds\":%.4f,\"msgs_per_s\":%.1f,"
+         "\"batch\":%u,\"coalesce_us\":%d,\"rows\":%lld,\"seconds\":%.4f,\"msgs_per_s\":%.1f,"
          "\"client_cpu_us_per_row\":%.2f,",
          r->db, bench_side_name(a->side), bench_form_name(a->form), bench_table_name(a->table),
-         a->workers, a->batch, (long long)a->rows, r->seconds, rows / r->seconds,
+         a->workers, a->batch, a->coalesce_us, (long long)a->rows, r->seconds, rows / r->seconds,
          r->client_cpu_s / rows * 1e6);
   if (r->server_cpu_s >= 0)
     printf("\"server_cpu_us_per_row\":%.2f,", r->server_cpu_s / rows * 1e6);

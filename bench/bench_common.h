@@ -68,12 +68,6 @@ void bench_expect_tally(const bench_tally *t, int64_t rows, int64_t id_sum, cons
  * trim and fault differently, and that alone moved results by 10%. */
 void bench_threads(unsigned n, void *(*fn)(void *), void *args, size_t arg_size);
 
-/* Drains `rows` rows through tabq with a no-op handler that acks (a batch handler of `batch`
- * rows when batch > 1): connects (untimed), then times from subscribe until every row is
- * settled. Returns the seconds; the run ends unless every row was acked. */
-double bench_run_tabq(const char *url, const tabq_table *table, unsigned workers, unsigned batch,
-                      int64_t rows, bench_tally *out);
-
 /* ---- One drain per run, as bench/run.py asks for it ----------------------------------------- */
 
 /* tabq itself; a loop of the dialect's own statements ("own"); a loop of the best SQL written by
@@ -96,7 +90,15 @@ typedef struct bench_args {
   int64_t rows;
   bool show_sql;
   bench_table_kind table;
+  int coalesce_us; /* tabq side, lease form: coalesce_acks with this window; -1 off */
 } bench_args;
+
+/* Drains a->rows rows through tabq with a no-op handler that acks (a batch handler of a->batch
+ * rows when it is over 1), on a->workers workers (coalesce_acks as a->coalesce_us says):
+ * connects (untimed), then times from subscribe until every row is settled. Returns the seconds;
+ * the run ends unless every row was acked. */
+double bench_run_tabq(const char *url, const tabq_table *table, const bench_args *a,
+                      bench_tally *out);
 
 /* One raw loop on a thread and a connection of its own. */
 typedef struct bench_loop {

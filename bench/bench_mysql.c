@@ -670,10 +670,11 @@ static void *own_main(void *arg) {
 static const char *const usage =
     "usage: " PROGRAM " [--side tabq|own|best] [--form rowlock|lease|advisory] [--workers N]\n"
     "                        [--batch N] [--rows N] [--sql]\n"
-    "                        [--table plain|processed|processed-naive]\n"
+    "                        [--table plain|processed|processed-naive] [--coalesce-us US]\n"
     "  one drain of --rows rows (default 20000) by one side, printed as one JSON line;\n"
     "  --table processed keeps finished rows (processed_at) with the index\n"
-    "  (queue, processed_at, id), processed-naive with the plain (queue, id);\n"
+    "  (queue, processed_at, id), processed-naive with the plain (queue, id); --coalesce-us\n"
+    "  turns on coalesce_acks (tabq, lease) with that window;\n"
     "  the server's URL from " URL_ENV " (mysql://user:pass@host:port/db; the user\n"
     "  creates and drops a database of the run's own), mysqld's pid (for the server's CPU\n"
     "  per row) from TABQ_BENCH_SERVER_PID\n";
@@ -820,7 +821,7 @@ int main(int argc, char **argv) {
   bench_tally t;
   double cpu = bench_cpu_s(), server_cpu = bench_server_cpu_s(), seconds;
   if (a.side == BENCH_TABQ)
-    seconds = bench_run_tabq(url, table, a.workers, a.batch, a.rows, &t);
+    seconds = bench_run_tabq(url, table, &a, &t);
   else
     seconds = bench_run_loops(raw_loop ? own_main : mb_best_main, &a, &t);
   cpu = bench_cpu_s() - cpu;

@@ -495,10 +495,11 @@ static void build_best_processed(const bench_args *a) {
 static const char *const usage =
     "usage: " PROGRAM " [--side tabq|own|best] [--form rowlock|lease|advisory] [--workers N]\n"
     "                           [--batch N] [--rows N] [--sql]\n"
-    "                           [--table plain|processed|processed-naive]\n"
+    "                           [--table plain|processed|processed-naive] [--coalesce-us US]\n"
     "  one drain of --rows rows (default 20000) by one side, printed as one JSON line;\n"
     "  --table processed keeps finished rows (processed_at) with a partial claim index,\n"
-    "  processed-naive with the plain one;\n"
+    "  processed-naive with the plain one; --coalesce-us turns on coalesce_acks (tabq, lease)\n"
+    "  with that window;\n"
     "  the server's URL from " URL_ENV " (postgres://...), its postmaster's pid (for the\n"
     "  server's CPU per row) from TABQ_BENCH_SERVER_PID\n";
 
@@ -595,7 +596,7 @@ int main(int argc, char **argv) {
   bench_tally t;
   double cpu = bench_cpu_s(), server = bench_server_cpu_s(), seconds;
   if (a.side == BENCH_TABQ)
-    seconds = bench_run_tabq(url, table, a.workers, a.batch, a.rows, &t);
+    seconds = bench_run_tabq(url, table, &a, &t);
   else
     seconds = bench_run_loops(raw_loop ? raw_main : pg_best_main, &a, &t);
   cpu = bench_cpu_s() - cpu;

@@ -365,9 +365,11 @@ static double run_loops(const bench_args *a, bench_tally *t) {
 static const char *const usage =
     "usage: tabq_bench [--side tabq|own|best] [--form lease] [--workers N] [--batch N]\n"
     "                  [--rows N] [--sql] [--table plain|processed|processed-naive]\n"
+    "                  [--coalesce-us US]\n"
     "  one drain of --rows rows (default 20000) of a temporary SQLite file by one side,\n"
     "  printed as one JSON line; --table processed keeps finished rows (processed_at) with\n"
-    "  a partial claim index, processed-naive with the plain one\n";
+    "  a partial claim index, processed-naive with the plain one; --coalesce-us turns on\n"
+    "  coalesce_acks (tabq side) with that window\n";
 
 int main(int argc, char **argv) {
   bench_init("tabq_bench");
@@ -410,7 +412,7 @@ int main(int argc, char **argv) {
   bench_tally t;
   double cpu = bench_cpu_s(), seconds;
   if (a.side == BENCH_TABQ)
-    seconds = bench_run_tabq(url, &drained, a.workers, a.batch, a.rows, &t);
+    seconds = bench_run_tabq(url, &drained, &a, &t);
   else
     seconds = run_loops(&a, &t);
   cpu = bench_cpu_s() - cpu;

@@ -45,11 +45,12 @@ def scenarios(quick, base_rows=None):
     if quick:
         rows = base_rows or 10000
         add("postgres", "rowlock", 4, 1, rows, ["tabq", "best"])
-        add("postgres", "lease", 4, 1, rows, ["tabq", "best", "graphile-worker:defaults"])
+        add("postgres", "lease", 4, 1, rows,
+            ["tabq", "tabq-coalesced", "best", "graphile-worker:defaults"])
         add("postgres", "lease", 4, 50, rows,
             ["tabq", "best", "graphile-worker:batched", "pg-boss:poll-100ms"])
         add("mysql", "rowlock", 4, 1, rows, ["tabq", "best"])
-        add("mysql", "lease", 4, 1, rows, ["tabq", "best"])
+        add("mysql", "lease", 4, 1, rows, ["tabq", "tabq-coalesced", "best"])
         add("sqlite", "lease", 1, 1, rows, ["tabq", "best", "plainjob:defaults"])
         return s
 
@@ -60,11 +61,13 @@ def scenarios(quick, base_rows=None):
     for w in (1, 4, 16):
         n = rows // 4 if w == 1 else rows
         at4 = ["own"] if w == 4 else []
+        # coalesce_acks (no window) beside tabq where several workers ack at once
+        shared = ["tabq-coalesced"] if w > 1 else []
         add("postgres", "rowlock", w, 1, n, ["tabq", "best"] + at4)
-        add("postgres", "lease", w, 1, n, ["tabq", "best"] + at4 +
+        add("postgres", "lease", w, 1, n, ["tabq", "best"] + at4 + shared +
             (["graphile-worker:defaults"] if w == 4 else []))
         add("mysql", "rowlock", w, 1, n, ["tabq", "best"] + at4)
-        add("mysql", "lease", w, 1, n, ["tabq", "best"] + at4)
+        add("mysql", "lease", w, 1, n, ["tabq", "best"] + at4 + shared)
     for w in (4, 16):
         add("postgres", "advisory", w, 1, rows, ["tabq", "best"])
     add("mysql", "advisory", 4, 1, rows, ["tabq", "best"])
@@ -75,7 +78,7 @@ def scenarios(quick, base_rows=None):
             (["graphile-worker:batched", "pg-boss:poll-100ms"] if form == "lease" else []))
         add("mysql", form, 4, 50, rows, ["tabq", "best"])
     add("sqlite", "lease", 1, 1, rows, ["tabq", "own", "best", "plainjob:defaults"])
-    add("sqlite", "lease", 4, 1, rows, ["tabq", "best", "plainjob:defaults"])
+    add("sqlite", "lease", 4, 1, rows, ["tabq", "tabq-coalesced", "best", "plainjob:defaults"])
     add("sqlite", "lease", 1, 50, rows, ["tabq", "best"])
     # A backlog: ten times the rows, drained once (in the first counted round) at the settings
     # of a scenario above, against which it is compared.
@@ -159,8 +162,10 @@ def command(sc, side, env):
         prog = os.path.join(env["TABQ_BENCH_BIN"], PROGRAMS[sc["db"]])
         if not os.path.exists(prog):
             return None, "%s was not built" % PROGRAMS[sc["db"]]
-        cmd = [prog, "--side", side, "--form", sc["form"], "--workers", str(sc["workers"]),
-               "--batch", str(sc["batch"]), "--rows", str(sc["rows"])]
+        coalesced = side == "tabq-coalesced"  # tabq with coalesce_acks, no window
+        cmd = [prog, "--side", "tabq" if coalesced else side, "--form", sc["form"],
+               "--workers", str(sc["workers"]), "--batch", str(sc["batch"]),
+               "--rows", str(sc["rows"])] + (["--coalesce-us", "0"] if coalesced else [])
         if sc.get("table", "plain") != "plain":
             cmd += ["--table", sc["table"]]
         return cmd, None
@@ -229,8 +234,11 @@ def summarise(plan, runs):
         t = row["sides"].get("tabq", {}).get("msgs_per_s")
         row["ratios"] = {}
         for side, v in row["sides"].items():
-            if side != "tabq" and t and v.get("msgs_per_s"):
+            if side not in ("tabq", "tabq-coalesced") and t and v.get("msgs_per_s"):
                 row["ratios"]["tabq/" + side] = round(t / v["msgs_per_s"], 2)
+        c = row["sides"].get("tabq-coalesced", {}).get("msgs_per_s")
+        if c and t:
+            row["ratios"]["coalesced/tabq"] = round(c / t, 2)
         out.append(row)
     # A table that keeps its rows against the plain one at the same settings.
     for row in out:
@@ -295,7 +303,7 @@ def targets(summary):
 
 # ---- The chart ---------------------------------------------------------------------------------
 
-COLOURS = {"tabq": "#1f6feb", "own": "#8fb8f5", "best": "#2da44e",
+COLOURS = {"tabq": "#1f6feb", "tabq-coalesced": "#0a3069", "own": "#8fb8f5", "best": "#2da44e",
            "graphile-worker:defaults": "#bf8700", "graphile-worker:batched": "#e3b341",
            "pg-boss:poll-100ms": "#f47067",
            "plainjob:defaults": "#8250df"}
@@ -345,7 +353,8 @@ def markdown(summary):
 
     for row in summary:
         s = row["sides"]
-        peers = ", ".join("%s %s" % (k, rate(v)) for k, v in s.items() if ":" in k)
+        peers = ", ".join("%s %s" % (k, rate(v)) for k, v in s.items()
+                          if ":" in k or k == "tabq-coalesced")
         cpu = [s.get(x, {}).get("server_cpu_us_per_row") for x in ("tabq", "best")]
         cpu_text = " / ".join("%.0f" % c if c else "–" for c in cpu)
         lines.append("| %s | %s | %s | %s | %s | %s | %s |" % (

@@ -181,6 +181,7 @@ void tabq_sub_free(tabq_subscription *s) {
       json_decref(d->headers);
   }
   free(s->slots);
+  tabq_coalescer_free(&s->coalescer);
   tabq_claim_spaces_free(s);
   free(s->id_list);
   free(s->refetch);

@@ -18,10 +18,21 @@
 
 #define TABQ_NO_STMT UINT32_MAX
 
+/* The statements of 2^k rows a publisher may hold, k from 1 (rows[0] is unused: one row is the
+ * insert). */
+#define TABQ_ROWS_STEPS 8
+_Static_assert(1u << (TABQ_ROWS_STEPS - 1) == TABQ_INSERT_ROWS_MAX,
+               "one step per power of two up to TABQ_INSERT_ROWS_MAX");
+
 typedef struct tabq_publisher {
   const tabq_table *caller; /* the description as the service passed it: the key */
   tabq_table table;         /* its full-size copy (sized.h) */
   unsigned insert;
+  /* tabq_publish_many's inserts of many rows (publish_rows.c): rows[k] writes 2^k rows, built
+   * on first use (TABQ_NO_STMT until then); `chunk` is the most rows one statement writes, 0
+   * where each row is one insert. Set under the broker's mu, never changed once set. */
+  unsigned rows[TABQ_ROWS_STEPS];
+  unsigned chunk;
   unsigned notify; /* with listen_notify, else TABQ_NO_STMT */
   char channel[TABQ_CHANNEL_CAP];
   char begin_sql[128]; /* tabq_publish_many's transaction, built on its first use, else "" */
@@ -46,6 +57,10 @@ struct tabq_broker {
   atomic_bool stop_requested;
   bool listen_notify;
   tabq_listener listener;
+  /* conn_budget.c: connections deliveries hold and claims in flight may take, over all the
+   * subscriptions; and how many subscriptions have deliveries that hold one. */
+  atomic_uint conns_used;
+  atomic_uint conn_subs;
 };
 
 /* A growable byte buffer reused from one delivery to the next: the core's only copy of a row. */
@@ -113,6 +128,33 @@ typedef struct tabq_claim_space {
   tabq_buf scratch;
 } tabq_claim_space;
 
+/* What settling a batch needs per row, allocated once per worker (s->batch long each), so a
+ * batch's settlement allocates nothing. */
+typedef struct tabq_batch_scratch {
+  int64_t *ids;          /* the ids one ack_ids statement binds */
+  unsigned *at;          /* where each of them sits in the batch */
+  int *rcs;              /* each row's result */
+  bool *done;            /* settled by ack_ids */
+  tabq_delivery **order; /* the batch by address: its locks are always taken in this order */
+} tabq_batch_scratch;
+
+/* ack_coalesce.c: acks of concurrent deliveries gathered into one transaction (lease form). */
+typedef struct tabq_ack_entry tabq_ack_entry;
+typedef struct tabq_coalescer {
+  bool ready; /* the option is on and the memory below allocated */
+  unsigned cap, window_us;
+  pthread_mutex_t mu;
+  pthread_cond_t cv;
+  tabq_ack_entry *pending; /* acks waiting for a leader (each on its caller's stack) */
+  unsigned npending;
+  bool flushing; /* a leader is settling */
+  /* The leader's flush, cap long: the deliveries, their outcomes, their waiters. */
+  tabq_delivery **ds;
+  tabq_outcome *outcomes;
+  tabq_ack_entry **entries;
+  tabq_batch_scratch scratch;
+} tabq_coalescer;
+
 struct tabq_subscription {
   tabq_broker *b;
   const tabq_table *t; /* &table */
@@ -159,8 +201,6 @@ struct tabq_subscription {
   pthread_cond_t cv;
   bool stop;
   unsigned claiming; /* claims in flight */
-  unsigned held;     /* connections held by deliveries in work */
-  unsigned reserved; /* connections claims in flight may take */
   uint64_t wakes;    /* wake-ups so far: a claim that saw one come needs no poll wait */
   int64_t next_claim_ms;
   unsigned busy; /* workers inside a handler */
@@ -183,8 +223,9 @@ struct tabq_subscription {
   atomic_bool warned_retry_after;
   struct {
     atomic_uint_fast64_t claimed, acked, retried, dead_lettered, released, lease_lost, failed,
-        extensions, claims, shutdown_released, shutdown_closed;
+        extensions, claims, shutdown_released, shutdown_closed, coalesced;
   } stats;
+  tabq_coalescer coalescer;
 };
 
 /* subscription.c */
@@ -297,7 +338,17 @@ bool tabq_advisory_release(tabq_delivery *d);
 /* Shutdown: releases the lock of every delivery in work that is not settling. */
 void tabq_advisory_release_all(tabq_subscription *s);
 
-/* Hands connections held by deliveries back to the subscription's count (under s->mu). */
+/* conn_budget.c */
+/* Connections claims may still take, over the broker. */
+unsigned tabq_budget_room(const tabq_broker *b);
+/* Takes up to `want` of them for a claim in flight; returns how many it took. */
+unsigned tabq_budget_take(tabq_broker *b, unsigned want);
+/* Gives n back without waking anyone (with s->mu held). */
+void tabq_budget_put(tabq_broker *b, unsigned n);
+/* Gives n back, and wakes the other subscriptions that may wait for room; never with a
+ * subscription's mu held (it takes b->mu, then theirs). */
+void tabq_budget_give(tabq_broker *b, const tabq_subscription *s, unsigned n);
+/* Gives back the connections of n deliveries that settled, and wakes s's workers. */
 void tabq_sub_unhold(tabq_subscription *s, unsigned n);
 
 /* delivery.c */
@@ -311,15 +362,6 @@ void tabq_delivery_unclaim(tabq_delivery **slots, unsigned n);
 bool tabq_same_id(const tabq_value *a, const tabq_value *b);
 
 /* settle.c */
-/* What settling a batch needs per row, allocated once per worker (s->batch long each), so a
- * batch's settlement allocates nothing. */
-typedef struct tabq_batch_scratch {
-  int64_t *ids;          /* the ids one ack_ids statement binds */
-  unsigned *at;          /* where each of them sits in the batch */
-  int *rcs;              /* each row's result */
-  bool *done;            /* settled by ack_ids */
-  tabq_delivery **order; /* the batch by address: its locks are always taken in this order */
-} tabq_batch_scratch;
 
 int tabq_batch_scratch_init(tabq_batch_scratch *x, unsigned n);
 void tabq_batch_scratch_free(tabq_batch_scratch *x);
@@ -335,6 +377,21 @@ void tabq_settle_batch(tabq_delivery *const *ds, unsigned n, const tabq_outcome 
  * row its handler settled). */
 void tabq_settle_joined(tabq_delivery *const *ds, unsigned n, const tabq_outcome *outcomes,
                         tabq_batch_scratch *x);
+/* The acks of single deliveries gathered by ack_coalesce.c, settled as a lease batch is: true
+ * when they settled together, each row's result in x->rcs (TABQ_OK or TABQ_LEASE_LOST); false
+ * when they could not (nothing settled: settle each alone). */
+bool tabq_settle_acks_joined(tabq_delivery *const *ds, unsigned n, const tabq_outcome *outcomes,
+                             tabq_batch_scratch *x);
+/* The error of a settlement whose statement changed no row: LEASE_LOST in the lease form. */
+int tabq_settle_lost(tabq_subscription *s, const char *what, tabq_error *err);
+
+/* ack_coalesce.c */
+int tabq_coalescer_init(tabq_coalescer *c, unsigned cap, unsigned window_us);
+void tabq_coalescer_free(tabq_coalescer *c);
+/* Settles an ack with the acks other workers return meanwhile. *settled false: it could not
+ * join them, settle it alone. */
+int tabq_ack_coalesced(tabq_delivery *d, tabq_outcome o, bool *settled, tabq_error *err);
+
 /* Settles a handler's returned outcome unless the handler settled already; logs failures. */
 void tabq_settle_returned(tabq_delivery *d, tabq_outcome outcome);
 
@@ -351,8 +408,23 @@ void tabq_publish_wake(tabq_broker *b, const tabq_table *t, const char *group);
 tabq_bind tabq_message_bind(const tabq_message *m, const char *headers, size_t headers_len,
                             int64_t now);
 
+/* publish_rows.c: the statements of many rows tabq_publish_many writes with. */
+/* The publisher's chunk, from the dialect's insert_rows and the insert's parameters; no
+ * statement is built yet. */
+void tabq_rows_init(tabq_broker *b, tabq_publisher *p);
+/* Builds every statement a batch of n rows runs, not built yet, and tells the most rows and the
+ * most values one of them binds (*values 0: every row goes one insert). Called with b->mu held. */
+int tabq_rows_plan(tabq_broker *b, tabq_publisher *p, size_t n, unsigned *rows, size_t *values,
+                   tabq_error *err);
+/* The rows the next statement of a planned batch writes with `left` rows to go, and that
+ * statement; 1 row is the insert. */
+unsigned tabq_rows_next(const tabq_publisher *p, size_t left, unsigned *stmt);
+
 /* headers.c */
 int tabq_headers_render(const tabq_header *h, size_t n, tabq_buf *out, tabq_error *err,
+                        const char *table);
+/* As tabq_headers_render, after what `out` holds already (out->len grows). */
+int tabq_headers_append(const tabq_header *h, size_t n, tabq_buf *out, tabq_error *err,
                         const char *table);
 const char *tabq_headers_get(tabq_delivery *d, const char *name);
 

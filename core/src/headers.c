@@ -7,6 +7,12 @@
 
 int tabq_headers_render(const tabq_header *h, size_t n, tabq_buf *out, tabq_error *err,
                         const char *table) {
+  out->len = 0;
+  return tabq_headers_append(h, n, out, err, table);
+}
+
+int tabq_headers_append(const tabq_header *h, size_t n, tabq_buf *out, tabq_error *err,
+                        const char *table) {
   json_t *obj = json_object();
   if (!obj)
     return tabq_err_set(err, TABQ_NOMEM, table, "insert", "cannot build the headers");
@@ -20,10 +26,10 @@ int tabq_headers_render(const tabq_header *h, size_t n, tabq_buf *out, tabq_erro
   }
   if (!rc) {
     size_t len = json_dumpb(obj, NULL, 0, JSON_COMPACT);
-    if (tabq_buf_reserve(out, len + 1))
+    if (tabq_buf_reserve(out, out->len + len + 1))
       rc = tabq_err_set(err, TABQ_NOMEM, table, "insert", "cannot hold the headers");
     else
-      out->len = json_dumpb(obj, out->p, len, JSON_COMPACT);
+      out->len += json_dumpb(obj, out->p + out->len, len, JSON_COMPACT);
   }
   json_decref(obj);
   return rc;

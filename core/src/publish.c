@@ -32,6 +32,8 @@ int tabq_publisher_of(tabq_broker *b, const tabq_table *caller, tabq_publisher *
   rc = tabq_stmt_build(&b->stmts, b->host, b->plugin.plugin->dialect->insert, &build, "insert",
                        &p->insert, err);
   p->notify = TABQ_NO_STMT;
+  if (!rc)
+    tabq_rows_init(b, p);
   if (!rc && b->listen_notify && !(rc = tabq_channel_of(b, t, p->channel, sizeof p->channel, err)))
     rc = tabq_stmt_build(&b->stmts, b->host, b->plugin.plugin->dialect->notify, &build, "notify",
                          &p->notify, err);

@@ -1,6 +1,7 @@
 /* tabq_publish_many: n messages in one transaction on one connection, all or none. Every message
- * is checked before the transaction begins; the rows are written with the insert tabq_publish
- * prepared, and wake-ups go once per distinct group, not once per message. */
+ * is checked before the transaction begins; the rows are written many to a statement where the
+ * dialect has insert_rows (publish_rows.c picks the statements), else one insert each, and
+ * wake-ups go once per distinct group, not once per message. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -19,15 +20,31 @@ typedef struct batch_groups {
   const char *one;
 } batch_groups;
 
-/* Puts the message's place before the reason, so the caller can find the bad one. */
-static int at_index(tabq_error *err, int rc, size_t i, size_t n) {
+/* What a call binds its statements of many rows with, allocated once per call: the values of
+ * the widest statement, and where each of its rows' headers start in the headers buffer. */
+typedef struct batch_space {
+  tabq_value *values;
+  size_t *json_at;
+} batch_space;
+
+/* Puts the place of messages [first, last] before the reason, so the caller can find the bad
+ * one (a statement of many rows names them all: the database does not say which row failed). */
+static int at_range(tabq_error *err, int rc, size_t first, size_t last, size_t n) {
   if (!err)
     return rc;
   char reason[sizeof err->message];
   memcpy(reason, err->message, sizeof reason);
-  if (snprintf(err->message, sizeof err->message, "message %zu of %zu: %s", i, n, reason) < 0)
+  int w = first == last ? snprintf(err->message, sizeof err->message, "message %zu of %zu: %s",
+                                   first, n, reason)
+                        : snprintf(err->message, sizeof err->message,
+                                   "messages %zu to %zu of %zu: %s", first, last, n, reason);
+  if (w < 0)
     err->message[0] = '\0';
   return rc;
+}
+
+static int at_index(tabq_error *err, int rc, size_t i, size_t n) {
+  return at_range(err, rc, i, i, n);
 }
 
 /* The begin of the batch's transaction, rendered on first use. At the database's default
@@ -120,28 +137,83 @@ static int announce_all(tabq_broker *b, tabq_publisher *p, tabq_pconn *c, const 
   return TABQ_OK;
 }
 
+/* One message, one insert. */
+static int write_one(tabq_broker *b, tabq_publisher *p, tabq_pconn *c, const tabq_message *msg,
+                     tabq_buf *headers, int64_t now, tabq_error *err) {
+  const tabq_table *t = &p->table;
+  tabq_message m;
+  int rc = TABQ_TAKE(msg, &m, TABQ_MESSAGE_SIZE_1_0, t->name, err);
+  /* No headers render as "{}" without building a JSON object. */
+  const char *json = "{}";
+  size_t json_len = 2;
+  if (!rc && t->headers.name && m.nheaders &&
+      !(rc = tabq_headers_render(m.headers, m.nheaders, headers, err, t->name))) {
+    json = headers->p;
+    json_len = headers->len;
+  }
+  uint64_t changed;
+  tabq_bind v = tabq_message_bind(&m, json, json_len, now);
+  return rc ? rc : tabq_stmt_change(&b->stmts, b->drv, c, p->insert, &v, &changed, err);
+}
+
+/* "{}" after what `headers` holds: a message without headers, without building a JSON object. */
+static int empty_headers(tabq_buf *headers, tabq_error *err, const char *table) {
+  if (tabq_buf_reserve(headers, headers->len + 2))
+    return tabq_err_set(err, TABQ_NOMEM, table, "insert", "cannot hold the headers");
+  memcpy(headers->p + headers->len, "{}", 2);
+  headers->len += 2;
+  return TABQ_OK;
+}
+
+/* Messages msgs[0, rows) with the statement of that many rows, their values copy after copy.
+ * Their headers go one after another into `headers`, pointed at once it stops growing. A
+ * failure of one message sets *bad to its place; of the statement, to `rows`. */
+static int write_rows(tabq_broker *b, tabq_publisher *p, tabq_pconn *c,
+                      const tabq_message *const *msgs, unsigned rows, unsigned stmt,
+                      tabq_buf *headers, const batch_space *x, int64_t now, unsigned *bad,
+                      tabq_error *err) {
+  const tabq_table *t = &p->table;
+  const tabq_sdef *d = &b->stmts.defs[stmt];
+  headers->len = 0;
+  for (unsigned k = 0; k < rows; k++) {
+    tabq_message m;
+    int rc = TABQ_TAKE(msgs[k], &m, TABQ_MESSAGE_SIZE_1_0, t->name, err);
+    x->json_at[k] = headers->len;
+    if (!rc && t->headers.name && m.nheaders)
+      rc = tabq_headers_append(m.headers, m.nheaders, headers, err, t->name);
+    else if (!rc && t->headers.name)
+      rc = empty_headers(headers, err, t->name);
+    if (rc) {
+      *bad = k;
+      return rc;
+    }
+    tabq_bind v = tabq_message_bind(&m, NULL, headers->len - x->json_at[k], now);
+    tabq_stmt_values(&b->stmts, stmt, &v, x->values + (size_t)k * d->nparams);
+  }
+  for (unsigned i = 0; t->headers.name && i < d->nparams; i++)
+    if (d->params[i] == TABQ_P_HEADERS)
+      for (unsigned k = 0; k < rows; k++)
+        x->values[(size_t)k * d->nparams + i].u.buf.ptr = headers->p + x->json_at[k];
+  *bad = rows;
+  uint64_t changed;
+  return tabq_stmt_change_values(&b->stmts, b->drv, c, stmt, x->values, &changed, err);
+}
+
 /* The inserts, then the notifications, in the transaction the caller began. One `now` for the
  * batch: its rows are due together, in the order given. */
 static int write_all(tabq_broker *b, tabq_publisher *p, tabq_pconn *c,
                      const tabq_message *const *msgs, size_t n, const batch_groups *g,
-                     tabq_buf *headers, tabq_error *err) {
-  const tabq_table *t = &p->table;
+                     tabq_buf *headers, const batch_space *x, tabq_error *err) {
   int64_t now = tabq_now_us();
-  for (size_t i = 0; i < n; i++) {
-    tabq_message m;
-    int rc = TABQ_TAKE(msgs[i], &m, TABQ_MESSAGE_SIZE_1_0, t->name, err);
-    /* No headers render as "{}" without building a JSON object. */
-    const char *json = "{}";
-    size_t json_len = 2;
-    if (!rc && t->headers.name && m.nheaders &&
-        !(rc = tabq_headers_render(m.headers, m.nheaders, headers, err, t->name))) {
-      json = headers->p;
-      json_len = headers->len;
-    }
-    uint64_t changed;
-    tabq_bind v = tabq_message_bind(&m, json, json_len, now);
-    if (rc || (rc = tabq_stmt_change(&b->stmts, b->drv, c, p->insert, &v, &changed, err)))
+  for (size_t i = 0; i < n;) {
+    unsigned stmt, bad;
+    unsigned rows = tabq_rows_next(p, n - i, &stmt);
+    int rc;
+    if (rows == 1 && (rc = write_one(b, p, c, msgs[i], headers, now, err)))
       return at_index(err, rc, i, n);
+    if (rows > 1 && (rc = write_rows(b, p, c, msgs + i, rows, stmt, headers, x, now, &bad, err)))
+      return bad < rows ? at_index(err, rc, i + bad, n) : at_range(err, rc, i, i + rows - 1, n);
+    i += rows;
   }
   return p->notify == TABQ_NO_STMT ? TABQ_OK : announce_all(b, p, c, g, err);
 }
@@ -164,7 +236,8 @@ static void roll_back(tabq_broker *b, const tabq_table *t, tabq_pconn *c) {
 }
 
 static int in_transaction(tabq_broker *b, tabq_publisher *p, const tabq_message *const *msgs,
-                          size_t n, const batch_groups *g, tabq_buf *headers, tabq_error *err) {
+                          size_t n, const batch_groups *g, tabq_buf *headers, const batch_space *x,
+                          tabq_error *err) {
   const tabq_table *t = &p->table;
   tabq_pconn *c;
   int rc = tabq_pool_acquire(&b->pool, &c, err);
@@ -175,7 +248,7 @@ static int in_transaction(tabq_broker *b, tabq_publisher *p, const tabq_message 
     tabq_pool_release(&b->pool, c);
     return rc;
   }
-  rc = write_all(b, p, c, msgs, n, g, headers, err);
+  rc = write_all(b, p, c, msgs, n, g, headers, x, err);
   if (!rc && (rc = tabq_pconn_check(c, b->drv->commit(c->conn))))
     tabq_err_from_plugin(err, rc, t->name, "commit");
   if (rc)
@@ -195,24 +268,34 @@ static int publish_many(tabq_broker *b, const tabq_table *table, const tabq_mess
     return tabq_err_set(err, TABQ_INVALID, table->name, "insert",
                         "message 0 of %zu: the message array is NULL", n);
   tabq_publisher *p;
+  unsigned most_rows;
+  size_t most_values;
   pthread_mutex_lock(&b->mu);
   int rc = tabq_publisher_of(b, table, &p, err);
   if (!rc)
     rc = publisher_begin(b, p, err);
+  if (!rc)
+    rc = tabq_rows_plan(b, p, n, &most_rows, &most_values, err);
   pthread_mutex_unlock(&b->mu);
   if (rc)
     return rc;
   const tabq_table *t = &p->table;
   tabq_buf headers = {0};
   batch_groups g;
-  if (!(rc = check_all(t, msgs, n, &headers, err)) &&
-      !(rc = distinct_groups(t, msgs, n, &g, err))) {
-    rc = in_transaction(b, p, msgs, n, &g, &headers, err);
+  batch_space x = {0};
+  if (!(rc = check_all(t, msgs, n, &headers, err)) && most_values &&
+      (!(x.values = malloc(most_values * sizeof *x.values)) ||
+       !(x.json_at = malloc(most_rows * sizeof *x.json_at))))
+    rc = tabq_err_set(err, TABQ_NOMEM, t->name, "insert", "cannot bind %zu values", most_values);
+  if (!rc && !(rc = distinct_groups(t, msgs, n, &g, err))) {
+    rc = in_transaction(b, p, msgs, n, &g, &headers, &x, err);
     for (size_t i = 0; !rc && i < g.n; i++)
       tabq_publish_wake(b, t, g.v[i]);
     if (g.v != &g.one)
       free(g.v);
   }
+  free(x.values);
+  free(x.json_at);
   tabq_buf_free(&headers);
   return rc;
 }

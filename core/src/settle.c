@@ -274,11 +274,22 @@ static int settle_advisory(tabq_delivery *d, tabq_outcome o, action *a, tabq_err
   return rc;
 }
 
+int tabq_settle_lost(tabq_subscription *s, const char *what, tabq_error *err) {
+  return expect_one(s, 0, what, err);
+}
+
 int tabq_settle(tabq_delivery *d, tabq_outcome o, tabq_error *err) {
   tabq_subscription *s = d->sub;
   action a = ACT_RELEASE;
-  int rc;
-  if (s->form == TABQ_FORM_LEASE)
+  int rc = TABQ_OK;
+  bool settled = false;
+  if (s->coalescer.ready && choose(d, o) == ACT_ACK) {
+    a = ACT_ACK;
+    rc = tabq_ack_coalesced(d, o, &settled, err);
+  }
+  if (settled)
+    ; /* with the acks of other workers (coalesce_acks) */
+  else if (s->form == TABQ_FORM_LEASE)
     rc = settle_lease(d, o, &a, err);
   else if (s->form == TABQ_FORM_ROWLOCK)
     rc = settle_rowlock(d, o, &a, err);
@@ -483,6 +494,16 @@ static bool settle_joined(tabq_delivery *const *ds, unsigned n, const tabq_outco
   if (s->form == TABQ_FORM_LEASE)
     tabq_pool_release(&b->pool, c);
   return all;
+}
+
+bool tabq_settle_acks_joined(tabq_delivery *const *ds, unsigned n, const tabq_outcome *outcomes,
+                             tabq_batch_scratch *x) {
+  action actions[n];
+  for (unsigned i = 0; i < n; i++) {
+    actions[i] = ACT_ACK;
+    x->rcs[i] = TABQ_OK;
+  }
+  return joinable(ds, n, actions) && settle_joined(ds, n, outcomes, actions, x);
 }
 
 void tabq_settle_joined(tabq_delivery *const *ds, unsigned n, const tabq_outcome *outcomes,

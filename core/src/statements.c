@@ -18,8 +18,8 @@ void tabq_registry_destroy(tabq_registry *r, const tabq_host *host) {
   pthread_mutex_destroy(&r->mu);
 }
 
-int tabq_stmt_register(tabq_registry *r, tabq_stmt *st, const char *name, const char *table,
-                       unsigned *id, tabq_error *err) {
+static int register_rows(tabq_registry *r, tabq_stmt *st, const char *name, const char *table,
+                         unsigned rows, unsigned *id, tabq_error *err) {
   pthread_mutex_lock(&r->mu);
   unsigned n = atomic_load(&r->n);
   if (n == TABQ_MAX_STATEMENTS) {
@@ -32,6 +32,7 @@ int tabq_stmt_register(tabq_registry *r, tabq_stmt *st, const char *name, const 
   d->sql = st->sql;
   memcpy(d->params, st->params, sizeof d->params);
   d->nparams = st->nparams;
+  d->rows = rows;
   snprintf(d->name, sizeof d->name, "%s", name);
   d->table = table;
   st->sql = NULL;
@@ -39,6 +40,11 @@ int tabq_stmt_register(tabq_registry *r, tabq_stmt *st, const char *name, const 
   pthread_mutex_unlock(&r->mu);
   *id = n;
   return TABQ_OK;
+}
+
+int tabq_stmt_register(tabq_registry *r, tabq_stmt *st, const char *name, const char *table,
+                       unsigned *id, tabq_error *err) {
+  return register_rows(r, st, name, table, 1, id, err);
 }
 
 /* Builds into *st; `optional` lets the builder write no SQL. */
@@ -80,12 +86,24 @@ int tabq_stmt_build_optional(tabq_registry *r, const tabq_host *host, tabq_build
   return tabq_stmt_register(r, &st, name, b->table->name, id, err);
 }
 
+int tabq_stmt_build_rows(tabq_registry *r, const tabq_host *host, tabq_build_fn fn,
+                         const tabq_build *b, const char *name, unsigned *id, bool *built,
+                         tabq_error *err) {
+  tabq_stmt st;
+  *built = false;
+  int rc = build(host, fn, b, name, true, &st, err);
+  if (rc || !st.sql)
+    return rc;
+  *built = true;
+  return register_rows(r, &st, name, b->table->name, b->rows, id, err);
+}
+
 int tabq_stmt_prepare(tabq_registry *r, const tabq_driver_v1 *drv, tabq_pconn *c, unsigned id,
                       tabq_prepared **out, tabq_error *err) {
   if (!c->prepared[id]) {
     const tabq_sdef *d = &r->defs[id];
-    int rc =
-        tabq_pconn_check(c, drv->prepare(c->conn, d->sql, d->nparams, d->name, &c->prepared[id]));
+    int rc = tabq_pconn_check(
+        c, drv->prepare(c->conn, d->sql, d->nparams * d->rows, d->name, &c->prepared[id]));
     if (rc) {
       c->prepared[id] = NULL;
       return tabq_err_from_plugin(err, rc, d->table, d->name);
@@ -136,17 +154,21 @@ static tabq_value value_of(const tabq_bind *v, uint16_t param) {
   }
 }
 
-int tabq_stmt_run(tabq_registry *r, const tabq_driver_v1 *drv, tabq_pconn *c, unsigned id,
-                  const tabq_bind *v, tabq_prepared **out, tabq_error *err) {
+void tabq_stmt_values(const tabq_registry *r, unsigned id, const tabq_bind *v, tabq_value *out) {
+  const tabq_sdef *d = &r->defs[id];
+  for (unsigned i = 0; i < d->nparams; i++)
+    out[i] = value_of(v, d->params[i]);
+}
+
+/* Executes statement id with its values bound: nparams * rows of them. */
+static int execute(tabq_registry *r, const tabq_driver_v1 *drv, tabq_pconn *c, unsigned id,
+                   const tabq_value *values, tabq_prepared **out, tabq_error *err) {
   tabq_prepared *p = NULL;
   int rc = tabq_stmt_prepare(r, drv, c, id, &p, err);
   if (rc)
     return rc;
   const tabq_sdef *d = &r->defs[id];
-  tabq_value values[TABQ_STMT_MAX_PARAMS];
-  for (unsigned i = 0; i < d->nparams; i++)
-    values[i] = value_of(v, d->params[i]);
-  rc = tabq_pconn_check(c, drv->execute(p, values, d->nparams));
+  rc = tabq_pconn_check(c, drv->execute(p, values, d->nparams * d->rows));
   if (rc) {
     drv->reset(p);
     return tabq_err_from_plugin(err, rc, d->table, d->name);
@@ -155,10 +177,32 @@ int tabq_stmt_run(tabq_registry *r, const tabq_driver_v1 *drv, tabq_pconn *c, un
   return TABQ_OK;
 }
 
+int tabq_stmt_run(tabq_registry *r, const tabq_driver_v1 *drv, tabq_pconn *c, unsigned id,
+                  const tabq_bind *v, tabq_prepared **out, tabq_error *err) {
+  const tabq_sdef *d = &r->defs[id];
+  if (d->rows != 1)
+    return tabq_err_set(err, TABQ_INVALID, d->table, d->name,
+                        "a statement of %u rows is run with its values bound", d->rows);
+  tabq_value values[TABQ_STMT_MAX_PARAMS];
+  tabq_stmt_values(r, id, v, values);
+  return execute(r, drv, c, id, values, out, err);
+}
+
 int tabq_stmt_change(tabq_registry *r, const tabq_driver_v1 *drv, tabq_pconn *c, unsigned id,
                      const tabq_bind *v, uint64_t *changed, tabq_error *err) {
   tabq_prepared *p = NULL;
   int rc = tabq_stmt_run(r, drv, c, id, v, &p, err);
+  if (rc)
+    return rc;
+  *changed = drv->affected(p);
+  drv->reset(p);
+  return TABQ_OK;
+}
+
+int tabq_stmt_change_values(tabq_registry *r, const tabq_driver_v1 *drv, tabq_pconn *c, unsigned id,
+                            const tabq_value *values, uint64_t *changed, tabq_error *err) {
+  tabq_prepared *p = NULL;
+  int rc = execute(r, drv, c, id, values, &p, err);
   if (rc)
     return rc;
   *changed = drv->affected(p);

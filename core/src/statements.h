@@ -14,6 +14,9 @@ typedef struct tabq_sdef {
   char *sql;
   uint16_t params[TABQ_STMT_MAX_PARAMS];
   unsigned nparams;
+  /* The copies of params the text binds, one after another: an insert_rows statement's rows,
+   * else 1. The driver is told nparams * rows. */
+  unsigned rows;
   char name[24];
   const char *table;
 } tabq_sdef;
@@ -42,6 +45,11 @@ int tabq_stmt_build(tabq_registry *r, const tabq_host *host, tabq_build_fn fn, c
 int tabq_stmt_build_optional(tabq_registry *r, const tabq_host *host, tabq_build_fn fn,
                              const tabq_build *b, const char *name, unsigned *id, bool *built,
                              tabq_error *err);
+/* As tabq_stmt_build_optional, for a builder of b->rows rows (Dialect.insert_rows) whose
+ * statement binds b->rows copies of the list it builds. */
+int tabq_stmt_build_rows(tabq_registry *r, const tabq_host *host, tabq_build_fn fn,
+                         const tabq_build *b, const char *name, unsigned *id, bool *built,
+                         tabq_error *err);
 /* Registers a statement already built (takes its text). */
 int tabq_stmt_register(tabq_registry *r, tabq_stmt *st, const char *name, const char *table,
                        unsigned *id, tabq_error *err);
@@ -54,5 +62,10 @@ int tabq_stmt_run(tabq_registry *r, const tabq_driver_v1 *drv, tabq_pconn *c, un
 /* Runs a statement that returns no rows and reports the rows it changed. */
 int tabq_stmt_change(tabq_registry *r, const tabq_driver_v1 *drv, tabq_pconn *c, unsigned id,
                      const tabq_bind *v, uint64_t *changed, tabq_error *err);
+/* One copy of statement id's parameter list bound by id from v: nparams values into out. */
+void tabq_stmt_values(const tabq_registry *r, unsigned id, const tabq_bind *v, tabq_value *out);
+/* As tabq_stmt_change, with the values bound already: nparams * rows of them, copy after copy. */
+int tabq_stmt_change_values(tabq_registry *r, const tabq_driver_v1 *drv, tabq_pconn *c, unsigned id,
+                            const tabq_value *values, uint64_t *changed, tabq_error *err);
 
 #endif

@@ -42,6 +42,18 @@ static int check_mount(const tabq_table *t, const tabq_subscription_options *o, 
     return mount_broken(err, t, "the dead letter table is the table itself");
   if (t->fifo && o->workers > 1)
     return mount_broken(err, t, "one worker serves a FIFO subscription; workers must be 1");
+  if (o->coalesce_acks && o->batch_handler)
+    return mount_broken(err, t,
+                        "coalesce_acks serves a handler of one delivery; a batch handler's acks "
+                        "settle together already");
+  if (o->coalesce_acks && tabq_table_form(t) != TABQ_FORM_LEASE)
+    return mount_broken(err, t,
+                        "coalesce_acks serves the lease form: a row lock or advisory delivery "
+                        "settles on the connection that holds it");
+  if (o->coalesce_window_us && !o->coalesce_acks)
+    return mount_broken(err, t, "coalesce_window_us needs coalesce_acks");
+  if (o->coalesce_window_us > 1000000)
+    return mount_broken(err, t, "coalesce_window_us is at most 1,000,000 (one second)");
   return TABQ_OK;
 }
 
@@ -222,6 +234,8 @@ static int allocate(tabq_subscription *s, tabq_error *err) {
       return tabq_err_set(err, TABQ_NOMEM, s->t->name, NULL, "cannot allocate the deliveries");
     s->free_slots[s->nfree++] = d;
   }
+  if (s->o.coalesce_acks && tabq_coalescer_init(&s->coalescer, s->nslots, s->o.coalesce_window_us))
+    return tabq_err_set(err, TABQ_NOMEM, s->t->name, NULL, "cannot allocate the ack coalescer");
   return TABQ_OK;
 }
 
@@ -320,6 +334,8 @@ int tabq_sub_open(tabq_broker *b, const tabq_table *table, const tabq_subscripti
   pthread_mutex_lock(&b->mu);
   s->next = b->subs;
   b->subs = s;
+  if (s->holds_conn)
+    atomic_fetch_add(&b->conn_subs, 1);
   pthread_mutex_unlock(&b->mu);
   if (out)
     *out = s;
@@ -354,5 +370,6 @@ void tabq_subscription_stats(const tabq_subscription *s, tabq_stats *caller, siz
   out->claims = atomic_load(&s->stats.claims);
   out->shutdown_released = atomic_load(&s->stats.shutdown_released);
   out->shutdown_closed = atomic_load(&s->stats.shutdown_closed);
+  out->coalesced = atomic_load(&s->stats.coalesced);
   memcpy(caller, &all, size < sizeof all ? size : sizeof all);
 }

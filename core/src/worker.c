@@ -4,7 +4,8 @@
  * itself, several claims in flight. With one worker no row changes thread between claim and
  * handler. Workers wait on a condition variable; a short claim waits the poll interval, ended
  * early by a wake-up. Forms whose deliveries hold a connection never hold more than the pool's
- * size less one, so handlers and publishes always find one. */
+ * size less one, over all the broker's subscriptions (conn_budget.c), so handlers and publishes
+ * always find one. */
 #include <stdlib.h>
 #include <string.h>
 
@@ -32,13 +33,6 @@ static void push_ready(tabq_subscription *s, tabq_delivery *d) {
   s->ready_count++;
 }
 
-/* Connections a claim may still take: the pool less one, less what deliveries and claims hold,
- * less the listener's. */
-static unsigned connection_room(const tabq_subscription *s) {
-  unsigned used = s->held + s->reserved + 1 + (s->b->listen_notify ? 1 : 0);
-  return s->b->pool.size > used ? s->b->pool.size - used : 0;
-}
-
 /* How many rows this claim may take: one batch; or, serial, one per idle worker not already
  * served by a ready row; or one for this worker. */
 static unsigned claim_limit(const tabq_subscription *s) {
@@ -53,7 +47,7 @@ static unsigned claim_limit(const tabq_subscription *s) {
   if (want > s->nfree)
     want = s->nfree;
   if (s->holds_conn) {
-    unsigned room = connection_room(s);
+    unsigned room = tabq_budget_room(s->b);
     /* A row lock claim holds one connection for all its rows; an advisory one, one per row. */
     if (s->form == TABQ_FORM_ADVISORY && want > room)
       want = room;
@@ -68,15 +62,6 @@ static unsigned reservation(const tabq_subscription *s, unsigned limit) {
   if (!s->holds_conn)
     return 0;
   return s->form == TABQ_FORM_ADVISORY ? limit : 1;
-}
-
-void tabq_sub_unhold(tabq_subscription *s, unsigned n) {
-  if (!n)
-    return;
-  pthread_mutex_lock(&s->mu);
-  s->held -= n;
-  pthread_cond_broadcast(&s->cv);
-  pthread_mutex_unlock(&s->mu);
 }
 
 static void handle_one(tabq_subscription *s, tabq_delivery *d) {
@@ -101,10 +86,16 @@ static void handle_batch(worker *w, unsigned n) {
 /* Runs one claim as the claimer; called and returning with s->mu held. */
 static void claim_round(worker *w, unsigned limit) {
   tabq_subscription *s = w->s;
-  unsigned reserved = reservation(s, limit);
+  unsigned want = reservation(s, limit), reserved = want ? tabq_budget_take(s->b, want) : 0;
+  if (reserved < want) { /* another subscription took the room meanwhile */
+    if (!reserved || s->form != TABQ_FORM_ADVISORY) {
+      tabq_budget_put(s->b, reserved); /* s->mu held: no wake-ups from here */
+      return;
+    }
+    limit = reserved; /* advisory: one connection a row */
+  }
   uint64_t wakes = s->wakes;
   s->claiming++;
-  s->reserved += reserved;
   for (unsigned i = 0; i < limit; i++)
     w->claimed[i] = s->free_slots[--s->nfree];
   pthread_mutex_unlock(&s->mu);
@@ -116,12 +107,11 @@ static void claim_round(worker *w, unsigned limit) {
   if (rc)
     tabq_logf(&s->b->log, TABQ_LOG_ERROR, "claim on table %s failed (%s): %s", s->t->name,
               tabq_code_name(err.code), err.message);
+  unsigned held = !s->holds_conn || !got ? 0 : s->form == TABQ_FORM_ADVISORY ? got : 1;
+  tabq_budget_give(s->b, s, reserved - held); /* the deliveries keep what they hold */
 
   pthread_mutex_lock(&s->mu);
   s->claiming--;
-  s->reserved -= reserved;
-  if (s->holds_conn && got)
-    s->held += s->form == TABQ_FORM_ADVISORY ? got : 1;
   for (unsigned i = got; i < limit; i++)
     s->free_slots[s->nfree++] = w->claimed[i];
   /* A full claim may have left rows behind: claim again as soon as a worker is free. A short
@@ -181,7 +171,10 @@ static void *worker_main(void *arg) {
       continue;
     }
     if (!limit) {
-      pthread_cond_wait(&s->cv, &s->mu);
+      /* Woken by a settlement or a claim's end; the poll interval bounds the wait, for room
+       * another subscription gives back between its check and its wait. */
+      struct timespec until = tabq_deadline_ms(tabq_mono_ms() + s->poll_ms);
+      pthread_cond_timedwait(&s->cv, &s->mu, &until);
     } else {
       struct timespec until = tabq_deadline_ms(s->next_claim_ms);
       pthread_cond_timedwait(&s->cv, &s->mu, &until);

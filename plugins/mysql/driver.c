@@ -128,6 +128,15 @@ static int fail_stmt(tabq_prepared *p) {
                    mysql_stmt_error(p->stmt), what);
 }
 
+/* A failure while a result's rows arrive (a deadlock found while a locking read met a row, say,
+ * which InnoDB reports after the result has begun): the library's statement state is not to be
+ * trusted after it, and the statement's next execute was seen waiting for ever on a reply the
+ * server never sends. The connection is given up: the pool replaces it. */
+static int fail_rows(tabq_prepared *p) {
+  p->conn->broken = true;
+  return fail_stmt(p);
+}
+
 /* ---- URLs --------------------------------------------------------------------------------- */
 
 typedef struct my_url {
@@ -601,14 +610,8 @@ static int take_rows(tabq_prepared *p) {
   int rc = TABQ_OK;
   if (fields != p->ncols || more_results(p->conn))
     rc = refresh_meta(p, fields);
-  if (rc == TABQ_OK && mysql_stmt_store_result(p->stmt)) {
-    rc = fail_stmt(p);
-    /* An error amid the rows (a deadlock InnoDB found while it sent them) leaves the library
-     * waiting for the rest, and the statement's next execute would wait for ever: a reset ends
-     * the result on both sides (the message is copied already). */
-    if (!p->conn->broken)
-      mysql_stmt_reset(p->stmt);
-  }
+  if (rc == TABQ_OK && mysql_stmt_store_result(p->stmt))
+    rc = fail_rows(p);
   p->has_rows = true; /* from here on, reset frees what the execute left */
   if (rc != TABQ_OK)
     return rc;
@@ -638,7 +641,7 @@ static int my_execute(tabq_prepared *p, const tabq_value *params, unsigned n) {
   if (n > 0 && mysql_stmt_bind_param(p->stmt, p->pbind))
     return fail_stmt(p);
   if (mysql_stmt_execute(p->stmt))
-    return fail_stmt(p);
+    return p->ncols ? fail_rows(p) : fail_stmt(p); /* a result may have begun */
   if (mysql_stmt_field_count(p->stmt) == 0) {
     my_ulonglong rows = mysql_stmt_affected_rows(p->stmt);
     p->changes = rows == (my_ulonglong)-1 ? 0 : rows;
@@ -661,7 +664,7 @@ static int my_next(tabq_prepared *p, bool *row) {
     return host()->fail(TABQ_BACKEND, NULL, 0,
                         "%s statement: a value came longer than its column's max_length", p->name);
   if (rc != 0)
-    return fail_stmt(p);
+    return fail_rows(p);
   *row = p->on_row = true;
   return TABQ_OK;
 }

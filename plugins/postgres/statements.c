@@ -154,6 +154,7 @@ static int quote(tabq_stmt *out, const char *name) {
 }
 
 TABQ_SQLB_MEMBER(style, insert)
+TABQ_SQLB_MEMBER(style, insert_rows)
 TABQ_SQLB_MEMBER(style, ack)
 TABQ_SQLB_MEMBER(style, discard)
 TABQ_SQLB_MEMBER(style, retry)
@@ -288,6 +289,7 @@ const tabq_dialect_v1 tabq_pg_dialect = {
     .count_attempt = count_attempt_row,
     .column_default = column_default,
     .ack_ids = ack_ids,
+    .insert_rows = insert_rows,
 };
 
 /* ---- RowLock ------------------------------------------------------------------------------ */

@@ -64,6 +64,7 @@ static int quote(tabq_stmt *out, const char *name) {
 }
 
 TABQ_SQLB_MEMBER(style, insert)
+TABQ_SQLB_MEMBER(style, insert_rows)
 TABQ_SQLB_MEMBER(style, ack)
 TABQ_SQLB_MEMBER(style, discard)
 TABQ_SQLB_MEMBER(style, dead_letter_group)
@@ -160,6 +161,7 @@ const tabq_dialect_v1 tabq_sqlite_dialect = {
     .placeholder = placeholder,
     .count_attempt = count_attempt_row,
     .column_default = column_default,
+    .insert_rows = insert_rows,
 };
 
 /* ---- Lease -------------------------------------------------------------------------------- */

@@ -100,6 +100,7 @@ extern const kit_test crash_tests[];
 extern const kit_test fifo_tests[];
 extern const kit_test custom_tests[];
 extern const kit_test claim_tests[];
+extern const kit_test publish_tests[];
 
 /* ---- The database of one test (db.c) --------------------------------------------------------- */
 

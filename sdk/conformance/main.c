@@ -172,8 +172,8 @@ static int set_advisory(void) {
   return 0;
 }
 
-static const kit_test *const groups[] = {outcome_tests, claim_tests, lease_tests,
-                                         crash_tests,   fifo_tests,  custom_tests};
+static const kit_test *const groups[] = {outcome_tests, claim_tests,  lease_tests,  crash_tests,
+                                         fifo_tests,    custom_tests, publish_tests};
 
 static const char *interface_of(tabq_form f) {
   return f == TABQ_FORM_ROWLOCK ? "RowLock" : f == TABQ_FORM_LEASE ? "Lease" : "Advisory";

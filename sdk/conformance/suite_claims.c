@@ -2,8 +2,11 @@
  * with the dialect's claim_one (ABI 1.3) where it has one; a batch handler's claim is of many,
  * which runs claim. Both must take the first due rows in claim order, count each row's attempt
  * once and, in the lease form, lease exactly those rows. The handlers wait at a turnstile while
- * the test reads the database, so every check runs on the test's own thread. */
+ * the test reads the database, so every check runs on the test's own thread. Where deliveries
+ * hold connections, two subscriptions of one broker hold no more than the pool less one
+ * between them. */
 #include <CUnit/CUnit.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <string.h>
 #include <tabq/sql.h>
@@ -222,6 +225,62 @@ static void claims_of_many_rows(void) {
   close_broker(b);
 }
 
+/* ---- Connections shared by subscriptions ------------------------------------------------- */
+
+/* Two subscriptions of three workers on a broker of four connections, in a form whose
+ * deliveries hold a connection: together they hold at most three (the pool less one), so every
+ * handler's publish finds a connection. */
+static struct {
+  pthread_mutex_t mu;
+  tabq_broker *b;
+  unsigned in, most, failed;
+} sharing = {.mu = PTHREAD_MUTEX_INITIALIZER};
+
+static tabq_outcome publish_then_ack(tabq_delivery *d, void *user) {
+  (void)d, (void)user;
+  pthread_mutex_lock(&sharing.mu);
+  if (++sharing.in > sharing.most)
+    sharing.most = sharing.in;
+  pthread_mutex_unlock(&sharing.mu);
+  sleep_ms(100); /* long enough for the other workers to claim meanwhile */
+  tabq_message m = message("done", "x", 1);
+  tabq_error e;
+  int rc = tabq_publish(sharing.b, jobs_table(), &m, &e);
+  if (rc)
+    fprintf(stderr, "\npublish from a handler: %s\n", e.message);
+  pthread_mutex_lock(&sharing.mu);
+  sharing.in--;
+  sharing.failed += rc != TABQ_OK;
+  pthread_mutex_unlock(&sharing.mu);
+  return rc ? tabq_retry() : tabq_ack();
+}
+
+static void subscriptions_share_the_pool(void) {
+  fresh_db();
+  tabq_broker_options bo = broker_options(20, 4);
+  bo.acquire_timeout_ms = 3000; /* a publish that finds no connection fails within the test */
+  tabq_broker *b = connect_broker_with(&bo);
+  sharing.b = b;
+  sharing.in = sharing.most = sharing.failed = 0;
+  db_fill("a", 6);
+  db_fill("b", 6);
+  static const char *const queues[] = {"a", "b"};
+  for (int i = 0; i < 2; i++) {
+    tabq_subscription_options o = sub_options(queues[i], publish_then_ack, NULL);
+    o.workers = 3;
+    CU_ASSERT_EQUAL_FATAL(tabq_subscribe(b, jobs_table(), &o, NULL, &err), TABQ_OK);
+  }
+  CU_ASSERT(wait_count("SELECT count(*) FROM {jobs} WHERE queue = 'done'", 12, 20000));
+  CU_ASSERT(wait_count("SELECT count(*) FROM {jobs} WHERE queue IN ('a', 'b')", 0, 20000));
+  tabq_shutdown(b);
+  CU_ASSERT_EQUAL(sharing.failed, 0);
+  if (sharing.most > 3)
+    fprintf(stderr, "\n%u deliveries held connections at once, of a pool of 4\n", sharing.most);
+  CU_ASSERT(sharing.most <= 3);
+  CU_ASSERT(sharing.most >= 2); /* they did run side by side */
+  close_broker(b);
+}
+
 /* ---- The member itself ------------------------------------------------------------------------
  */
 
@@ -294,6 +353,8 @@ static void claim_one_binds_what_claim_binds(void) {
 }
 
 const kit_test claim_tests[] = {
+    {"two subscriptions share the pool: together they hold at most its size less one",
+     subscriptions_share_the_pool, TABQ_FORM_ROWLOCK | TABQ_FORM_ADVISORY, NULL},
     {"claims of one row: one worker takes each row alone, in claim order", claims_of_one_row,
      ALL_FORMS, NULL},
     {"claims of many rows: a batch takes the first rows in claim order, only those, in that order",

@@ -1,7 +1,8 @@
 /* The lease form under time, crashes and concurrency: extensions keep a long handler's row, a
  * lapsed lease goes to another claim and the late ack fails with LEASE_LOST and changes nothing,
- * a SIGTERM lets work settle, a failed settlement keeps the row until its lease ends, and four
- * workers handle each of 10,000 rows exactly once. */
+ * a SIGTERM lets work settle, a failed settlement keeps the row until its lease ends, four
+ * workers handle each of 10,000 rows exactly once, and so they do with their acks coalesced,
+ * where a lost lease still fails only its own row. */
 #include <CUnit/CUnit.h>
 #include <signal.h>
 #include <pthread.h>
@@ -245,7 +246,138 @@ static void batch_settles_together_and_loses_one(void) {
   close_broker(b);
 }
 
+/* Coalesced acks (coalesce_acks): four workers' acks settle in shared transactions, and each
+ * row is still handled and acked exactly once. */
+static void coalesced_acks_each_row_once(void) {
+  fresh_db();
+  tabq_broker *b = connect_broker(20);
+  db_fill("q", MANY);
+  once_reset(MANY);
+  tabq_subscription_options o = sub_options("q", once_handler, NULL);
+  o.workers = 4;
+  o.coalesce_acks = true;
+  o.coalesce_window_us = 2000;
+  tabq_subscription *s;
+  CU_ASSERT_EQUAL_FATAL(tabq_subscribe(b, jobs_table(), &o, &s, &err), TABQ_OK);
+  CU_ASSERT(wait_count("SELECT count(*) FROM {jobs}", 0, 120000));
+  tabq_shutdown(b);
+  once_check();
+  tabq_stats st;
+  stats_of(s, &st);
+  CU_ASSERT_EQUAL(st.acked, MANY);
+  CU_ASSERT_EQUAL(st.lease_lost + st.failed, 0);
+  CU_ASSERT(st.coalesced > 0);
+  close_broker(b);
+}
+
+/* Three handlers wait until all three hold a row, the test takes the second one's lease away,
+ * then each acks through tabq_delivery_settle and keeps the result of its first call. */
+#define GATHERED 3
+static struct {
+  pthread_mutex_t mu;
+  pthread_cond_t cv;
+  unsigned arrived;
+  long long ids[GATHERED];
+  int rcs[GATHERED];
+  bool taken;
+} ack_gate = {.mu = PTHREAD_MUTEX_INITIALIZER, .cv = PTHREAD_COND_INITIALIZER};
+
+static tabq_outcome ack_at_gate(tabq_delivery *d, void *user) {
+  (void)user;
+  pthread_mutex_lock(&ack_gate.mu);
+  unsigned me = ack_gate.arrived < GATHERED ? ack_gate.arrived++ : GATHERED;
+  if (me < GATHERED)
+    ack_gate.ids[me] = tabq_delivery_id(d);
+  pthread_cond_broadcast(&ack_gate.cv);
+  while (me < GATHERED && !ack_gate.taken)
+    pthread_cond_wait(&ack_gate.cv, &ack_gate.mu);
+  pthread_mutex_unlock(&ack_gate.mu);
+  tabq_error e;
+  int rc = tabq_delivery_settle(d, tabq_ack(), &e);
+  if (me < GATHERED) {
+    pthread_mutex_lock(&ack_gate.mu);
+    ack_gate.rcs[me] = rc;
+    pthread_mutex_unlock(&ack_gate.mu);
+  }
+  return tabq_ack(); /* settled already: not tried again */
+}
+
+/* Acks gathered into one transaction still check each row's token: the row whose lease was
+ * taken fails alone with LEASE_LOST, the other two are acked with it in one commit. */
+static void coalesced_acks_lose_one(void) {
+  fresh_db();
+  tabq_broker *b = connect_broker(20);
+  db_fill("q", GATHERED);
+  memset(ack_gate.ids, 0, sizeof ack_gate.ids);
+  ack_gate.arrived = 0;
+  ack_gate.taken = false;
+  tabq_subscription_options o = sub_options("q", ack_at_gate, NULL);
+  o.workers = GATHERED;
+  o.coalesce_acks = true;
+  o.coalesce_window_us = 1000000; /* all three join: the flush starts once every ack is in */
+  tabq_subscription *s;
+  CU_ASSERT_EQUAL_FATAL(tabq_subscribe(b, jobs_table(), &o, &s, &err), TABQ_OK);
+  pthread_mutex_lock(&ack_gate.mu);
+  while (ack_gate.arrived < GATHERED)
+    pthread_cond_wait(&ack_gate.cv, &ack_gate.mu);
+  char sql[160];
+  snprintf(sql, sizeof sql, "UPDATE {jobs} SET %s = NULL WHERE id = %lld",
+           jobs_table()->locked_until.name, ack_gate.ids[1]);
+  db_exec(sql);
+  ack_gate.taken = true;
+  pthread_cond_broadcast(&ack_gate.cv);
+  pthread_mutex_unlock(&ack_gate.mu);
+  CU_ASSERT(wait_count("SELECT count(*) FROM {jobs}", 0, 10000));
+  tabq_shutdown(b);
+  CU_ASSERT_EQUAL(ack_gate.rcs[0], TABQ_OK);
+  CU_ASSERT_EQUAL(ack_gate.rcs[1], TABQ_LEASE_LOST);
+  CU_ASSERT_EQUAL(ack_gate.rcs[2], TABQ_OK);
+  tabq_stats st;
+  stats_of(s, &st);
+  CU_ASSERT_EQUAL(st.lease_lost, 1);
+  CU_ASSERT_EQUAL(st.acked, GATHERED); /* the lost row, claimed again, acked on its own */
+  CU_ASSERT_EQUAL(st.failed, 0);
+  CU_ASSERT(st.coalesced >= GATHERED);
+  close_broker(b);
+}
+
+/* coalesce_acks serves handlers of one delivery in the lease form; anything else is refused at
+ * subscribe, naming the table and the rule, and claims nothing (the attempt stays 1). */
+static void coalesced_acks_refusals(void) {
+  fresh_db();
+  tabq_broker *b = connect_broker(20);
+  db_fill("q", 1);
+  tabq_subscription_options o = sub_options("q", ack_at_gate, NULL);
+  if (kit.form != TABQ_FORM_LEASE) {
+    o.coalesce_acks = true;
+    CU_ASSERT_EQUAL(tabq_subscribe(b, jobs_table(), &o, NULL, &err), TABQ_DECLARATION);
+    CU_ASSERT_PTR_NOT_NULL(strstr(err.message, "coalesce_acks serves the lease form"));
+    CU_ASSERT_EQUAL(db_int("SELECT count(*) FROM {jobs} WHERE attempt = 1"), 1);
+    close_broker(b);
+    return;
+  }
+  o = batch_options("q", lose_one_lease, NULL, 4);
+  o.coalesce_acks = true;
+  CU_ASSERT_EQUAL(tabq_subscribe(b, jobs_table(), &o, NULL, &err), TABQ_DECLARATION);
+  CU_ASSERT_PTR_NOT_NULL(strstr(err.message, "coalesce_acks serves a handler of one delivery"));
+  o = sub_options("q", ack_at_gate, NULL);
+  o.coalesce_window_us = 10;
+  CU_ASSERT_EQUAL(tabq_subscribe(b, jobs_table(), &o, NULL, &err), TABQ_DECLARATION);
+  CU_ASSERT_PTR_NOT_NULL(strstr(err.message, "coalesce_window_us needs coalesce_acks"));
+  o.coalesce_acks = true;
+  o.coalesce_window_us = 1000001;
+  CU_ASSERT_EQUAL(tabq_subscribe(b, jobs_table(), &o, NULL, &err), TABQ_DECLARATION);
+  CU_ASSERT_PTR_NOT_NULL(strstr(err.message, jobs_table()->name));
+  CU_ASSERT_EQUAL(db_int("SELECT count(*) FROM {jobs} WHERE attempt = 1"), 1);
+  close_broker(b);
+}
+
 const kit_test lease_tests[] = {
+    {"coalesced acks: workers(4) handle each of 10,000 rows exactly once, acks shared",
+     coalesced_acks_each_row_once, TABQ_FORM_LEASE, NULL},
+    {"coalesced acks: a row whose lease was taken fails alone", coalesced_acks_lose_one,
+     TABQ_FORM_LEASE, NULL},
+    {"coalesce_acks misused is refused at subscribe", coalesced_acks_refusals, ALL_FORMS, NULL},
     {"a batch settles together; a row whose lease was taken fails alone",
      batch_settles_together_and_loses_one, TABQ_FORM_LEASE, NULL},
     {"extensions keep a handler three leases long", extensions_keep_the_row, TABQ_FORM_LEASE, NULL},

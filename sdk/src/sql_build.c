@@ -51,6 +51,10 @@ void tabq_sqlb_param(const tabq_sql_style *s, tabq_stmt *st, tabq_param id) {
   tabq_sql_param(st, id, s->placeholder);
 }
 
+void tabq_sqlb_param_row(const tabq_sql_style *s, tabq_stmt *st, tabq_param id, unsigned row) {
+  tabq_sql_param_row(st, id, s->placeholder, row);
+}
+
 void tabq_sqlb_now(const tabq_sql_style *s, tabq_stmt *st, const tabq_table *t) {
   if (t->clock == TABQ_CLOCK_DATABASE && s->db_now)
     tabq_sql_raw(st, s->db_now);
@@ -242,12 +246,16 @@ int tabq_sqlb_key_template(const tabq_sql_style *s, const tabq_build *b, tabq_st
 
 /* ---- Builders: tabq_dialect_v1 ------------------------------------------------------------ */
 
-int tabq_sqlb_insert(const tabq_sql_style *s, const tabq_build *b, tabq_stmt *out) {
-  const tabq_table *t = b->table;
+/* The role columns an insert may write. */
+enum { INSERT_ROLES = 8 };
+
+/* Column i of an insert, counting the roles then the data columns, and the parameter it binds;
+ * NULL where the table has no such column or it is generated (the insert leaves it out). */
+static const tabq_col *inserted(const tabq_table *t, size_t i, tabq_param *id) {
   const struct {
     const tabq_col *col;
     tabq_param id;
-  } roles[] = {
+  } roles[INSERT_ROLES] = {
       {&t->id, TABQ_P_ID},
       {&t->group, TABQ_P_GROUP},
       {&t->priority, TABQ_P_PRIORITY},
@@ -257,32 +265,83 @@ int tabq_sqlb_insert(const tabq_sql_style *s, const tabq_build *b, tabq_stmt *ou
       {&t->headers, TABQ_P_HEADERS},
       {&t->payload, TABQ_P_PAYLOAD},
   };
-  const size_t nroles = sizeof roles / sizeof roles[0];
-  tabq_sql_raw(out, "INSERT INTO ");
-  tabq_sqlb_table(s, out, t->name);
-  /* Two passes over the same columns: their names, then their placeholders in that order. */
-  for (int pass = 0; pass < 2; pass++) {
-    bool first = true;
-    for (size_t i = 0; i < nroles + t->ndata; i++) {
-      const tabq_col *c = i < nroles ? roles[i].col : &t->data[i - nroles];
-      if (!c->name || c->generated)
-        continue;
-      if (first)
-        tabq_sql_raw(out, pass == 0 ? " (" : " VALUES (");
-      tabq_sqlb_sep(out, &first);
-      if (pass == 0)
-        tabq_sqlb_col(s, out, c);
-      else
-        tabq_sqlb_param(s, out,
-                        i < nroles ? roles[i].id : (tabq_param)(TABQ_P_DATA + (i - nroles)));
+  const tabq_col *c = i < INSERT_ROLES ? roles[i].col : &t->data[i - INSERT_ROLES];
+  *id = i < INSERT_ROLES ? roles[i].id : (tabq_param)(TABQ_P_DATA + (i - INSERT_ROLES));
+  return c->name && !c->generated ? c : NULL;
+}
+
+static size_t insert_columns(const tabq_table *t) {
+  return INSERT_ROLES + t->ndata;
+}
+
+static bool inserts_any(const tabq_table *t) {
+  tabq_param id;
+  for (size_t i = 0; i < insert_columns(t); i++)
+    if (inserted(t, i, &id))
+      return true;
+  return false;
+}
+
+/* "INSERT INTO T (cols)", or "INSERT INTO T" and the empty insert's end without a column. */
+static void insert_head(const tabq_sql_style *s, tabq_stmt *st, const tabq_table *t) {
+  tabq_sql_raw(st, "INSERT INTO ");
+  tabq_sqlb_table(s, st, t->name);
+  if (!inserts_any(t)) {
+    tabq_sql_raw(st, s->empty_insert ? s->empty_insert : " DEFAULT VALUES");
+    return;
+  }
+  bool first = true;
+  tabq_param id;
+  tabq_sql_raw(st, " (");
+  for (size_t i = 0; i < insert_columns(t); i++) {
+    const tabq_col *c = inserted(t, i, &id);
+    if (c) {
+      tabq_sqlb_sep(st, &first);
+      tabq_sqlb_col(s, st, c);
     }
-    if (first) {
-      tabq_sql_raw(out, s->empty_insert ? s->empty_insert : " DEFAULT VALUES");
-      break;
+  }
+  tabq_sql_raw(st, ")");
+}
+
+/* Row `row`'s "(params)", in the order of the columns. */
+static void insert_tuple(const tabq_sql_style *s, tabq_stmt *st, const tabq_table *t,
+                         unsigned row) {
+  bool first = true;
+  tabq_param id;
+  tabq_sql_raw(st, "(");
+  for (size_t i = 0; i < insert_columns(t); i++)
+    if (inserted(t, i, &id)) {
+      tabq_sqlb_sep(st, &first);
+      tabq_sqlb_param_row(s, st, id, row);
     }
-    tabq_sql_raw(out, ")");
+  tabq_sql_raw(st, ")");
+}
+
+int tabq_sqlb_insert(const tabq_sql_style *s, const tabq_build *b, tabq_stmt *out) {
+  const tabq_table *t = b->table;
+  insert_head(s, out, t);
+  if (inserts_any(t)) {
+    tabq_sql_raw(out, " VALUES ");
+    insert_tuple(s, out, t, 0);
   }
   return tabq_sqlb_finish(s, b, out, "insert");
+}
+
+int tabq_sqlb_insert_rows(const tabq_sql_style *s, const tabq_build *b, tabq_stmt *out) {
+  const tabq_table *t = b->table;
+  if (b->rows == 0)
+    return s->host()->fail(TABQ_INVALID, NULL, 0, "table %s: insert_rows for 0 rows", t->name);
+  /* "DEFAULT VALUES" writes one row: such a table's rows go one insert each. */
+  if (!inserts_any(t))
+    return TABQ_OK;
+  insert_head(s, out, t);
+  tabq_sql_raw(out, " VALUES ");
+  for (unsigned row = 0; row < b->rows && !out->status; row++) {
+    if (row)
+      tabq_sql_raw(out, ", ");
+    insert_tuple(s, out, t, row);
+  }
+  return tabq_sqlb_finish(s, b, out, "insert_rows");
 }
 
 /* ", locked_until = NULL" when leased: a settled row holds no lease. */

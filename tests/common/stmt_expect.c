@@ -48,6 +48,19 @@ void expect_built(tabq_build_fn fn, const tabq_build *b, const char *sql, ...) {
   tabq_sql_free(&st);
 }
 
+void expect_built_end(tabq_build_fn fn, const tabq_build *b, const char *end, unsigned nparams) {
+  tabq_stmt st;
+  build(fn, b, &st);
+  CU_ASSERT_PTR_NOT_NULL_FATAL(st.sql);
+  size_t n = strlen(end);
+  bool ends = st.len >= n && !strcmp(st.sql + st.len - n, end);
+  CU_ASSERT(ends);
+  if (!ends)
+    fprintf(stderr, "\n got: ...%s\nwant: ...%s\n", st.len > n ? st.sql + st.len - n : st.sql, end);
+  CU_ASSERT_EQUAL(st.nparams, nparams);
+  tabq_sql_free(&st);
+}
+
 void expect_none(tabq_build_fn fn, const tabq_build *b) {
   tabq_stmt st;
   tabq_sql_init(&st, &test_host);

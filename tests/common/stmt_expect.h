@@ -17,6 +17,10 @@ void expect_stmt(const tabq_stmt *st, const char *sql, ...);
 /* Builds with `fn` and checks the text and the parameter ids (a 0-terminated list). */
 void expect_built(tabq_build_fn fn, const tabq_build *b, const char *sql, ...);
 
+/* Builds with `fn` and checks that the text ends with `end` and lists `nparams` parameters: for
+ * statements too long to spell out (insert_rows of many rows). */
+void expect_built_end(tabq_build_fn fn, const tabq_build *b, const char *end, unsigned nparams);
+
 /* Builds with `fn` and expects success with no statement at all. */
 void expect_none(tabq_build_fn fn, const tabq_build *b);
 

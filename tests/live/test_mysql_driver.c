@@ -662,29 +662,23 @@ static void test_deadlock(void) {
   CU_ASSERT(drv->alive(g_c1) && drv->alive(g_c2));
 }
 
-/* A statement whose error comes amid its rows (as a deadlock found while a claim's rows are sent
- * does) fails, and the same statement runs again on the same connection: the library is not left
- * waiting for rows that never come. */
+/* A statement whose error comes amid its rows (as a deadlock InnoDB finds while a claim's rows
+ * are sent does) fails at once, and its connection is given up (not alive: the pool replaces
+ * it), since the library's statement state cannot be trusted after it: its next execute was seen
+ * waiting for ever. A connection of its own, so the suite's stay usable. */
 static void test_error_amid_rows(void) {
   NEED_DB();
-  exec_ok(g_c1, "CREATE TABLE amid (id INT PRIMARY KEY)");
-  exec_ok(g_c1, "INSERT INTO amid VALUES (1), (2), (3), (4), (5), (6), (7), (8)");
+  tabq_conn *c = connect_url(g_db_url);
+  exec_ok(c, "CREATE TABLE amid (id INT PRIMARY KEY)");
+  exec_ok(c, "INSERT INTO amid VALUES (1), (2), (3), (4), (5), (6), (7), (8)");
   /* Row `?` makes its subquery return two rows: an error the server sends after the rows before
    * it. */
-  tabq_prepared *p =
-      prep(g_c1, "SELECT id, IF(id = ?, (SELECT 1 UNION SELECT 2), id) FROM amid", 1);
-  tabq_value bad = tabq_int(5), fine = tabq_int(100);
+  tabq_prepared *p = prep(c, "SELECT id, IF(id = ?, (SELECT 1 UNION SELECT 2), id) FROM amid", 1);
+  tabq_value bad = tabq_int(5);
   CU_ASSERT_EQUAL(drv->execute(p, &bad, 1), TABQ_BACKEND);
-  for (int round = 0; round < 2; round++) {
-    CU_ASSERT_EQUAL_FATAL(drv->execute(p, &fine, 1), TABQ_OK);
-    int rows = 0;
-    while (next_row(p))
-      rows++;
-    CU_ASSERT_EQUAL(rows, 8);
-    drv->reset(p);
-  }
-  CU_ASSERT(drv->alive(g_c1));
+  CU_ASSERT_FALSE(drv->alive(c));
   drv->finalize(p);
+  drv->close(c);
   exec_ok(g_c1, "DROP TABLE amid");
 }
 

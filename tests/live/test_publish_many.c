@@ -1,7 +1,9 @@
 /* tabq_publish_many on a real database: a batch arrives whole and once, a bad message anywhere
- * or a database failure halfway writes nothing, subscribers waiting on a long poll wake after
- * the commit, an empty batch writes nothing, and on PostgreSQL each group of a batch is notified
- * once. Rows are counted directly with the database's client library, never through tabq. */
+ * or a database failure halfway writes nothing, a batch of several inserts of many rows and a
+ * remainder writes every column of every row in order, subscribers waiting on a long poll wake
+ * after the commit, an empty batch writes nothing, and on PostgreSQL each group of a batch is
+ * notified once. Rows are counted directly with the database's client library, never through tabq.
+ */
 #include <libpq-fe.h>
 #include <poll.h>
 #include <stdatomic.h>
@@ -183,6 +185,18 @@ static void a_bad_message_writes_nothing(void) {
   testdb_remove(&db);
 }
 
+/* A failure of the database names the messages of the statement that failed: one, or the
+ * rows of an insert of many, which must hold message `i`. */
+static void names_message(size_t i, size_t n) {
+  size_t first = 0, last = 0, of = 0;
+  if (sscanf(err.message, "messages %zu to %zu of %zu: ", &first, &last, &of) != 3 &&
+      sscanf(err.message, "message %zu of %zu: ", &first, &of) == 2)
+    last = first;
+  if (!(first <= i && i <= last && of == n))
+    fprintf(stderr, "expected message %zu of %zu named, got \"%s\"\n", i, n, err.message);
+  CU_ASSERT(first <= i && i <= last && of == n);
+}
+
 /* The database refuses row 60 (its id repeats row 10's): the 60 rows before it roll back. */
 static void a_database_failure_halfway_rolls_back(void) {
   testdb_create(&db);
@@ -197,7 +211,7 @@ static void a_database_failure_halfway_rolls_back(void) {
   int rc = tabq_publish_many(b, &given_ids, bt.p, BATCH, &err);
   CU_ASSERT_NOT_EQUAL(rc, TABQ_OK);
   CU_ASSERT_NOT_EQUAL(rc, TABQ_INVALID); /* not refused by the checks: the database failed */
-  starts_with("message 60 of 100: ");
+  names_message(60, BATCH);
   CU_ASSERT_EQUAL(rows(), 0);
   /* The connection came back usable: the repaired batch commits on it. */
   bt.m[60].id = tabq_int(61);
@@ -207,6 +221,194 @@ static void a_database_failure_halfway_rolls_back(void) {
   CU_ASSERT_EQUAL(rc, TABQ_OK);
   CU_ASSERT_EQUAL(rows(), BATCH);
   CU_ASSERT_EQUAL(testdb_int(&db, "SELECT sum(id) FROM jobs"), BATCH * (BATCH + 1) / 2);
+  tabq_close(b);
+  testdb_remove(&db);
+}
+
+/* ---- More than one statement of many rows, and a remainder ------------------------------- */
+
+#define WIDE 301 /* chunks of up to 128 rows, then 32, 8, 4 and a single row */
+
+/* Message i of the wide batch: group, priority, a payload with a NUL byte inside, headers on
+ * every other message, a data value on four in five, a delay on every tenth. */
+typedef struct wide_batch {
+  tabq_message m[WIDE];
+  const tabq_message *p[WIDE];
+  char payload[WIDE][16];
+  size_t payload_len[WIDE];
+  char trace[WIDE][16];
+  tabq_header header[WIDE];
+  char tenant[WIDE][16];
+  tabq_value data[WIDE];
+} wide_batch;
+
+static const char *const abc[] = {"a", "b", "c"};
+
+static void wide_fill(wide_batch *w) {
+  for (size_t i = 0; i < WIDE; i++) {
+    int len = snprintf(w->payload[i], sizeof w->payload[i], "p%c%zu", '\0', i);
+    w->payload_len[i] = (size_t)len;
+    snprintf(w->trace[i], sizeof w->trace[i], "t-%zu", i);
+    w->header[i] = (tabq_header){.name = "trace", .value = w->trace[i]};
+    int tl = snprintf(w->tenant[i], sizeof w->tenant[i], "tenant-%zu", i);
+    w->data[i] = tabq_text(w->tenant[i], (size_t)tl);
+    w->m[i] = (tabq_message){.size = sizeof(tabq_message),
+                             .group = abc[i % 3],
+                             .priority = (int64_t)(i % 7),
+                             .payload = w->payload[i],
+                             .payload_len = w->payload_len[i],
+                             .headers = i % 2 ? NULL : &w->header[i],
+                             .nheaders = i % 2 ? 0 : 1,
+                             .delay_ms = i % 10 ? 0 : 600000,
+                             .data = i % 5 ? &w->data[i] : NULL,
+                             .ndata = i % 5 ? 1 : 0};
+    w->p[i] = &w->m[i];
+  }
+}
+
+/* jobs with a data column, `tenant`, added. */
+static const tabq_table *tenant_table(void) {
+  static tabq_col data[] = {{.name = "tenant"}};
+  static tabq_table t;
+  t = *jobs_table();
+  t.data = data;
+  t.ndata = 1;
+  testdb_exec(&db, test_db_kind() == TEST_MYSQL ? "ALTER TABLE jobs ADD COLUMN tenant VARCHAR(32)"
+                                                : "ALTER TABLE jobs ADD COLUMN tenant TEXT");
+  return &t;
+}
+
+/* `expr` of the k-th row in id order, as text ("" for NULL). */
+static void nth(const char *expr, size_t k, char *buf, size_t cap) {
+  char sql[256];
+  snprintf(sql, sizeof sql, "SELECT %s FROM jobs ORDER BY id LIMIT 1 OFFSET %zu", expr, k);
+  testdb_text(&db, sql, buf, cap);
+}
+
+static void expect_nth(const char *expr, size_t k, const char *want) {
+  char got[64];
+  nth(expr, k, got, sizeof got);
+  if (strcmp(got, want))
+    fprintf(stderr, "row %zu: %s is \"%s\", not \"%s\"\n", k, expr, got, want);
+  CU_ASSERT_STRING_EQUAL(got, want);
+}
+
+/* Every row of the batch holds its message's values, in the order given (ids increase). */
+static void a_batch_of_many_statements_writes_every_column(void) {
+  testdb_create(&db);
+  const tabq_table *t = tenant_table();
+  tabq_broker *b = connect_broker(&db, 50);
+  static wide_batch w;
+  wide_fill(&w);
+  int rc = tabq_publish_many(b, t, w.p, WIDE, &err);
+  if (rc)
+    fprintf(stderr, "publish_many: %s\n", err.message);
+  CU_ASSERT_EQUAL_FATAL(rc, TABQ_OK);
+  CU_ASSERT_EQUAL(rows(), WIDE);
+  test_kind kind = test_db_kind();
+  const char *hex = kind == TEST_POSTGRES ? "encode(payload, 'hex')"
+                    : kind == TEST_MYSQL  ? "LOWER(HEX(payload))"
+                                          : "lower(hex(payload))";
+  const char *trace = kind == TEST_POSTGRES ? "headers->>'trace'"
+                      : kind == TEST_MYSQL  ? "JSON_UNQUOTE(JSON_EXTRACT(headers, '$.trace'))"
+                                            : "json_extract(headers, '$.trace')";
+  for (size_t i = 0; i < WIDE; i++) {
+    char want[64];
+    expect_nth("queue", i, abc[i % 3]);
+    snprintf(want, sizeof want, "%zu", i % 7);
+    expect_nth("priority", i, want);
+    expect_nth("attempt", i, "1");
+    size_t n = 0;
+    for (size_t j = 0; j < w.payload_len[i]; j++)
+      n += (size_t)snprintf(want + n, sizeof want - n, "%02x", (unsigned char)w.payload[i][j]);
+    expect_nth(hex, i, want);
+    expect_nth(trace, i, i % 2 ? "" : w.trace[i]);
+    expect_nth("tenant", i, i % 5 ? w.tenant[i] : "");
+  }
+  /* A row without headers holds an empty object, not NULL. */
+  CU_ASSERT_EQUAL(testdb_int(&db, "SELECT count(*) FROM jobs WHERE headers IS NULL"), 0);
+  /* Every tenth row is delayed: due after the others. */
+  CU_ASSERT_EQUAL(testdb_int(&db, "SELECT count(*) FROM jobs WHERE retry_after > "
+                                  "(SELECT min(retry_after) FROM jobs)"),
+                  (WIDE + 9) / 10);
+  tabq_close(b);
+  testdb_remove(&db);
+}
+
+/* A refusal in the second statement's rows, or in the remainder, writes nothing at all. */
+static void a_refusal_past_the_first_statement_writes_nothing(void) {
+  testdb_create(&db);
+  const tabq_table *t = tenant_table();
+  tabq_broker *b = connect_broker(&db, 50);
+  static wide_batch w;
+  wide_fill(&w);
+  w.m[200].group = NULL;
+  CU_ASSERT_EQUAL(tabq_publish_many(b, t, w.p, WIDE, &err), TABQ_INVALID);
+  starts_with("message 200 of 301: ");
+  CU_ASSERT_EQUAL(rows(), 0);
+  w.m[200].group = "a";
+  w.header[300].value = NULL;
+  CU_ASSERT_EQUAL(tabq_publish_many(b, t, w.p, WIDE, &err), TABQ_HEADER);
+  starts_with("message 300 of 301: ");
+  CU_ASSERT_EQUAL(rows(), 0);
+  w.header[300].value = w.trace[300];
+  CU_ASSERT_EQUAL(tabq_publish_many(b, t, w.p, WIDE, &err), TABQ_OK);
+  CU_ASSERT_EQUAL(rows(), WIDE);
+  tabq_close(b);
+  testdb_remove(&db);
+}
+
+/* The database refuses a row of the third statement, then the single row left over: each time
+ * the rows written before it roll back, and the failure names the rows of its statement. */
+static void a_database_failure_past_the_first_statement_rolls_back(void) {
+  testdb_create(&db);
+  tabq_table given_ids = *tenant_table();
+  given_ids.id.generated = false;
+  tabq_broker *b = connect_broker(&db, 50);
+  static wide_batch w;
+  wide_fill(&w);
+  for (size_t i = 0; i < WIDE; i++)
+    w.m[i].id = tabq_int((int64_t)i + 1);
+  w.m[270].id = tabq_int(5);
+  CU_ASSERT_NOT_EQUAL(tabq_publish_many(b, &given_ids, w.p, WIDE, &err), TABQ_OK);
+  names_message(270, WIDE);
+  CU_ASSERT_EQUAL(rows(), 0);
+  w.m[270].id = tabq_int(271);
+  w.m[300].id = tabq_int(7);
+  CU_ASSERT_NOT_EQUAL(tabq_publish_many(b, &given_ids, w.p, WIDE, &err), TABQ_OK);
+  starts_with("message 300 of 301: ");
+  CU_ASSERT_EQUAL(rows(), 0);
+  w.m[300].id = tabq_int(301);
+  CU_ASSERT_EQUAL(tabq_publish_many(b, &given_ids, w.p, WIDE, &err), TABQ_OK);
+  CU_ASSERT_EQUAL(rows(), WIDE);
+  CU_ASSERT_EQUAL(testdb_int(&db, "SELECT sum(id) FROM jobs"), WIDE * (WIDE + 1) / 2);
+  tabq_close(b);
+  testdb_remove(&db);
+}
+
+/* A table whose insert writes no column (DEFAULT VALUES, one row a statement): the dialect
+ * declines its inserts of many rows, and the batch goes one insert a row. */
+static void a_table_of_defaults_goes_row_by_row(void) {
+  testdb_create(&db);
+  test_kind kind = test_db_kind();
+  testdb_exec(&db, kind == TEST_POSTGRES ? "CREATE TABLE ticks (id BIGSERIAL PRIMARY KEY)"
+                   : kind == TEST_MYSQL
+                       ? "CREATE TABLE ticks (id BIGINT AUTO_INCREMENT PRIMARY KEY)"
+                       : "CREATE TABLE ticks (id INTEGER PRIMARY KEY)");
+  static const tabq_table ticks = {
+      .size = sizeof(tabq_table), .name = "ticks", .id = {.name = "id", .generated = true}};
+  tabq_broker *b = connect_broker(&db, 50);
+  static tabq_message m[7];
+  static const tabq_message *p[7];
+  for (size_t i = 0; i < 7; i++) {
+    m[i] = (tabq_message){.size = sizeof(tabq_message)};
+    p[i] = &m[i];
+  }
+  int rc = tabq_publish_many(b, &ticks, p, 7, &err);
+  if (rc)
+    fprintf(stderr, "publish_many: %s\n", err.message);
+  CU_ASSERT_EQUAL(rc, TABQ_OK);
+  CU_ASSERT_EQUAL(testdb_int(&db, "SELECT count(*) FROM ticks"), 7);
   tabq_close(b);
   testdb_remove(&db);
 }
@@ -313,6 +515,13 @@ int register_tests(void) {
       {"100 messages in one call all arrive", hundred_in_one_call_all_arrive},
       {"a bad message anywhere writes nothing", a_bad_message_writes_nothing},
       {"a database failure halfway rolls every row back", a_database_failure_halfway_rolls_back},
+      {"301 messages: every column of every row, in order",
+       a_batch_of_many_statements_writes_every_column},
+      {"a refusal past the first statement writes nothing",
+       a_refusal_past_the_first_statement_writes_nothing},
+      {"a database failure past the first statement rolls back",
+       a_database_failure_past_the_first_statement_rolls_back},
+      {"a table of defaults goes one insert a row", a_table_of_defaults_goes_row_by_row},
       {"an empty batch writes nothing", an_empty_batch_writes_nothing},
       {"subscribers on a long poll wake after the commit", waiting_subscribers_wake},
       CU_TEST_INFO_NULL,

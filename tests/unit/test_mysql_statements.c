@@ -22,6 +22,7 @@ static void test_vtables(void) {
   CU_ASSERT_PTR_NULL(dia->fetch);
   CU_ASSERT_PTR_NULL(dia->channel);
   CU_ASSERT_PTR_NULL(dia->notify);
+  CU_ASSERT_PTR_NOT_NULL(dia->insert_rows);
   CU_ASSERT_PTR_NOT_NULL(dia->fifo_guard);
   CU_ASSERT_EQUAL(rowlock->size, sizeof(tabq_rowlock_v1));
   CU_ASSERT_EQUAL(rowlock->version, 1);
@@ -79,6 +80,30 @@ static void test_insert(void) {
   /* Every column generated: a row of defaults, MySQL's way. */
   b = on(&all_generated);
   expect_built(dia->insert, &b, "INSERT INTO `ev` () VALUES ()", 0);
+}
+
+/* insert's columns once, then one tuple a row; the list is insert's, once, and the driver binds
+ * it row after row. */
+static void test_insert_rows(void) {
+  tabq_build b = on(&plain);
+  b.rows = 3;
+  expect_built(dia->insert_rows, &b,
+               "INSERT INTO `plain_jobs` (`id`, `payload`) VALUES (?, ?), (?, ?), (?, ?)",
+               TABQ_P_ID, TABQ_P_PAYLOAD, 0);
+  b = on(&jobs);
+  b.rows = 2;
+  expect_built(dia->insert_rows, &b,
+               "INSERT INTO `jobs` (`queue`, `priority`, `pkey`, `retry_after`, `attempt`, "
+               "`headers`, `payload`, `title`) VALUES (?, ?, ?, ?, ?, ?, ?, ?), (?, ?, ?, ?, ?, ?, "
+               "?, ?)",
+               TABQ_P_GROUP, TABQ_P_PRIORITY, TABQ_P_PARTITION_KEY, TABQ_P_RETRY_AT, TABQ_P_ATTEMPT,
+               TABQ_P_HEADERS, TABQ_P_PAYLOAD, TABQ_P_DATA + 0, 0);
+  b.rows = TABQ_INSERT_ROWS_MAX;
+  expect_built_end(dia->insert_rows, &b, "?, ?, ?), (?, ?, ?, ?, ?, ?, ?, ?)", 8);
+  /* "() VALUES ()" writes one row: declined, each row is one insert. */
+  b = on(&all_generated);
+  b.rows = 2;
+  expect_none(dia->insert_rows, &b);
 }
 
 /* More placeholders than a statement holds, and an allocator that fails: the builder names the
@@ -595,9 +620,13 @@ static void test_advisory_database(void) {
 /* ---- Registration ------------------------------------------------------------------------ */
 
 static CU_TestInfo shared_tests[] = {
-    {"vtables", test_vtables}, {"quote", test_quote},
-    {"insert", test_insert},   {"build failures", test_build_failures},
-    {"begin", test_begin},     {"fifo guard", test_fifo_guard},
+    {"vtables", test_vtables},
+    {"quote", test_quote},
+    {"insert", test_insert},
+    {"insert_rows", test_insert_rows},
+    {"build failures", test_build_failures},
+    {"begin", test_begin},
+    {"fifo guard", test_fifo_guard},
     CU_TEST_INFO_NULL,
 };
 

@@ -35,6 +35,7 @@ static tabq_build on(const tabq_table *t) {
 static void test_vtables(void) {
   CU_ASSERT_EQUAL(dia->size, sizeof(tabq_dialect_v1));
   CU_ASSERT_EQUAL(dia->version, 1);
+  CU_ASSERT_PTR_NOT_NULL(dia->insert_rows);
   CU_ASSERT_EQUAL(rowlock->size, sizeof(tabq_rowlock_v1));
   CU_ASSERT_EQUAL(rowlock->version, 1);
   CU_ASSERT_EQUAL(rowlock->flags, 0);
@@ -85,6 +86,37 @@ static void test_insert(void) {
                TABQ_P_ID, TABQ_P_ATTEMPT, TABQ_P_PAYLOAD, 0);
   b = on(&all_generated);
   expect_built(dia->insert, &b, "INSERT INTO \"ev\" DEFAULT VALUES", 0);
+}
+
+/* insert's columns once, then one tuple a row: each row's placeholders are the next copy of
+ * insert's list, numbered on from the row before, and the list is insert's, once. */
+static void test_insert_rows(void) {
+  tabq_build b = on(&plain);
+  b.rows = 3;
+  expect_built(dia->insert_rows, &b,
+               "INSERT INTO \"plain_jobs\" (\"id\", \"payload\") VALUES ($1, $2), ($3, $4), ($5, "
+               "$6)",
+               TABQ_P_ID, TABQ_P_PAYLOAD, 0);
+  b = on(&jobs);
+  b.rows = 2;
+  expect_built(dia->insert_rows, &b,
+               "INSERT INTO \"jobs\" (\"queue\", \"priority\", \"pkey\", \"retry_after\", "
+               "\"attempt\", \"headers\", \"payload\", \"title\") VALUES ($1, $2, $3, $4, $5, $6, "
+               "$7, $8), ($9, $10, $11, $12, $13, $14, $15, $16)",
+               TABQ_P_GROUP, TABQ_P_PRIORITY, TABQ_P_PARTITION_KEY, TABQ_P_RETRY_AT, TABQ_P_ATTEMPT,
+               TABQ_P_HEADERS, TABQ_P_PAYLOAD, TABQ_P_DATA + 0, 0);
+  /* The most rows the core asks for: 1,024 placeholders, a list of 8. */
+  b.rows = TABQ_INSERT_ROWS_MAX;
+  expect_built_end(dia->insert_rows, &b,
+                   "), ($1017, $1018, $1019, $1020, $1021, $1022, $1023, $1024)", 8);
+  /* DEFAULT VALUES writes one row: declined, each row is one insert. */
+  b = on(&all_generated);
+  b.rows = 2;
+  expect_none(dia->insert_rows, &b);
+  b = on(&plain);
+  b.rows = 0;
+  expect_refused(dia->insert_rows, &b, TABQ_INVALID);
+  MSG_HAS("plain_jobs");
 }
 
 /* More placeholders than a statement holds, and an allocator that fails: the builder names the
@@ -846,6 +878,7 @@ static CU_TestInfo shared_tests[] = {
     {"vtables", test_vtables},
     {"quote", test_quote},
     {"insert", test_insert},
+    {"insert_rows", test_insert_rows},
     {"build failures", test_build_failures},
     {"fetch", test_fetch},
     {"begin", test_begin},

@@ -40,6 +40,7 @@ static void test_entry(void) {
   CU_ASSERT_EQUAL(dia->version, 1);
   CU_ASSERT_PTR_NULL(dia->fetch);
   CU_ASSERT_PTR_NULL(dia->fifo_guard);
+  CU_ASSERT_PTR_NOT_NULL(dia->insert_rows);
   CU_ASSERT_EQUAL(lease->size, sizeof(tabq_lease_v1));
   CU_ASSERT_EQUAL(lease->version, 1);
   CU_ASSERT_EQUAL(lease->flags, TABQ_CLAIM_SERIAL | TABQ_CLAIM_ONE_STAMPS);
@@ -72,6 +73,29 @@ static void test_insert(void) {
   expect_built(dia->insert, &b, "INSERT INTO \"bare\" (\"id\") VALUES (?1)", TABQ_P_ID, 0);
   b = lease_of(&all_generated);
   expect_built(dia->insert, &b, "INSERT INTO \"ev\" DEFAULT VALUES", 0);
+}
+
+/* insert's columns once, then one tuple a row: each row's ?N numbered on from the row before
+ * (a repeated ?N would bind row 0's value again), and the list is insert's, once. */
+static void test_insert_rows(void) {
+  tabq_build b = lease_of(&bare);
+  b.rows = 3;
+  expect_built(dia->insert_rows, &b, "INSERT INTO \"bare\" (\"id\") VALUES (?1), (?2), (?3)",
+               TABQ_P_ID, 0);
+  b = lease_of(&jobs);
+  b.rows = 2;
+  expect_built(dia->insert_rows, &b,
+               "INSERT INTO \"jobs\" (\"queue\", \"priority\", \"pkey\", \"retry_after\", "
+               "\"attempt\", \"headers\", \"payload\", \"title\") VALUES (?1, ?2, ?3, ?4, ?5, ?6, "
+               "?7, ?8), (?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16)",
+               TABQ_P_GROUP, TABQ_P_PRIORITY, TABQ_P_PARTITION_KEY, TABQ_P_RETRY_AT, TABQ_P_ATTEMPT,
+               TABQ_P_HEADERS, TABQ_P_PAYLOAD, TABQ_P_DATA + 0, 0);
+  b.rows = TABQ_INSERT_ROWS_MAX;
+  expect_built_end(dia->insert_rows, &b,
+                   "), (?1017, ?1018, ?1019, ?1020, ?1021, ?1022, ?1023, ?1024)", 8);
+  b = lease_of(&all_generated);
+  b.rows = 2;
+  expect_none(dia->insert_rows, &b);
 }
 
 /* The claim of many rows selects them in claim order, the attempt as the stamp will store it;
@@ -380,6 +404,7 @@ static CU_TestInfo text_tests[] = {
     {"entry and descriptor", test_entry},
     {"quote", test_quote},
     {"insert", test_insert},
+    {"insert_rows", test_insert_rows},
     {"lease claim", test_claim},
     {"lease claim, fifo", test_claim_fifo},
     {"lease claim of one row", test_claim_one},

@@ -181,6 +181,13 @@ typedef struct tabq_subscription_options {
   unsigned max_attempts;         /* with a dead letter: a failed delivery at this attempt moves */
   const char *dead_letter_group; /* tables with a group column */
   const char *dead_letter_table; /* a table with the same columns */
+  /* Lease form, a handler of one delivery: acks that workers return at about the
+   * same time settle in one transaction (one commit, one statement per lease token), each
+   * row's token still checked and each call returning after its row's commit; see
+   * docs/coalesced-acks.md. The first ack waits up to coalesce_window_us for the others (0: no
+   * wait; acks that come while one commits go together in the next). */
+  bool coalesce_acks;
+  unsigned coalesce_window_us; /* at most 1,000,000 */
 } tabq_subscription_options;
 
 #define TABQ_SUBSCRIPTION_OPTIONS_INIT TABQ_SIZED_INIT(tabq_subscription_options)
@@ -207,6 +214,7 @@ typedef struct tabq_stats {
    * back in the pool, and connections closed instead (the release was not confirmed). */
   uint64_t shutdown_released;
   uint64_t shutdown_closed;
+  uint64_t coalesced; /* acks settled in one transaction with another delivery's */
 } tabq_stats;
 
 /* Copies the counters into `out`, `size` bytes of it (sizeof *out as the service was compiled):
@@ -269,13 +277,15 @@ TABQ_API int tabq_publish(tabq_broker *b, const tabq_table *table, const tabq_me
 /* Writes n rows in one transaction on one connection: all of them or none. Every message is
  * checked first as tabq_publish checks it; a refusal names the message's index in `msgs` ("message
  * 17 of 100: ...", counted from 0) and writes nothing, as does a NULL element (TABQ_INVALID) or a
- * failure of the database halfway, which rolls the whole batch back. The rows are inserted in
- * the order given, with the same insert tabq_publish uses. After the commit each distinct group
- * of the batch wakes this process's subscriptions once; with listen_notify, each distinct group
- * is notified once inside the transaction, so listeners hear of it at the commit (a failed
- * notify fails the batch, unlike tabq_publish's). n == 0 writes nothing and returns 0 (`msgs`
- * may then be NULL). The elements are pointers so that each message keeps its own `size`: an
- * array of messages from a program compiled against an older tabq works as it is. */
+ * failure of the database halfway, which rolls the whole batch back and names the messages of
+ * the statement that failed ("messages 0 to 127 of 300: ..."). The rows are inserted in the
+ * order given, up to 128 to a statement where the dialect can (else one insert a row, as
+ * tabq_publish writes it). After the commit each distinct group of the batch wakes this
+ * process's subscriptions once; with listen_notify, each distinct group is notified once inside
+ * the transaction, so listeners hear of it at the commit (a failed notify fails the batch,
+ * unlike tabq_publish's). n == 0 writes nothing and returns 0 (`msgs` may then be NULL). The
+ * elements are pointers so that each message keeps its own `size`: an array of messages from a
+ * program compiled against an older tabq works as it is. */
 TABQ_API int tabq_publish_many(tabq_broker *b, const tabq_table *table,
                                const tabq_message *const *msgs, size_t n, tabq_error *err);
 /* The insert the broker's dialect renders for `table`, as SQL text. */

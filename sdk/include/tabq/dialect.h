@@ -126,7 +126,17 @@ typedef struct tabq_build {
   /* The connection's current database (or schema) when the driver tells it, else NULL: for
    * dialects whose names depend on it (MySQL's GET_LOCK names). */
   const char *database;
+
+  /* ---- ABI 1.4 ---- */
+  /* Dialect.insert_rows: the rows its statement writes (a power of two, 2 to
+   * TABQ_INSERT_ROWS_MAX). 0 for every other statement. A plugin built before 1.4 reads the
+   * members above only. */
+  unsigned rows;
 } tabq_build;
+
+/* The most rows the core asks one Dialect.insert_rows statement to write (ABI 1.4); fewer for a
+ * table whose insert binds many parameters. */
+#define TABQ_INSERT_ROWS_MAX 128
 
 /* The projection. A claim, a take and a fetch return the columns of a row in this order, each
  * only where the table has the role: id, attempt, group, partition_key, headers, payload, then the
@@ -235,6 +245,19 @@ typedef struct tabq_dialect_v1 {
    * it finished, its id in the first cell. The core runs it inside the batch's transaction for
    * integer ids, once per token, and fails each row it did not return as `ack` fails. */
   tabq_build_fn ack_ids;
+
+  /* ---- ABI 1.4 ---- */
+  /* Optional: `insert` for b->rows rows in one statement, "INSERT INTO T (cols) VALUES (..),
+   * (..), ..": row after row, each row's placeholders those of `insert`, so the statement binds
+   * b->rows copies of insert's parameter list in order, copy k from message k. out->params holds
+   * one copy (the list of row 0; tabq_sql_param_row numbers the others' placeholders, $n and ?n
+   * counting on across the rows), which keeps a statement of many rows within
+   * TABQ_STMT_MAX_PARAMS. The driver's prepare is then told b->rows times out->nparams, and must
+   * take that many. tabq_publish_many writes its full chunks and the remainder's powers of two
+   * with it. Writing no SQL declines that many rows (the core then takes half as many); without
+   * the member, or with every size declined, each row is one `insert`. tabq_sqlb_insert_rows
+   * builds it. */
+  tabq_build_fn insert_rows;
 } tabq_dialect_v1;
 
 /* ---- Capability flags, every one in this one place ------------------------------------------

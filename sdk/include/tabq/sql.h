@@ -125,6 +125,32 @@ static inline void tabq_sql_param(tabq_stmt *st, tabq_param id, tabq_placeholder
     tabq_sql_printf(st, style == TABQ_PH_DOLLAR ? "$%u" : "?%u", pos + 1);
 }
 
+/* The placeholder of parameter `id` in row `row` of a statement that repeats one row's list
+ * (Dialect.insert_rows). Row 0 is written and listed as tabq_sql_param does; a later row lists
+ * nothing and writes its own copy's placeholder: number row * nparams + the id's place in the
+ * list + 1 in the numbered styles, "?" in TABQ_PH_QUESTION. Row 0 is complete before row 1
+ * begins, and a later row names only ids row 0 named (else TABQ_INVALID). */
+static inline void tabq_sql_param_row(tabq_stmt *st, tabq_param id, tabq_placeholder style,
+                                      unsigned row) {
+  if (row == 0) {
+    tabq_sql_param(st, id, style);
+    return;
+  }
+  if (st->status)
+    return;
+  unsigned pos = 0;
+  while (pos < st->nparams && st->params[pos] != (uint16_t)id)
+    pos++;
+  if (pos == st->nparams) {
+    st->status = TABQ_INVALID;
+    return;
+  }
+  if (style == TABQ_PH_QUESTION)
+    tabq_sql_raw(st, "?");
+  else
+    tabq_sql_printf(st, style == TABQ_PH_DOLLAR ? "$%u" : "?%u", row * st->nparams + pos + 1);
+}
+
 /* Calls `each(st, column, ctx)` for the projection's columns, in projection order. */
 typedef void (*tabq_sql_column_fn)(tabq_stmt *st, const tabq_col *col, int is_attempt, void *ctx);
 static inline void tabq_sql_each_projected(tabq_stmt *st, const tabq_table *t,

@@ -53,9 +53,9 @@ typedef struct tabq_sql_style {
 } tabq_sql_style;
 
 /* Defines `static int name(const tabq_build *b, tabq_stmt *out)` as tabq_sqlb_<name> in `style`,
- * a vtable member: TABQ_SQLB_MEMBER(pg_style, ack) then `.ack = ack`. For insert, ack, discard,
- * retry, retry_after, dead_letter_group, lease_extend, lease_release, count_attempt_row,
- * lease_one and lease_stamp. */
+ * a vtable member: TABQ_SQLB_MEMBER(pg_style, ack) then `.ack = ack`. For insert, insert_rows,
+ * ack, discard, retry, retry_after, dead_letter_group, lease_extend, lease_release,
+ * count_attempt_row, lease_one and lease_stamp. */
 #define TABQ_SQLB_MEMBER(style, name)                                                              \
   static int name(const tabq_build *b, tabq_stmt *out) {                                           \
     return tabq_sqlb_##name(&(style), b, out);                                                     \
@@ -80,8 +80,10 @@ bool tabq_sqlb_fifo(const tabq_table *t);
 void tabq_sqlb_col(const tabq_sql_style *s, tabq_stmt *st, const tabq_col *c); /* c */
 /* `n` bytes of `name` as one quoted identifier, for a column named inside a template. */
 void tabq_sqlb_name(const tabq_sql_style *s, tabq_stmt *st, const char *name, size_t n);
-void tabq_sqlb_table(const tabq_sql_style *s, tabq_stmt *st, const char *name);  /* T, s.T */
-void tabq_sqlb_param(const tabq_sql_style *s, tabq_stmt *st, tabq_param id);     /* :ID */
+void tabq_sqlb_table(const tabq_sql_style *s, tabq_stmt *st, const char *name); /* T, s.T */
+void tabq_sqlb_param(const tabq_sql_style *s, tabq_stmt *st, tabq_param id);    /* :ID */
+/* :ID in row `row` of a statement that repeats one row's list (tabq_sql_param_row). */
+void tabq_sqlb_param_row(const tabq_sql_style *s, tabq_stmt *st, tabq_param id, unsigned row);
 void tabq_sqlb_now(const tabq_sql_style *s, tabq_stmt *st, const tabq_table *t); /* now */
 /* ", " before every item of a list but the first. */
 void tabq_sqlb_sep(tabq_stmt *st, bool *first);
@@ -138,6 +140,12 @@ int tabq_sqlb_key_template(const tabq_sql_style *s, const tabq_build *b, tabq_st
  * PRIORITY, PARTITION_KEY, RETRY_AT, ATTEMPT, HEADERS, PAYLOAD; then the data columns that are
  * not generated, column n binding TABQ_P_DATA + n. No column: "INSERT INTO T" and empty_insert. */
 int tabq_sqlb_insert(const tabq_sql_style *s, const tabq_build *b, tabq_stmt *out);
+/* insert_rows (ABI 1.4): insert's "INSERT INTO T (cols) VALUES (params)" with b->rows tuples of
+ * params, ", " between them, row k's placeholders the k-th copy of insert's list
+ * (tabq_sqlb_param_row): "VALUES ($1, $2), ($3, $4)". out->params holds insert's list once.
+ * Declines (no SQL, TABQ_OK) a table whose insert writes no column; TABQ_INVALID when b->rows is
+ * 0. */
+int tabq_sqlb_insert_rows(const tabq_sql_style *s, const tabq_build *b, tabq_stmt *out);
 /* ack and discard: the row is finished. With processed_at "UPDATE T SET processed_at = now[,
  * locked_until = NULL]", else "DELETE FROM T"; then where_row. */
 int tabq_sqlb_ack(const tabq_sql_style *s, const tabq_build *b, tabq_stmt *out);
