@@ -307,8 +307,9 @@ static int take_ids(tabq_subscription *s, tabq_pconn *c, unsigned *n, int64_t no
   return TABQ_OK;
 }
 
-int tabq_custom_claim(tabq_subscription *s, tabq_delivery **slots, unsigned limit, unsigned *got,
-                      tabq_error *err) {
+int tabq_custom_claim(tabq_subscription *s, tabq_delivery **slots, int64_t *ids, unsigned limit,
+                      unsigned *got, tabq_error *err) {
+  (void)ids; /* each id is counted or leased on its own (take_ids) */
   tabq_broker *b = s->b;
   bool rowlock = s->form == TABQ_FORM_ROWLOCK;
   *got = 0;

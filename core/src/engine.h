@@ -113,6 +113,7 @@ typedef enum tabq_sq {
   SQ_FETCH,     /* rows by ids: a fetch of the service's own, or the dialect's by a list */
   SQ_LEASE_ONE, /* lease form, a claim of the service's own: leases one claimed id */
   SQ_ACK_IDS,   /* a batch's acks in one statement (ABI 1.3, optional) */
+  SQ_STAMP_IDS, /* a claim's stamps in one statement (ABI 1.4, optional) */
   SQ_COUNT
 } tabq_sq;
 
@@ -181,8 +182,10 @@ struct tabq_subscription {
   uint32_t server_version;
   char server_version_text[64];
   char database[128]; /* the connection's current database, "" when the driver does not say */
-  int (*claim)(tabq_subscription *s, tabq_delivery **slots, unsigned limit, unsigned *got,
-               tabq_error *err);
+  /* Claims up to `limit` rows into `slots`; `ids` is the claimer's own room for `limit` ids,
+   * where a claim's stamps run as one statement (SQ_STAMP_IDS), else NULL. */
+  int (*claim)(tabq_subscription *s, tabq_delivery **slots, int64_t *ids, unsigned limit,
+               unsigned *got, tabq_error *err);
   /* Advisory claims and claims by ids: nspaces claim spaces, the free ones stacked in
    * free_spaces (under mu). Claims of the service's own are serial and use spaces[0]. */
   tabq_claim_space *spaces;
@@ -281,22 +284,22 @@ int tabq_fetch_into(tabq_subscription *s, tabq_pconn *c, const candidate *ids, u
 int tabq_refetch(tabq_subscription *s, tabq_pconn *c, tabq_delivery **slots, unsigned *got,
                  int64_t token, tabq_pconn *conn, tabq_error *err);
 /* The claim of the service's own in the lease and row lock forms. */
-int tabq_custom_claim(tabq_subscription *s, tabq_delivery **slots, unsigned limit, unsigned *got,
-                      tabq_error *err);
+int tabq_custom_claim(tabq_subscription *s, tabq_delivery **slots, int64_t *ids, unsigned limit,
+                      unsigned *got, tabq_error *err);
 
 /* form_lease.c */
 /* The expiry of a lease taken or extended at `now`. */
 int64_t tabq_lease_expiry(const tabq_subscription *s, int64_t now);
 int tabq_lease_open(tabq_subscription *s, tabq_error *err);
-int tabq_lease_claim(tabq_subscription *s, tabq_delivery **slots, unsigned limit, unsigned *got,
-                     tabq_error *err);
+int tabq_lease_claim(tabq_subscription *s, tabq_delivery **slots, int64_t *ids, unsigned limit,
+                     unsigned *got, tabq_error *err);
 int tabq_lease_extender_start(tabq_subscription *s, tabq_error *err);
 void tabq_lease_extender_stop(tabq_subscription *s);
 
 /* form_rowlock.c */
 int tabq_rowlock_open(tabq_subscription *s, tabq_error *err);
-int tabq_rowlock_claim(tabq_subscription *s, tabq_delivery **slots, unsigned limit, unsigned *got,
-                       tabq_error *err);
+int tabq_rowlock_claim(tabq_subscription *s, tabq_delivery **slots, int64_t *ids, unsigned limit,
+                       unsigned *got, tabq_error *err);
 
 /* Builds the dialect's claim_one (`fn`, NULL for a plugin older than ABI 1.3) into
  * SQ_CLAIM_ONE, unless the service claims with a statement of its own or the dialect declines
@@ -313,9 +316,14 @@ static inline bool tabq_claim_stamps(const tabq_subscription *s, unsigned limit)
                                               (s->claim_flags & TABQ_CLAIM_ONE_STAMPS));
 }
 
-/* Counts the attempt of each claimed row (and writes its lease) where the dialect stamps. */
-int tabq_stamp_claimed(tabq_subscription *s, tabq_pconn *c, tabq_delivery **slots, unsigned n,
-                       int64_t lease_until, tabq_error *err);
+/* Counts the attempt of each claimed row (and writes its lease) where the dialect stamps: all
+ * at once with stamp_ids, the ids listed in `ids` (n long; NULL: row by row), where the rows
+ * are more than one and their ids integers. */
+int tabq_stamp_claimed(tabq_subscription *s, tabq_pconn *c, tabq_delivery **slots, int64_t *ids,
+                       unsigned n, int64_t lease_until, tabq_error *err);
+/* Builds the dialect's stamp_ids (`fn`, NULL before ABI 1.4) into SQ_STAMP_IDS where the
+ * subscription stamps (SQ_STAMP) with the dialect's claim, unless the dialect declines. */
+int tabq_stamp_ids_open(tabq_subscription *s, tabq_build_fn fn, tabq_error *err);
 
 /* Takes a connection and begins a claim's transaction, then runs the FIFO guard where there is
  * one (*mine false: another transaction holds the group). *out is NULL when nothing is held. */
@@ -326,8 +334,8 @@ int tabq_guard_group(tabq_subscription *s, tabq_pconn *c, bool *held, tabq_error
 
 /* form_advisory.c */
 int tabq_advisory_open(tabq_subscription *s, tabq_error *err);
-int tabq_advisory_claim(tabq_subscription *s, tabq_delivery **slots, unsigned limit, unsigned *got,
-                        tabq_error *err);
+int tabq_advisory_claim(tabq_subscription *s, tabq_delivery **slots, int64_t *ids, unsigned limit,
+                        unsigned *got, tabq_error *err);
 /* Releases the delivery's key on its connection and gives the connection back (or closes it
  * when the release is not confirmed). Returns true when the release was confirmed. */
 bool tabq_advisory_release(tabq_delivery *d);

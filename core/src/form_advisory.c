@@ -112,8 +112,9 @@ static bool in_work_here(tabq_subscription *s, const tabq_value *id) {
   return false;
 }
 
-int tabq_advisory_claim(tabq_subscription *s, tabq_delivery **slots, unsigned limit, unsigned *got,
-                        tabq_error *err) {
+int tabq_advisory_claim(tabq_subscription *s, tabq_delivery **slots, int64_t *ids, unsigned limit,
+                        unsigned *got, tabq_error *err) {
+  (void)ids; /* each take stamps its own row */
   tabq_broker *b = s->b;
   *got = 0;
   tabq_claim_space *sp = tabq_claim_space_take(s);
@@ -149,7 +150,7 @@ int tabq_advisory_claim(tabq_subscription *s, tabq_delivery **slots, unsigned li
       unsigned one = 1;
       if (!(rc = take(s, sp, c, k, slots[*got], &taken, err)) && taken &&
           (s->st[SQ_STAMP] == TABQ_NO_STMT ||
-           !(rc = tabq_stamp_claimed(s, c, &slots[*got], 1, 0, err))) &&
+           !(rc = tabq_stamp_claimed(s, c, &slots[*got], NULL, 1, 0, err))) &&
           (s->st[SQ_FETCH] == TABQ_NO_STMT ||
            (!(rc = tabq_refetch(s, c, &slots[*got], &one, 0, c, err)) && one))) {
         (*got)++;

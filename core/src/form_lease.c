@@ -25,6 +25,8 @@ int tabq_lease_open(tabq_subscription *s, tabq_error *err) {
                          "fifo_guard", &s->st[SQ_GUARD], err);
   if (!rc && lease->stamp)
     rc = tabq_stmt_build(&b->stmts, b->host, lease->stamp, &build, "stamp", &s->st[SQ_STAMP], err);
+  if (!rc && TABQ_HAS_MEMBER(lease, tabq_lease_v1, stamp_ids))
+    rc = tabq_stamp_ids_open(s, lease->stamp_ids, err);
   s->claim = tabq_lease_claim;
   s->serial = (lease->flags & TABQ_CLAIM_SERIAL) || s->t->fifo;
   return rc;
@@ -39,8 +41,8 @@ int64_t tabq_lease_expiry(const tabq_subscription *s, int64_t now) {
   return until;
 }
 
-int tabq_lease_claim(tabq_subscription *s, tabq_delivery **slots, unsigned limit, unsigned *got,
-                     tabq_error *err) {
+int tabq_lease_claim(tabq_subscription *s, tabq_delivery **slots, int64_t *ids, unsigned limit,
+                     unsigned *got, tabq_error *err) {
   tabq_broker *b = s->b;
   *got = 0;
   tabq_pconn *c;
@@ -85,7 +87,7 @@ int tabq_lease_claim(tabq_subscription *s, tabq_delivery **slots, unsigned limit
     b->drv->reset(p);
   }
   if (!rc && *got && stamps)
-    rc = tabq_stamp_claimed(s, c, slots, *got, v.lease_until, err);
+    rc = tabq_stamp_claimed(s, c, slots, ids, *got, v.lease_until, err);
   if (!rc && *got && s->st[SQ_FETCH] != TABQ_NO_STMT)
     rc = tabq_refetch(s, c, slots, got, v.lease_until, NULL, err);
   if (in_txn && !rc && (rc = tabq_pconn_check(c, b->drv->commit(c->conn))))

@@ -24,6 +24,8 @@ int tabq_rowlock_open(tabq_subscription *s, tabq_error *err) {
   }
   if (!rc && p->rowlock->stamp && s->t->attempt.name)
     rc = tabq_sub_stmt(s, p->rowlock->stamp, "stamp", SQ_STAMP, err);
+  if (!rc && TABQ_HAS_MEMBER(p->rowlock, tabq_rowlock_v1, stamp_ids))
+    rc = tabq_stamp_ids_open(s, p->rowlock->stamp_ids, err);
   s->claim = tabq_rowlock_claim;
   s->claim_flags = p->rowlock->flags;
   s->holds_conn = true;
@@ -77,9 +79,51 @@ int tabq_claim_begin(tabq_subscription *s, tabq_pconn **out, bool *mine, tabq_er
   return s->st[SQ_GUARD] != TABQ_NO_STMT ? tabq_guard_group(s, c, mine, err) : TABQ_OK;
 }
 
-int tabq_stamp_claimed(tabq_subscription *s, tabq_pconn *c, tabq_delivery **slots, unsigned n,
-                       int64_t lease_until, tabq_error *err) {
+int tabq_stamp_ids_open(tabq_subscription *s, tabq_build_fn fn, tabq_error *err) {
+  /* A claim of the service's own counts or leases each id it read, one by one (claim_ids.c). */
+  if (s->st[SQ_STAMP] == TABQ_NO_STMT || tabq_sub_own(s, SQ_CLAIM))
+    return TABQ_OK;
+  tabq_build build = tabq_sub_build(s);
+  bool built;
+  return tabq_stmt_build_optional(&s->b->stmts, s->b->host, fn, &build, "stamp_ids",
+                                  &s->st[SQ_STAMP_IDS], &built, err);
+}
+
+/* The stamps of n > 1 claimed rows in one statement, their ids listed in `ids`; *done stays
+ * false when an id is not an integer (the caller then stamps row by row). The claim holds its
+ * rows, so the statement must change each of them: a count that differs fails the claim, which
+ * rolls back. */
+static int stamp_by_ids(tabq_subscription *s, tabq_pconn *c, tabq_delivery **slots, int64_t *ids,
+                        unsigned n, int64_t lease_until, bool *done, tabq_error *err) {
+  *done = false;
+  for (unsigned i = 0; i < n; i++) {
+    if (slots[i]->id.type != TABQ_T_INT)
+      return TABQ_OK;
+    ids[i] = slots[i]->id.u.i;
+  }
+  *done = true;
+  tabq_bind v = {.lease_until = lease_until};
+  v.ids.type = TABQ_T_INT_LIST;
+  v.ids.u.list.items = ids;
+  v.ids.u.list.count = n;
+  uint64_t changed = 0;
+  int rc = tabq_stmt_change(&s->b->stmts, s->b->drv, c, s->st[SQ_STAMP_IDS], &v, &changed, err);
+  if (!rc && changed != n)
+    rc = tabq_err_set(err, TABQ_BACKEND, s->t->name, "stamp_ids",
+                      "table %s: stamping %u claimed rows changed %llu rows", s->t->name, n,
+                      (unsigned long long)changed);
+  return rc;
+}
+
+int tabq_stamp_claimed(tabq_subscription *s, tabq_pconn *c, tabq_delivery **slots, int64_t *ids,
+                       unsigned n, int64_t lease_until, tabq_error *err) {
   tabq_broker *b = s->b;
+  if (n > 1 && ids && s->st[SQ_STAMP_IDS] != TABQ_NO_STMT) {
+    bool done;
+    int rc = stamp_by_ids(s, c, slots, ids, n, lease_until, &done, err);
+    if (rc || done)
+      return rc;
+  }
   for (unsigned i = 0; i < n; i++) {
     tabq_bind v = {.id = slots[i]->id, .lease_until = lease_until};
     uint64_t changed = 0;
@@ -94,8 +138,8 @@ int tabq_stamp_claimed(tabq_subscription *s, tabq_pconn *c, tabq_delivery **slot
   return TABQ_OK;
 }
 
-int tabq_rowlock_claim(tabq_subscription *s, tabq_delivery **slots, unsigned limit, unsigned *got,
-                       tabq_error *err) {
+int tabq_rowlock_claim(tabq_subscription *s, tabq_delivery **slots, int64_t *ids, unsigned limit,
+                       unsigned *got, tabq_error *err) {
   tabq_broker *b = s->b;
   *got = 0;
   tabq_pconn *c = NULL;
@@ -124,7 +168,7 @@ int tabq_rowlock_claim(tabq_subscription *s, tabq_delivery **slots, unsigned lim
         tabq_err_from_plugin(err, rc, s->t->name, "claim");
       b->drv->reset(p);
       if (!rc && *got && tabq_claim_stamps(s, limit))
-        rc = tabq_stamp_claimed(s, c, slots, *got, 0, err);
+        rc = tabq_stamp_claimed(s, c, slots, ids, *got, 0, err);
       if (!rc && *got && s->st[SQ_FETCH] != TABQ_NO_STMT) {
         rc = tabq_refetch(s, c, slots, got, 0, c, err);
         dropped = !rc && !*got; /* a claimed id without a row: its drop must commit */

@@ -16,6 +16,7 @@
 typedef struct worker {
   tabq_subscription *s;
   tabq_delivery **claimed; /* this worker's claim, s->batch or s->workers long */
+  int64_t *ids;            /* as long: its rows' ids for stamp_ids, where there is one */
   tabq_outcome *outcomes;  /* batch handlers' answers */
   tabq_batch_scratch scratch;
 } worker;
@@ -101,7 +102,7 @@ static void claim_round(worker *w, unsigned limit) {
 
   unsigned got = 0;
   tabq_error err;
-  int rc = s->claim(s, w->claimed, limit, &got, &err);
+  int rc = s->claim(s, w->claimed, w->ids, limit, &got, &err);
   atomic_fetch_add(&s->stats.claims, 1);
   if (rc)
     tabq_logf(&s->b->log, TABQ_LOG_ERROR, "claim on table %s failed (%s): %s", s->t->name,
@@ -194,6 +195,7 @@ void tabq_sub_wake(tabq_subscription *s) {
 static void free_workers(tabq_subscription *s, worker *ws) {
   for (unsigned i = 0; i < s->workers; i++) {
     free(ws[i].claimed);
+    free(ws[i].ids);
     free(ws[i].outcomes);
     tabq_batch_scratch_free(&ws[i].scratch);
   }
@@ -214,7 +216,9 @@ int tabq_workers_start(tabq_subscription *s, tabq_error *err) {
     ws[i].s = s;
     ws[i].claimed = calloc(per_claim, sizeof *ws[i].claimed);
     ws[i].outcomes = calloc(s->batch, sizeof *ws[i].outcomes);
-    ok = ws[i].claimed && ws[i].outcomes &&
+    if (s->st[SQ_STAMP_IDS] != TABQ_NO_STMT)
+      ok = (ws[i].ids = calloc(per_claim, sizeof *ws[i].ids)) != NULL;
+    ok = ok && ws[i].claimed && ws[i].outcomes &&
          (!s->o.batch_handler || !tabq_batch_scratch_init(&ws[i].scratch, s->batch));
   }
   if (!ok) {

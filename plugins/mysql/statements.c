@@ -3,10 +3,11 @@
  *
  * Identifiers are quoted with `, placeholders are ? (a repeated parameter is bound again).
  * MySQL's UPDATE returns no rows, so every claim is a SELECT that locks its rows and returns the
- * attempt plus one, and a stamp statement counts it afterwards in the same transaction. Row lock
- * and lease claims skip rows other claims hold (FOR UPDATE SKIP LOCKED: MySQL 8.0.1, MariaDB
- * 10.6); advisory keys are GET_LOCK names. Times are UTC: the driver sets time_zone '+00:00'. The
- * statements every dialect shares come from tabq/sql_build.h. */
+ * attempt plus one, and a stamp statement counts it afterwards in the same transaction (one
+ * statement for all of a claim's rows: stamp_ids). Row lock and lease claims skip rows other
+ * claims hold (FOR UPDATE SKIP LOCKED: MySQL 8.0.1, MariaDB 10.6); advisory keys are GET_LOCK
+ * names. Times are UTC: the driver sets time_zone '+00:00'. The statements every dialect shares
+ * come from tabq/sql_build.h. */
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -259,15 +260,11 @@ static int fifo_guard(const tabq_build *b, tabq_stmt *out) {
   return tabq_sqlb_finish(&style, b, out, "fifo_guard");
 }
 
-/* A batch's acks in one statement: the ids arrive as one JSON array, read with JSON_TABLE, and
- * each finds its row by the primary key (STRAIGHT_JOIN, FORCE INDEX): near a drain's end the
- * optimizer would otherwise scan the shrunken table, and a DELETE waits on every locked row it
- * scans. MySQL's DELETE and UPDATE return no rows: the core compares the rows changed with the
- * ids it sent. */
-static int ack_ids(const tabq_build *b, tabq_stmt *out) {
-  const tabq_table *t = b->table;
-  bool marks = t->processed_at.name != NULL;
-  tabq_sql_raw(out, marks ? "UPDATE " : "DELETE t FROM ");
+/* The rows of a list of ids, for a multi-table UPDATE or DELETE (the table is `t`): the ids
+ * arrive as one JSON array, read with JSON_TABLE (MariaDB 10.6, MySQL 8.0.4), and each finds
+ * its row by the primary key (STRAIGHT_JOIN, FORCE INDEX): near a drain's end the optimizer
+ * would otherwise scan the shrunken table, and a statement waits on every locked row it scans. */
+static void listed_rows(tabq_stmt *out, const tabq_table *t) {
   tabq_sql_raw(out, "JSON_TABLE(");
   tabq_sqlb_param(&style, out, TABQ_P_IDS);
   tabq_sql_raw(out, ", '$[*]' COLUMNS (id BIGINT PATH '$')) AS ids STRAIGHT_JOIN ");
@@ -275,6 +272,27 @@ static int ack_ids(const tabq_build *b, tabq_stmt *out) {
   tabq_sql_raw(out, " AS t FORCE INDEX (PRIMARY) ON t.");
   tabq_sqlb_col(&style, out, &t->id);
   tabq_sql_raw(out, " = ids.id");
+}
+
+/* ", t.attempt = t.attempt + 1" (lead ", " or " SET "), where the table counts attempts. */
+static void count_listed(tabq_stmt *out, const tabq_table *t, const char *lead) {
+  if (!t->attempt.name)
+    return;
+  tabq_sql_raw(out, lead);
+  tabq_sql_raw(out, "t.");
+  tabq_sqlb_col(&style, out, &t->attempt);
+  tabq_sql_raw(out, " = t.");
+  tabq_sqlb_col(&style, out, &t->attempt);
+  tabq_sql_raw(out, " + 1");
+}
+
+/* A batch's acks in one statement, on the listed rows. MySQL's DELETE and UPDATE return no
+ * rows: the core compares the rows changed with the ids it sent. */
+static int ack_ids(const tabq_build *b, tabq_stmt *out) {
+  const tabq_table *t = b->table;
+  bool marks = t->processed_at.name != NULL;
+  tabq_sql_raw(out, marks ? "UPDATE " : "DELETE t FROM ");
+  listed_rows(out, t);
   if (marks) {
     tabq_sql_raw(out, " SET t.");
     tabq_sqlb_col(&style, out, &t->processed_at);
@@ -338,6 +356,19 @@ static int rowlock_claim_one(const tabq_build *b, tabq_stmt *out) {
   return tabq_sqlb_finish(&style, b, out, "claim_one");
 }
 
+/* A claim's stamps in one statement, on the listed rows: "UPDATE <listed rows> SET t.attempt =
+ * t.attempt + 1", one round trip for a batch's rows where a stamp each takes one a row. A table
+ * without an attempt column counts nothing: no statement, as stamp_attempt. */
+static int rowlock_stamp_ids(const tabq_build *b, tabq_stmt *out) {
+  const tabq_table *t = b->table;
+  if (!t->attempt.name)
+    return TABQ_OK;
+  tabq_sql_raw(out, "UPDATE ");
+  listed_rows(out, t);
+  count_listed(out, t, " SET ");
+  return tabq_sqlb_finish(&style, b, out, "stamp_ids");
+}
+
 const tabq_rowlock_v1 tabq_my_rowlock = {
     .size = sizeof(tabq_rowlock_v1),
     .version = 1,
@@ -345,6 +376,7 @@ const tabq_rowlock_v1 tabq_my_rowlock = {
     .claim = rowlock_claim,
     .stamp = stamp_attempt,
     .claim_one = rowlock_claim_one,
+    .stamp_ids = rowlock_stamp_ids,
 };
 
 /* ---- Lease -------------------------------------------------------------------------------- */
@@ -375,6 +407,22 @@ TABQ_SQLB_MEMBER(style, lease_extend)
 TABQ_SQLB_MEMBER(style, lease_release)
 TABQ_SQLB_MEMBER(style, lease_one)
 
+/* Every claimed row's lease written and attempt counted in one statement, on the listed rows:
+ * "UPDATE <listed rows> SET t.locked_until = ?, t.attempt = t.attempt + 1". */
+static int lease_stamp_ids(const tabq_build *b, tabq_stmt *out) {
+  const tabq_table *t = b->table;
+  if (!tabq_sqlb_leased(b))
+    return tabq_sqlb_no_lease(&style, b, "stamp_ids");
+  tabq_sql_raw(out, "UPDATE ");
+  listed_rows(out, t);
+  tabq_sql_raw(out, " SET t.");
+  tabq_sqlb_col(&style, out, &t->locked_until);
+  tabq_sql_raw(out, " = ");
+  tabq_sqlb_param(&style, out, TABQ_P_LEASE_UNTIL);
+  count_listed(out, t, ", ");
+  return tabq_sqlb_finish(&style, b, out, "stamp_ids");
+}
+
 const tabq_lease_v1 tabq_my_lease = {
     .size = sizeof(tabq_lease_v1),
     .version = 1,
@@ -387,6 +435,7 @@ const tabq_lease_v1 tabq_my_lease = {
     .release = lease_release,
     .lease_one = lease_one,
     .claim_one = lease_claim_one,
+    .stamp_ids = lease_stamp_ids,
 };
 
 /* ---- Advisory ----------------------------------------------------------------------------- */

@@ -4,6 +4,7 @@
  * ?synchronous=off|normal|full|extra&busy_timeout=MS (FULL and 5000 ms unless set). Every
  * connection runs in WAL mode. Writers of one process take the file's writer lock
  * (writer_lock.c) before SQLite's, so they queue instead of spinning in the busy handler. */
+#include <inttypes.h>
 #include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -31,6 +32,14 @@ struct tabq_conn {
   tabq_prepared *stmts; /* still prepared; close finalizes them */
 };
 
+/* What a parameter's value is formatted into, kept from one execution to the next: a time as
+ * text, a list of ids as JSON array text (grown to the longest list bound, freed at finalize). */
+typedef struct param_buf {
+  char time[TIME_BUF];
+  char *list;
+  size_t list_cap;
+} param_buf;
+
 struct tabq_prepared {
   tabq_conn *conn;
   sqlite3_stmt *stmt;
@@ -44,7 +53,7 @@ struct tabq_prepared {
   bool holds_writer; /* this execution holds a writer reference */
   uint64_t changes;
   char name[32];
-  char times[][TIME_BUF];
+  param_buf params[];
 };
 
 static const tabq_host *host(void) {
@@ -408,12 +417,13 @@ static int sqlite_prepare(tabq_conn *c, const char *sql, unsigned nparams, const
     sqlite3_finalize(st);
     return code;
   }
-  tabq_prepared *p = host()->alloc(sizeof *p + (size_t)nparams * TIME_BUF);
+  size_t size = sizeof(tabq_prepared) + (size_t)nparams * sizeof(param_buf);
+  tabq_prepared *p = host()->alloc(size);
   if (!p) {
     sqlite3_finalize(st);
     return host()->fail(TABQ_NOMEM, NULL, 0, "no memory for the %s statement", name);
   }
-  memset(p, 0, sizeof *p);
+  memset(p, 0, size);
   p->conn = c;
   p->stmt = st;
   p->nparams = nparams;
@@ -448,7 +458,34 @@ static void end_execution(tabq_prepared *p) {
   }
 }
 
-/* Binds with SQLITE_STATIC: the core keeps parameter buffers alive until reset. */
+/* A list of ids as a JSON array ("[3,5,2]"), which the statements read with json_each; *n is
+ * its length. 21 characters hold any integer with its separator. */
+static int format_list(tabq_prepared *p, unsigned i, const tabq_value *v, size_t *n) {
+  param_buf *pb = &p->params[i];
+  size_t need = 3 + v->u.list.count * 21;
+  if (v->u.list.count && !v->u.list.items)
+    return host()->fail(TABQ_INVALID, NULL, 0, "%s statement: parameter %u is a list without items",
+                        p->name, i + 1);
+  if (need > pb->list_cap) {
+    char *grown = host()->realloc(pb->list, need);
+    if (!grown)
+      return host()->fail(TABQ_NOMEM, NULL, 0, "%s statement: no memory for parameter %u", p->name,
+                          i + 1);
+    pb->list = grown;
+    pb->list_cap = need;
+  }
+  size_t at = 0;
+  pb->list[at++] = '[';
+  for (size_t k = 0; k < v->u.list.count; k++)
+    at += (size_t)snprintf(pb->list + at, pb->list_cap - at, "%s%" PRId64, k ? "," : "",
+                           v->u.list.items[k]);
+  pb->list[at++] = ']';
+  *n = at;
+  return TABQ_OK;
+}
+
+/* Binds with SQLITE_STATIC: the core keeps parameter buffers alive until reset, and the
+ * statement's own (times, lists) live until the next execution. */
 static int bind_one(tabq_prepared *p, unsigned i, const tabq_value *v) {
   sqlite3_stmt *st = p->stmt;
   int at = (int)i + 1;
@@ -478,18 +515,20 @@ static int bind_one(tabq_prepared *p, unsigned i, const tabq_value *v) {
                            : sqlite3_bind_blob64(st, at, v->u.buf.ptr, v->u.buf.len, SQLITE_STATIC);
     break;
   case TABQ_T_TIME:
-    if (!tabq_sqlite_time_format(v->u.time_us, p->times[i]))
+    if (!tabq_sqlite_time_format(v->u.time_us, p->params[i].time))
       return host()->fail(TABQ_INVALID, NULL, 0,
                           "%s statement: parameter %d, time %lld us, falls outside the years "
                           "0000 to 9999",
                           p->name, at, (long long)v->u.time_us);
-    rc = sqlite3_bind_text(st, at, p->times[i], TABQ_SQLITE_TIME_LEN, SQLITE_STATIC);
+    rc = sqlite3_bind_text(st, at, p->params[i].time, TABQ_SQLITE_TIME_LEN, SQLITE_STATIC);
     break;
-  case TABQ_T_INT_LIST:
-    return host()->fail(TABQ_INVALID, NULL, 0,
-                        "%s statement: parameter %d is a list, which the sqlite driver cannot "
-                        "bind",
-                        p->name, at);
+  case TABQ_T_INT_LIST: {
+    size_t n = 0;
+    if ((rc = format_list(p, i, v, &n)) != TABQ_OK)
+      return rc;
+    rc = sqlite3_bind_text64(st, at, p->params[i].list, n, SQLITE_STATIC, SQLITE_UTF8);
+    break;
+  }
   default:
     return host()->fail(TABQ_INVALID, NULL, 0, "%s statement: parameter %d has unknown type %d",
                         p->name, at, (int)v->type);
@@ -613,6 +652,8 @@ static void sqlite_finalize(tabq_prepared *p) {
     c->stmts = p->next;
   if (p->next)
     p->next->prev = p->prev;
+  for (unsigned i = 0; i < p->nparams; i++)
+    host()->free(p->params[i].list);
   host()->free(p);
 }
 

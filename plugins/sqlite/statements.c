@@ -156,7 +156,7 @@ const tabq_dialect_v1 tabq_sqlite_dialect = {
     .dead_letter_group = dead_letter_group,
     .dead_letter_table = dead_letter_table,
     .begin = begin,
-    .fetch = NULL,      /* no list binding: a custom claim needs a custom fetch */
+    .fetch = NULL,      /* no fetch by a list yet: a custom claim needs a custom fetch */
     .fifo_guard = NULL, /* one writer at a time already keeps FIFO claims apart */
     .placeholder = placeholder,
     .count_attempt = count_attempt_row,
@@ -167,7 +167,8 @@ const tabq_dialect_v1 tabq_sqlite_dialect = {
 /* ---- Lease -------------------------------------------------------------------------------- */
 
 /* Selects the rows to lease, in claim order, with the attempt as the stamp will store it; the
- * stamp (below) then leases each row and counts its attempt in the same transaction. One
+ * stamp (below: stamp_ids for all the rows at once) then leases each row and counts its attempt
+ * in the same transaction. One
  * UPDATE .. RETURNING would do both, but SQLite returns its rows in no promised order, and a
  * batch handler gets its rows in claim order. The transaction opens with the write lock (BEGIN
  * IMMEDIATE, unless the table asks for another mode), so no claim runs between the choice of
@@ -226,6 +227,12 @@ TABQ_SQLB_MEMBER(style, lease_extend)
 TABQ_SQLB_MEMBER(style, lease_release)
 TABQ_SQLB_MEMBER(style, lease_one)
 
+/* A claim's stamps in one statement: the ids arrive as a JSON array (the driver binds a list
+ * so), read with json_each, each finding its row by the primary key. */
+static int lease_stamp_ids(const tabq_build *b, tabq_stmt *out) {
+  return tabq_sqlb_stamp_ids(&style, b, out, " IN (SELECT value FROM json_each(", "))");
+}
+
 const tabq_lease_v1 tabq_sqlite_lease = {
     .size = sizeof(tabq_lease_v1),
     .version = 1,
@@ -237,4 +244,5 @@ const tabq_lease_v1 tabq_sqlite_lease = {
     .release = lease_release,
     .lease_one = lease_one,
     .claim_one = lease_claim_one,
+    .stamp_ids = lease_stamp_ids,
 };

@@ -122,7 +122,41 @@ static void expect_claimed(long long claimed, long long left) {
                            "UPDATE SKIP LOCKED) free_rows"),
                     left - claimed);
   }
+  /* The other queue's row is no claim's: not counted, not leased, not locked. */
   CU_ASSERT_EQUAL(db_int("SELECT attempt FROM {jobs} WHERE queue = 'other'"), 1);
+  if (kit.form == TABQ_FORM_LEASE)
+    CU_ASSERT_EQUAL(
+        db_int("SELECT count(*) FROM {jobs} WHERE queue = 'other' AND locked_until IS NULL"), 1);
+  if (kit.form == TABQ_FORM_ROWLOCK)
+    CU_ASSERT_EQUAL(db_int("SELECT count(*) FROM (SELECT id FROM {jobs} WHERE queue = 'other' FOR "
+                           "UPDATE SKIP LOCKED) free_rows"),
+                    1);
+}
+
+/* The rows of a batch (its ids, n of them) are the ones claimed: the lease and advisory forms
+ * show them counted (and leased), the row lock form holds each locked. With expect_claimed's
+ * counts this fails a claim that stamps one row for another (stamp_ids, ABI 1.4, stamps a
+ * batch's rows in one statement by their ids). */
+static void expect_batch_stamped(const int64_t *ids, unsigned n) {
+  char list[MAX_ROWS * 24] = "", sql[sizeof list + 256];
+  for (unsigned i = 0; i < n && i < MAX_ROWS; i++) {
+    size_t at = strlen(list);
+    snprintf(list + at, sizeof list - at, "%s%lld", i ? ", " : "", (long long)ids[i]);
+  }
+  if (kit.form == TABQ_FORM_ROWLOCK)
+    snprintf(sql, sizeof sql,
+             "SELECT count(*) FROM (SELECT id FROM {jobs} WHERE id IN (%s) FOR UPDATE SKIP "
+             "LOCKED) free_rows",
+             list);
+  else
+    snprintf(sql, sizeof sql, "SELECT count(*) FROM {jobs} WHERE id IN (%s) AND attempt = 2%s",
+             list, kit.form == TABQ_FORM_LEASE ? " AND locked_until IS NOT NULL" : "");
+  long long want = kit.form == TABQ_FORM_ROWLOCK ? 0 : (long long)n;
+  long long got = db_int(sql);
+  if (got != want)
+    fprintf(stderr, "\nthe batch's rows (%s): %lld of %u %s\n", list, got, n,
+            kit.form == TABQ_FORM_ROWLOCK ? "free to lock" : "stamped");
+  CU_ASSERT_EQUAL(got, want);
 }
 
 /* One worker: each claim takes the next row in claim order, and that row alone. */
@@ -181,6 +215,7 @@ static void claims_of_many_rows(void) {
     for (unsigned i = 0; i < sizes[k] && i < ts.rows[k]; i++)
       CU_ASSERT_EQUAL(ts.attempts[k][i], 1);
     expect_claimed(sizes[k], left);
+    expect_batch_stamped(ts.ids[k], ts.rows[k]);
     from += sizes[k];
     left -= sizes[k];
     let_through(false);

@@ -580,6 +580,26 @@ int tabq_sqlb_lease_stamp(const tabq_sql_style *s, const tabq_build *b, tabq_stm
   return tabq_sqlb_finish(s, b, out, "stamp");
 }
 
+int tabq_sqlb_stamp_ids(const tabq_sql_style *s, const tabq_build *b, tabq_stmt *out,
+                        const char *list_open, const char *list_close) {
+  const tabq_table *t = b->table;
+  if (b->form == TABQ_FORM_LEASE && !tabq_sqlb_leased(b))
+    return tabq_sqlb_no_lease(s, b, "stamp_ids");
+  if (b->form != TABQ_FORM_LEASE && !t->attempt.name)
+    return TABQ_OK; /* nothing to count: no statement */
+  tabq_sqlb_update(s, out, t);
+  if (b->form == TABQ_FORM_LEASE)
+    tabq_sqlb_set_lease(s, out, t);
+  else
+    tabq_sqlb_count_attempt(s, out, t);
+  tabq_sql_raw(out, " WHERE ");
+  tabq_sqlb_col(s, out, &t->id);
+  tabq_sql_raw(out, list_open);
+  tabq_sqlb_param(s, out, TABQ_P_IDS);
+  tabq_sql_raw(out, list_close);
+  return tabq_sqlb_finish(s, b, out, "stamp_ids");
+}
+
 int tabq_sqlb_placeholder(const tabq_sql_style *s, tabq_stmt *out, tabq_param id) {
   tabq_sqlb_param(s, out, id);
   return out->status;

@@ -8,7 +8,7 @@
  *   3. one claim form: Lease (claim, extend, release), RowLock (claim) or Advisory (candidates,
  *      lock, unlock, take); set the others' pointers in the descriptor to NULL;
  *   4. optional members (fetch, fifo_guard, channel/notify, placeholder, count_attempt,
- *      column_default, ack_ids, insert_rows, and claim_one in RowLock and Lease).
+ *      column_default, ack_ids, insert_rows, and claim_one and stamp_ids in RowLock and Lease).
  * tabq/dialect.h documents each member; tabq/sql.h and tabq/sql_build.h build most statements.
  * A dialect for a database whose wire protocol another plugin already speaks can leave the
  * Driver out and name that plugin in `driver_from` instead.

@@ -61,11 +61,13 @@ static tabq_table claims_table(tabq_form form, bool priority, bool fifo) {
 
 /* EXPLAIN FORMAT=JSON of `st`, prepared with its own placeholders and bound by parameter id. */
 static void explain_claim(const tabq_stmt *st, char *plan, size_t cap) {
+  static const int64_t ids[] = {7, 3, 19999};
   tabq_value v[TABQ_STMT_MAX_PARAMS];
   for (unsigned i = 0; i < st->nparams; i++) {
     tabq_param id = (tabq_param)st->params[i];
     v[i] = id == TABQ_P_GROUP   ? text("q1")
            : id == TABQ_P_LIMIT ? (tabq_value){.type = TABQ_T_INT, .u.i = 10}
+           : id == TABQ_P_IDS   ? (tabq_value){.type = TABQ_T_INT_LIST, .u.list = {ids, 3}}
                                 : (tabq_value){.type = TABQ_T_TIME, .u.time_us = t0};
   }
   char sql[4096];
@@ -139,6 +141,61 @@ void test_claims_use_the_index(void) {
         tabq_sql_free(&st);
       }
     }
+  }
+  exec_ok(g_c1, "DROP TABLE claims");
+}
+
+/* True when the JSON plan reads table `name` by its primary key, one row a key: "table_name":
+ * "<name>" followed, in the same table object, by "access_type": "eq_ref" and "key":
+ * "PRIMARY". */
+static bool by_primary_key(const char *plan, const char *name) {
+  char want[64];
+  snprintf(want, sizeof want, "\"table_name\": \"%s\"", name);
+  const char *at = strstr(plan, want);
+  if (!at)
+    return false;
+  const char *next = strstr(at + 1, "\"table_name\"");
+  const char *access = strstr(at, "\"access_type\": \"eq_ref\"");
+  const char *key = strstr(at, "\"key\": \"PRIMARY\"");
+  return access && key && (!next || (access < next && key < next));
+}
+
+/* The statements that bind a list of ids (stamp_ids after a claim of many rows, ack_ids for a
+ * batch's acks) find each listed row by the primary key: a read of the whole queue table, which
+ * would wait on every row other claims hold, fails. */
+void test_listed_rows_by_key(void) {
+  NEED_DB();
+  claims_table_create(false);
+  tabq_table rowlock = claims_table(TABQ_FORM_ROWLOCK, false, false);
+  tabq_table lease = claims_table(TABQ_FORM_LEASE, false, false);
+  tabq_table marked = lease;
+  marked.processed_at.name = "processed_at";
+  exec_ok(g_c1, "ALTER TABLE claims ADD COLUMN processed_at DATETIME(6) NULL");
+  struct {
+    const char *name;
+    tabq_build_fn fn;
+    const tabq_table *t;
+  } stmts[] = {{"row lock stamp_ids", tabq_my_rowlock.stamp_ids, &rowlock},
+               {"lease stamp_ids", tabq_my_lease.stamp_ids, &lease},
+               {"row lock ack_ids (delete)", tabq_my_dialect.ack_ids, &rowlock},
+               {"lease ack_ids (processed_at)", tabq_my_dialect.ack_ids, &marked}};
+  for (size_t i = 0; i < sizeof stmts / sizeof stmts[0]; i++) {
+    tabq_build b = {.table = stmts[i].t,
+                    .form = tabq_table_form(stmts[i].t),
+                    .server_version = 100600,
+                    .database = g_db};
+    tabq_stmt st;
+    tabq_sql_init(&st, &test_host);
+    CU_ASSERT_EQUAL_FATAL(stmts[i].fn(&b, &st), TABQ_OK);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(st.sql);
+    char plan[16384];
+    explain_claim(&st, plan, sizeof plan);
+    bool whole = scans_whole(plan, "t"), keyed = by_primary_key(plan, "t"); /* t: the alias */
+    if (whole || !keyed)
+      fprintf(stderr, "\n%s:\n%s\n%s\n", stmts[i].name, st.sql, plan);
+    CU_ASSERT_FALSE(whole);
+    CU_ASSERT_TRUE(keyed);
+    tabq_sql_free(&st);
   }
   exec_ok(g_c1, "DROP TABLE claims");
 }

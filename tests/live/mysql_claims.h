@@ -19,5 +19,7 @@ extern const char read_committed[];
 void test_claims_use_the_index(void);
 /* Claims of many rows return them in claim order, claim_one the first of them. */
 void test_claims_in_claim_order(void);
+/* stamp_ids and ack_ids read each listed row by the primary key. */
+void test_listed_rows_by_key(void);
 
 #endif

@@ -662,6 +662,26 @@ static void test_deadlock(void) {
   CU_ASSERT(drv->alive(g_c1) && drv->alive(g_c2));
 }
 
+/* A statement whose error comes amid its rows (as a deadlock InnoDB finds while a claim's rows
+ * are sent does) fails at once, and its connection is given up (not alive: the pool replaces
+ * it), since the library's statement state cannot be trusted after it: its next execute was seen
+ * waiting for ever. A connection of its own, so the suite's stay usable. */
+static void test_error_amid_rows(void) {
+  NEED_DB();
+  tabq_conn *c = connect_url(g_db_url);
+  exec_ok(c, "CREATE TABLE amid (id INT PRIMARY KEY)");
+  exec_ok(c, "INSERT INTO amid VALUES (1), (2), (3), (4), (5), (6), (7), (8)");
+  /* Row `?` makes its subquery return two rows: an error the server sends after the rows before
+   * it. */
+  tabq_prepared *p = prep(c, "SELECT id, IF(id = ?, (SELECT 1 UNION SELECT 2), id) FROM amid", 1);
+  tabq_value bad = tabq_int(5);
+  CU_ASSERT_EQUAL(drv->execute(p, &bad, 1), TABQ_BACKEND);
+  CU_ASSERT_FALSE(drv->alive(c));
+  drv->finalize(p);
+  drv->close(c);
+  exec_ok(g_c1, "DROP TABLE amid");
+}
+
 static void test_get_lock(void) {
   NEED_DB();
   const char *lock = "SELECT GET_LOCK(?, 0)";
@@ -772,9 +792,11 @@ static CU_TestInfo tests[] = {
     {"schema errors", test_schema_errors},
     {"claims read the queue through the claim-order index", test_claims_use_the_index},
     {"claims return their rows in claim order", test_claims_in_claim_order},
+    {"statements on a list of ids read each row by its key", test_listed_rows_by_key},
     {"FOR UPDATE SKIP LOCKED at READ COMMITTED", test_skip_locked},
     {"lock wait timeout", test_lock_wait},
     {"deadlock", test_deadlock},
+    {"an error amid the rows", test_error_amid_rows},
     {"GET_LOCK", test_get_lock},
     {"binlog_format = STATEMENT", test_binlog_statement},
     {"killed connection", test_killed},

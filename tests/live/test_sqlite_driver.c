@@ -216,9 +216,28 @@ static void test_connection(void) {
   drv->finalize(p);
 
   CU_ASSERT_EQUAL_FATAL(drv->prepare(g_conn, "SELECT ?1", 1, "query", &p), TABQ_OK);
-  const int64_t ids[] = {1, 2};
+  /* A list binds as a JSON array (what stamp_ids reads with json_each), its buffer kept from one
+   * execution to the next, grown for a longer list. */
+  const int64_t ids[] = {1, -2, INT64_MAX};
   tabq_value list = {.type = TABQ_T_INT_LIST, .u.list = {ids, 2}};
-  CU_ASSERT_EQUAL(drv->execute(p, &list, 1), TABQ_INVALID);
+  CU_ASSERT_EQUAL(drv->execute(p, &list, 1), TABQ_OK);
+  CU_ASSERT_EQUAL(drv->next(p, &row), TABQ_OK);
+  CU_ASSERT_EQUAL(drv->cell(p, 0, &v), TABQ_OK);
+  CU_ASSERT(v.type == TABQ_T_TEXT && v.u.buf.len == 6 && memcmp(v.u.buf.ptr, "[1,-2]", 6) == 0);
+  drv->reset(p);
+  list.u.list.count = 3;
+  CU_ASSERT_EQUAL(drv->execute(p, &list, 1), TABQ_OK);
+  CU_ASSERT_EQUAL(drv->next(p, &row), TABQ_OK);
+  CU_ASSERT_EQUAL(drv->cell(p, 0, &v), TABQ_OK);
+  CU_ASSERT(v.type == TABQ_T_TEXT && v.u.buf.len == 26 &&
+            memcmp(v.u.buf.ptr, "[1,-2,9223372036854775807]", 26) == 0);
+  drv->reset(p);
+  list.u.list.count = 0;
+  CU_ASSERT_EQUAL(drv->execute(p, &list, 1), TABQ_OK);
+  CU_ASSERT_EQUAL(drv->next(p, &row), TABQ_OK);
+  CU_ASSERT_EQUAL(drv->cell(p, 0, &v), TABQ_OK);
+  CU_ASSERT(v.type == TABQ_T_TEXT && v.u.buf.len == 2 && memcmp(v.u.buf.ptr, "[]", 2) == 0);
+  drv->reset(p);
   tabq_value when = tabq_time(t0);
   CU_ASSERT_EQUAL(drv->execute(p, &when, 1), TABQ_OK);
   CU_ASSERT_EQUAL(drv->next(p, &row), TABQ_OK);
@@ -243,6 +262,7 @@ static void test_prepare_all(void) {
       {dia->discard, "discard"},         {dia->retry, "retry"},
       {dia->retry_after, "retry_after"}, {lease->claim, "claim"},
       {lease->extend, "extend"},         {lease->release, "release"},
+      {lease->stamp, "stamp"},           {lease->stamp_ids, "stamp_ids"},
   };
   for (size_t t = 0; t < 3; t++) {
     tabq_build b = lease_of(tables[t]);
@@ -306,9 +326,10 @@ static void test_prepare_schema_errors(void) {
 
 /* The lease claim selects its rows in claim order and the stamp then leases each, both in one
  * BEGIN IMMEDIATE transaction: CLAIM begins and runs the select, claimed() reads the next row
- * (the test checks its cells), end_claim() reads the rest, stamps every row and commits. */
+ * (the test checks its cells), end_claim() reads the rest, stamps every row (more than one at
+ * once, with stamp_ids, as the core does) and commits. */
 typedef struct claiming {
-  prepared claim, stamp;
+  prepared claim, stamp, stamp_ids;
   tabq_value until;
   int64_t ids[MT_ROWS];
   int n;
@@ -317,12 +338,15 @@ typedef struct claiming {
 static int claiming_open(tabq_conn *c, const tabq_build *b, claiming *cl) {
   memset(cl, 0, sizeof *cl);
   int rc = prepare_built(c, lease->claim, b, "claim", &cl->claim);
-  return rc ? rc : prepare_built(c, lease->stamp, b, "stamp", &cl->stamp);
+  if (rc == TABQ_OK)
+    rc = prepare_built(c, lease->stamp, b, "stamp", &cl->stamp);
+  return rc ? rc : prepare_built(c, lease->stamp_ids, b, "stamp_ids", &cl->stamp_ids);
 }
 
 static void claiming_free(claiming *cl) {
   prepared_free(&cl->claim);
   prepared_free(&cl->stamp);
+  prepared_free(&cl->stamp_ids);
 }
 
 static int claim_run(tabq_conn *c, claiming *cl, const arg *args, size_t nargs) {
@@ -361,7 +385,7 @@ static bool claimed(claiming *cl) {
 }
 
 /* Reads the rows left, stamps every row claimed, commits; returns how many rows were left, or
- * -1 when a stamp did not change its one row. */
+ * -1 when the stamps did not change exactly the rows claimed. */
 static int claim_end(tabq_conn *c, claiming *cl, int *left) {
   int rc;
   bool row = true;
@@ -370,7 +394,15 @@ static int claim_end(tabq_conn *c, claiming *cl, int *left) {
     ;
   drv->reset(cl->claim.p);
   *left = cl->n - before;
-  for (int i = 0; rc == TABQ_OK && i < cl->n; i++) {
+  if (rc == TABQ_OK && cl->n > 1) {
+    tabq_value ids = {.type = TABQ_T_INT_LIST, .u.list = {cl->ids, (size_t)cl->n}};
+    const arg args[] = {{TABQ_P_IDS, ids}, {TABQ_P_LEASE_UNTIL, cl->until}};
+    if ((rc = run(&cl->stamp_ids, args, 2)) == TABQ_OK &&
+        drv->affected(cl->stamp_ids.p) != (uint64_t)cl->n)
+      *left = -1;
+    drv->reset(cl->stamp_ids.p);
+  }
+  for (int i = 0; rc == TABQ_OK && cl->n == 1 && i < cl->n; i++) {
     const arg args[] = {{TABQ_P_ID, tabq_int(cl->ids[i])}, {TABQ_P_LEASE_UNTIL, cl->until}};
     if ((rc = run(&cl->stamp, args, 2)) == TABQ_OK && drv->affected(cl->stamp.p) != 1)
       *left = -1;
@@ -763,8 +795,10 @@ static void explain_claim(const tabq_stmt *st, char *plan, size_t cap) {
   snprintf(sql, sizeof sql, "EXPLAIN QUERY PLAN %s", st->sql);
   prepared pr = {.st = *st};
   CU_ASSERT_EQUAL_FATAL(drv->prepare(g_conn, sql, st->nparams, "explain", &pr.p), TABQ_OK);
+  static const int64_t ids[] = {7, 3, 19999};
+  tabq_value list = {.type = TABQ_T_INT_LIST, .u.list = {ids, 3}};
   RUN(&pr, {TABQ_P_GROUP, text("q1")}, {TABQ_P_LIMIT, tabq_int(10)}, {TABQ_P_NOW, tabq_time(t0)},
-      {TABQ_P_LEASE_UNTIL, tabq_time(t0 + 30 * SEC)});
+      {TABQ_P_LEASE_UNTIL, tabq_time(t0 + 30 * SEC)}, {TABQ_P_IDS, list});
   plan[0] = '\0';
   while (next_row(&pr)) {
     tabq_value v;
@@ -813,6 +847,28 @@ static void test_claims_use_the_index(void) {
   CU_ASSERT_EQUAL(drv->exec(g_conn, "DROP TABLE claims"), TABQ_OK);
 }
 
+/* The stamp of many rows finds each listed row by its primary key (a SEARCH on the rowid); a
+ * SCAN of the queue table fails. */
+static void test_stamp_ids_by_key(void) {
+  NEED_DB();
+  claims_table_create(false);
+  tabq_table t = claims_table(false, false);
+  tabq_build b = lease_of(&t);
+  tabq_stmt st;
+  tabq_sql_init(&st, &test_host);
+  CU_ASSERT_EQUAL_FATAL(lease->stamp_ids(&b, &st), TABQ_OK);
+  char plan[4096];
+  explain_claim(&st, plan, sizeof plan);
+  bool scan = strstr(plan, "SCAN claims") != NULL;
+  bool by_key = strstr(plan, "SEARCH claims USING INTEGER PRIMARY KEY (rowid=?)") != NULL;
+  if (scan || !by_key)
+    fprintf(stderr, "\nstamp_ids:\n%s\n%s", st.sql, plan);
+  CU_ASSERT_FALSE(scan);
+  CU_ASSERT_TRUE(by_key);
+  tabq_sql_free(&st);
+  CU_ASSERT_EQUAL(drv->exec(g_conn, "DROP TABLE claims"), TABQ_OK);
+}
+
 /* ---- Registration ------------------------------------------------------------------------ */
 
 static CU_TestInfo live_tests[] = {
@@ -825,6 +881,7 @@ static CU_TestInfo live_tests[] = {
     {"writer lock", test_writer_lock},
     {"concurrent claims", test_concurrent_claims},
     {"claims search the claim-order index", test_claims_use_the_index},
+    {"the stamp of many rows finds each row by its key", test_stamp_ids_by_key},
     CU_TEST_INFO_NULL,
 };
 

@@ -28,10 +28,12 @@ static void test_vtables(void) {
   CU_ASSERT_EQUAL(rowlock->version, 1);
   CU_ASSERT_EQUAL(rowlock->flags, 0);
   CU_ASSERT_PTR_NOT_NULL(rowlock->stamp);
+  CU_ASSERT_PTR_NOT_NULL(rowlock->stamp_ids);
   CU_ASSERT_EQUAL(lease->size, sizeof(tabq_lease_v1));
   CU_ASSERT_EQUAL(lease->version, 1);
   CU_ASSERT_EQUAL(lease->flags, TABQ_CLAIM_SERIAL | TABQ_LEASE_WHOLE_SECONDS);
   CU_ASSERT_PTR_NOT_NULL(lease->stamp);
+  CU_ASSERT_PTR_NOT_NULL(lease->stamp_ids);
   CU_ASSERT_EQUAL(adv->size, sizeof(tabq_advisory_v1));
   CU_ASSERT_EQUAL(adv->version, 1);
   CU_ASSERT_EQUAL(adv->flags, 0);
@@ -308,6 +310,25 @@ static void test_rowlock_stamp(void) {
   expect_none(rowlock->stamp, &b);
 }
 
+/* The ids' list read with JSON_TABLE, joined to the table by its primary key. */
+#define LISTED "UPDATE JSON_TABLE(?, '$[*]' COLUMNS (id BIGINT PATH '$')) AS ids STRAIGHT_JOIN "
+
+/* Every claimed row counted in one statement; no attempt column, no statement, as stamp. */
+static void test_rowlock_stamp_ids(void) {
+  tabq_build b = on(&jobs);
+  expect_built(rowlock->stamp_ids, &b,
+               LISTED "`jobs` AS t FORCE INDEX (PRIMARY) ON t.`id` = ids.id SET t.`attempt` = "
+                      "t.`attempt` + 1",
+               TABQ_P_IDS, 0);
+  b = on(&weird);
+  expect_built(rowlock->stamp_ids, &b,
+               LISTED "`a``pp`.`we``ird` AS t FORCE INDEX (PRIMARY) ON t.`i``d` = ids.id SET "
+                      "t.`att``empt` = t.`att``empt` + 1",
+               TABQ_P_IDS, 0);
+  b = on(&plain);
+  expect_none(rowlock->stamp_ids, &b);
+}
+
 /* ---- Lease ---------------------------------------------------------------------------------- */
 
 static void test_lease_claim(void) {
@@ -412,12 +433,28 @@ static void test_lease_stamp_extend_release(void) {
 
   /* A table without locked_until has no lease to claim, write, move or end. */
   b = on(&jobs);
-  tabq_build_fn fns[] = {lease->claim, lease->stamp, lease->extend, lease->release};
+  tabq_build_fn fns[] = {lease->claim, lease->stamp, lease->stamp_ids, lease->extend,
+                         lease->release};
   for (size_t i = 0; i < sizeof fns / sizeof fns[0]; i++) {
     expect_refused(fns[i], &b, TABQ_DIALECT);
     MSG_HAS("table jobs");
     MSG_HAS("locked_until");
   }
+}
+
+/* Every claimed row's lease written and attempt counted in one statement, IDS bound first. */
+static void test_lease_stamp_ids(void) {
+  tabq_table t = leased_jobs();
+  tabq_build b = on(&t);
+  expect_built(lease->stamp_ids, &b,
+               LISTED "`jobs` AS t FORCE INDEX (PRIMARY) ON t.`id` = ids.id SET t.`locked_until` "
+                      "= ?, t.`attempt` = t.`attempt` + 1",
+               TABQ_P_IDS, TABQ_P_LEASE_UNTIL, 0);
+  /* No attempt column: the lease alone. */
+  b = on(&bare);
+  expect_built(lease->stamp_ids, &b,
+               LISTED "`bare` AS t FORCE INDEX (PRIMARY) ON t.`id` = ids.id SET t.`lu` = ?",
+               TABQ_P_IDS, TABQ_P_LEASE_UNTIL, 0);
 }
 
 /* ---- Advisory ------------------------------------------------------------------------------ */
@@ -598,10 +635,12 @@ static CU_TestInfo form_tests[] = {
     {"row lock claim, fifo", test_rowlock_claim_fifo},
     {"row lock claim of one row", test_rowlock_claim_one},
     {"row lock stamp", test_rowlock_stamp},
+    {"row lock stamp of many rows", test_rowlock_stamp_ids},
     {"lease claim", test_lease_claim},
     {"lease claim, fifo", test_lease_claim_fifo},
     {"lease claim of one row", test_lease_claim_one},
     {"lease stamp, extend and release", test_lease_stamp_extend_release},
+    {"lease stamp of many rows", test_lease_stamp_ids},
     {"advisory statements", test_advisory},
     {"advisory keys", test_advisory_keys},
     {"advisory lock names' database", test_advisory_database},

@@ -45,6 +45,7 @@ static void test_entry(void) {
   CU_ASSERT_EQUAL(lease->version, 1);
   CU_ASSERT_EQUAL(lease->flags, TABQ_CLAIM_SERIAL | TABQ_CLAIM_ONE_STAMPS);
   CU_ASSERT_PTR_NOT_NULL(lease->stamp);
+  CU_ASSERT_PTR_NOT_NULL(lease->stamp_ids);
 }
 
 /* ---- Statement text ------------------------------------------------------------------------ */
@@ -160,6 +161,25 @@ static void test_claim_one(void) {
   fifo.fifo = true;
   b = lease_of(&fifo);
   expect_none(lease->claim_one, &b);
+}
+
+/* Every claimed row's lease and attempt in one statement: the ids' JSON array read with
+ * json_each; a table without locked_until is refused, as by stamp. */
+static void test_stamp_ids(void) {
+  tabq_build b = lease_of(&jobs);
+  expect_built(lease->stamp_ids, &b,
+               "UPDATE \"jobs\" SET \"locked_until\" = ?1, \"attempt\" = \"attempt\" + 1 WHERE "
+               "\"id\" IN (SELECT value FROM json_each(?2))",
+               TABQ_P_LEASE_UNTIL, TABQ_P_IDS, 0);
+  b = lease_of(&bare);
+  expect_built(lease->stamp_ids, &b,
+               "UPDATE \"bare\" SET \"lu\" = ?1 WHERE \"id\" IN (SELECT value FROM "
+               "json_each(?2))",
+               TABQ_P_LEASE_UNTIL, TABQ_P_IDS, 0);
+  tabq_table unleased = jobs;
+  unleased.locked_until.name = NULL;
+  b = lease_of(&unleased);
+  expect_refused(lease->stamp_ids, &b, TABQ_DIALECT);
 }
 
 static void test_extend_release(void) {
@@ -388,6 +408,7 @@ static CU_TestInfo text_tests[] = {
     {"lease claim", test_claim},
     {"lease claim, fifo", test_claim_fifo},
     {"lease claim of one row", test_claim_one},
+    {"lease stamp of many rows", test_stamp_ids},
     {"extend and release", test_extend_release},
     {"settlements", test_settlements},
     {"dead letter into a table", test_dead_letter_table},

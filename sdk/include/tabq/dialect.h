@@ -83,7 +83,7 @@ typedef struct tabq_host {
 /* What a placeholder binds. The core supplies each value by its id. */
 typedef enum tabq_param {
   TABQ_P_ID = 1,        /* the row's id (integer or text, as the id column holds) */
-  TABQ_P_IDS,           /* a list of ids (TABQ_T_INT_LIST), for a fetch by ids */
+  TABQ_P_IDS,           /* a list of ids (TABQ_T_INT_LIST): a fetch, ack_ids, stamp_ids */
   TABQ_P_GROUP,         /* the subscription's queue name, or a published row's group */
   TABQ_P_NOW,           /* "now", read once per claim or settlement (TABQ_T_TIME) */
   TABQ_P_LIMIT,         /* the most rows a claim may return */
@@ -159,7 +159,9 @@ typedef struct tabq_driver_v1 {
    * TABQ_SCHEMA. `name` is a short label for messages ("claim", "ack", ...). */
   int (*prepare)(tabq_conn *c, const char *sql, unsigned nparams, const char *name,
                  tabq_prepared **out);
-  /* Binds `n` values and runs the statement; rows, if any, are read with next/cell. */
+  /* Binds `n` values and runs the statement; rows, if any, are read with next/cell. A list
+   * (TABQ_T_INT_LIST: IDS) binds in the one form the dialect's statements read it in, the
+   * driver's choice: an array on PostgreSQL, a JSON array as text on MySQL and SQLite. */
   int (*execute)(tabq_prepared *p, const tabq_value *params, unsigned n);
   /* Moves to the next row: *row is true when one is there. */
   int (*next)(tabq_prepared *p, bool *row);
@@ -296,6 +298,15 @@ typedef struct tabq_rowlock_v1 {
    * writes no SQL (out->sql NULL, TABQ_OK) declines the table (FIFO groups, say, where claim is one
    * row already); then, as without the member, the core runs claim with LIMIT 1. */
   tabq_build_fn claim_one;
+
+  /* ---- ABI 1.4 ---- */
+  /* Optional, with `stamp`: stamps at once every row whose id is in IDS (a TABQ_T_INT_LIST,
+   * read as ack_ids reads it), as `stamp` stamps one row: "UPDATE T SET attempt = attempt + 1
+   * WHERE id IN :IDS". The core runs it in the claim's transaction, instead of one `stamp` a
+   * row, after a claim of more than one row whose ids are integers, and fails the claim (rolled
+   * back, its rows back in the queue) unless it changed as many rows as the claim took. A builder
+   * that writes no SQL declines the table: the core then stamps row by row. */
+  tabq_build_fn stamp_ids;
 } tabq_rowlock_v1;
 
 /* ---- Lease: an expiry written into the row is the ownership token ------------------------ */
@@ -324,6 +335,14 @@ typedef struct tabq_lease_v1 {
    * `stamp` follows it where it follows claim, unless flags has TABQ_CLAIM_ONE_STAMPS; no SQL
    * declines the table). A claim that only selects binds LEASE_UNTIL only with that flag. */
   tabq_build_fn claim_one;
+
+  /* ---- ABI 1.4 ---- */
+  /* Optional, with `stamp`: `stamp` for every row whose id is in IDS (a TABQ_T_INT_LIST, read
+   * as ack_ids reads it) in one statement: binds IDS and LEASE_UNTIL, writes each row's lease and
+   * counts its attempt. Run as RowLock.stamp_ids is (after a claim of more than one row of
+   * integer ids, in its transaction; the rows changed must be the rows claimed); no SQL
+   * declines the table. */
+  tabq_build_fn stamp_ids;
 } tabq_lease_v1;
 
 /* ---- Advisory: a lock on a key rendered from the row ------------------------------------- */

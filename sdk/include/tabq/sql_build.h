@@ -199,6 +199,13 @@ int tabq_sqlb_lease_one(const tabq_sql_style *s, const tabq_build *b, tabq_stmt 
 /* stamp, after a claim that only selects: "UPDATE T SET locked_until = :LEASE_UNTIL[, attempt =
  * attempt + 1] WHERE id = :ID". */
 int tabq_sqlb_lease_stamp(const tabq_sql_style *s, const tabq_build *b, tabq_stmt *out);
+/* stamp_ids (ABI 1.4), RowLock and Lease: the stamps of a claim's rows at once, for databases
+ * that bind a list of ids (TABQ_P_IDS): "UPDATE T SET attempt = attempt + 1" (row lock; no SQL
+ * without an attempt column) or "UPDATE T SET locked_until = :LEASE_UNTIL[, attempt = attempt +
+ * 1]" (lease), then " WHERE id" list_open IDS list_close (SQLite: " IN (SELECT value FROM
+ * json_each(" and "))"). */
+int tabq_sqlb_stamp_ids(const tabq_sql_style *s, const tabq_build *b, tabq_stmt *out,
+                        const char *list_open, const char *list_close);
 
 #ifdef __cplusplus
 }

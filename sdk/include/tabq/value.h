@@ -20,7 +20,7 @@ typedef enum tabq_type {
   TABQ_T_BYTES,    /* u.buf */
   TABQ_T_TIME,     /* u.time_us: microseconds since 1970-01-01 00:00:00 UTC */
   TABQ_T_JSON,     /* u.buf: JSON text */
-  TABQ_T_INT_LIST, /* u.list: a list of integers (fetch by ids) */
+  TABQ_T_INT_LIST, /* u.list: a list of integers (ids: a fetch, ack_ids, stamp_ids) */
 } tabq_type;
 
 typedef struct tabq_value {
