@@ -115,6 +115,25 @@ int tabq_delivery_column(const tabq_delivery *d, const char *name, tabq_value *o
   return TABQ_INVALID;
 }
 
+bool tabq_delivery_held(tabq_delivery *d) {
+  tabq_subscription *s = d->sub;
+  pthread_mutex_lock(&d->mu);
+  bool held = d->in_work;
+  if (held && s->form == TABQ_FORM_LEASE)
+    held = !d->lease_lost;
+  else if (held)
+    held = d->conn && !d->conn->suspect && s->b->drv->alive(d->conn->conn);
+  pthread_mutex_unlock(&d->mu);
+  return held;
+}
+
+int64_t tabq_delivery_lease_token(tabq_delivery *d) {
+  pthread_mutex_lock(&d->mu);
+  int64_t token = d->in_work && d->sub->form == TABQ_FORM_LEASE ? d->token : 0;
+  pthread_mutex_unlock(&d->mu);
+  return token;
+}
+
 int tabq_delivery_settle(tabq_delivery *d, tabq_outcome outcome, tabq_error *err) {
   tabq_err_clear(err);
   tabq_subscription *s = d->sub;

@@ -70,6 +70,64 @@ static tabq_outcome hold_until_told(tabq_delivery *d, void *user) {
   return tabq_ack();
 }
 
+/* A handler that waits until its delivery says the hold is gone (a lease taken away, seen at
+ * the next extension), and reports whether it came to that. */
+static struct {
+  pthread_mutex_t mu;
+  pthread_cond_t cv;
+  long long id;
+  bool told_gone;
+  int calls;
+} lost = {.mu = PTHREAD_MUTEX_INITIALIZER, .cv = PTHREAD_COND_INITIALIZER};
+
+static tabq_outcome wait_for_the_loss(tabq_delivery *d, void *user) {
+  (void)user;
+  pthread_mutex_lock(&lost.mu);
+  bool first = lost.calls++ == 0;
+  lost.id = tabq_delivery_id(d);
+  pthread_cond_broadcast(&lost.cv);
+  pthread_mutex_unlock(&lost.mu);
+  if (!first)
+    return tabq_ack(); /* the row claimed again after its loss */
+  bool gone = false;
+  for (int waited = 0; waited < 5000 && !gone; waited += 20) {
+    gone = !tabq_delivery_held(d);
+    if (!gone)
+      sleep_ms(20);
+  }
+  pthread_mutex_lock(&lost.mu);
+  lost.told_gone = gone;
+  pthread_mutex_unlock(&lost.mu);
+  return tabq_ack(); /* fails LEASE_LOST: the row is someone else's */
+}
+
+/* A lease taken away (as another claim after a lapse takes it): the next extension finds the
+ * token gone and the delivery says its hold ended, while the handler still runs. */
+static void a_lost_lease_is_known_in_the_handler(void) {
+  fresh_db();
+  tabq_broker *b = connect_broker(50);
+  db_fill("q", 1);
+  lost.id = 0;
+  lost.calls = 0;
+  lost.told_gone = false;
+  tabq_subscription_options o = sub_options("q", wait_for_the_loss, NULL);
+  o.lease_s = 1; /* an extension every half second */
+  tabq_subscription *s;
+  CU_ASSERT_EQUAL_FATAL(tabq_subscribe(b, jobs_table(), &o, &s, &err), TABQ_OK);
+  pthread_mutex_lock(&lost.mu);
+  while (!lost.id)
+    pthread_cond_wait(&lost.cv, &lost.mu);
+  pthread_mutex_unlock(&lost.mu);
+  db_exec("UPDATE {jobs} SET locked_until = NULL");
+  CU_ASSERT(wait_count("SELECT count(*) FROM {jobs}", 0, 15000)); /* claimed again, acked */
+  tabq_shutdown(b);
+  CU_ASSERT_TRUE(lost.told_gone);
+  tabq_stats st;
+  stats_of(s, &st);
+  CU_ASSERT(st.lease_lost >= 1);
+  close_broker(b);
+}
+
 static void let_go(holder *h) {
   pthread_mutex_lock(&h->mu);
   h->release = true;
@@ -373,6 +431,8 @@ static void coalesced_acks_refusals(void) {
 }
 
 const kit_test lease_tests[] = {
+    {"a lease taken away: the handler learns it at the next extension",
+     a_lost_lease_is_known_in_the_handler, TABQ_FORM_LEASE, NULL, "a delivery knows its hold"},
     {"coalesced acks: workers(4) handle each of 10,000 rows exactly once, acks shared",
      coalesced_acks_each_row_once, TABQ_FORM_LEASE, NULL, "coalesced acks"},
     {"coalesced acks: a row whose lease was taken fails alone", coalesced_acks_lose_one,

@@ -2,8 +2,11 @@
  * drop, release of an unsettled delivery, dead letters into a group and into a table, claim
  * order, headers, batches, the refusals at open (R-DESC-1, R-DESC-2), and wake-ups. */
 #include <CUnit/CUnit.h>
+#include <pthread.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "kit.h"
 
@@ -398,7 +401,88 @@ static void wake_on_publish(void) {
   end();
 }
 
+/* What the handler saw of its own hold: before and after it settled, and its lease token. The
+ * handler waits while the test thread reads the row (the kit's connection is that thread's). */
+static struct {
+  pthread_mutex_t mu;
+  pthread_cond_t cv;
+  bool in, go;
+  bool held_before, held_after;
+  long long token;
+  int settled;
+} hold = {.mu = PTHREAD_MUTEX_INITIALIZER, .cv = PTHREAD_COND_INITIALIZER};
+
+static tabq_outcome look_at_the_hold(tabq_delivery *d, void *user) {
+  (void)user;
+  pthread_mutex_lock(&hold.mu);
+  hold.held_before = tabq_delivery_held(d);
+  hold.token = tabq_delivery_lease_token(d);
+  hold.in = true;
+  pthread_cond_broadcast(&hold.cv);
+  while (!hold.go)
+    pthread_cond_wait(&hold.cv, &hold.mu);
+  pthread_mutex_unlock(&hold.mu);
+  tabq_error e;
+  int rc = tabq_delivery_settle(d, tabq_ack(), &e);
+  pthread_mutex_lock(&hold.mu);
+  hold.settled = rc;
+  hold.held_after = tabq_delivery_held(d);
+  pthread_mutex_unlock(&hold.mu);
+  return tabq_no_outcome();
+}
+
+/* A time as the kit reads it: microseconds since 1970, or, from a database that keeps times as
+ * text (SQLite), "YYYY-MM-DD HH:MM:SS[.ffffff]" in UTC. */
+static long long micros_of(const char *text) {
+  struct tm tm = {0};
+  int micros = 0;
+  if (!strchr(text, '-'))
+    return atoll(text);
+  if (sscanf(text, "%d-%d-%d %d:%d:%d.%d", &tm.tm_year, &tm.tm_mon, &tm.tm_mday, &tm.tm_hour,
+             &tm.tm_min, &tm.tm_sec, &micros) < 6)
+    return -1;
+  tm.tm_year -= 1900;
+  tm.tm_mon -= 1;
+  return (long long)timegm(&tm) * 1000000 + micros;
+}
+
+/* A delivery in work says its hold stands, and not once it settled; in the lease form its
+ * token is the expiry the row holds, elsewhere 0. */
+static void a_delivery_knows_its_hold(void) {
+  fresh_db();
+  tabq_broker *b = connect_broker(50);
+  hold.in = hold.go = false;
+  hold.settled = -1;
+  publish_n(b, "q", 1);
+  tabq_subscription_options o = sub_options("q", look_at_the_hold, NULL);
+  CU_ASSERT_EQUAL_FATAL(tabq_subscribe(b, jobs_table(), &o, NULL, &err), TABQ_OK);
+  pthread_mutex_lock(&hold.mu);
+  while (!hold.in)
+    pthread_cond_wait(&hold.cv, &hold.mu);
+  pthread_mutex_unlock(&hold.mu);
+  char text[40];
+  db_text("SELECT locked_until FROM {jobs}", text, sizeof text);
+  pthread_mutex_lock(&hold.mu);
+  hold.go = true;
+  pthread_cond_broadcast(&hold.cv);
+  pthread_mutex_unlock(&hold.mu);
+  CU_ASSERT(wait_count("SELECT count(*) FROM {jobs}", 0, 10000));
+  tabq_shutdown(b);
+  CU_ASSERT_EQUAL(hold.settled, TABQ_OK);
+  CU_ASSERT_TRUE(hold.held_before);
+  CU_ASSERT_FALSE(hold.held_after);
+  if (kit.form == TABQ_FORM_LEASE) {
+    CU_ASSERT(hold.token > 0);
+    CU_ASSERT_EQUAL(hold.token, micros_of(text));
+  } else {
+    CU_ASSERT_EQUAL(hold.token, 0);
+  }
+  close_broker(b);
+}
+
 const kit_test outcome_tests[] = {
+    {"a delivery knows its hold: held in work, not once settled; the lease token is the row's",
+     a_delivery_knows_its_hold, ALL_FORMS, NULL, "a delivery knows its hold"},
     {"ack deletes the row", ack_deletes, ALL_FORMS, NULL, NULL},
     {"ack sets processed_at", ack_marks_processed_at, ALL_FORMS, NULL, "processed_at marking"},
     {"retry returns the row with one more attempt", retry_counts_attempt, ALL_FORMS, NULL, NULL},

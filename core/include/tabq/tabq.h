@@ -243,6 +243,15 @@ TABQ_API int tabq_delivery_column(const tabq_delivery *d, const char *name, tabq
  * returns tabq_no_outcome(), or anything: it is ignored. Not for the rows of a row lock batch,
  * which settle together (TABQ_INVALID). */
 TABQ_API int tabq_delivery_settle(tabq_delivery *d, tabq_outcome outcome, tabq_error *err);
+/* Whether the delivery's hold on its row still stands, as far as tabq knows now, without a
+ * round trip: false once an extension found the lease gone (lease), or once the connection that
+ * holds the row's lock or transaction is known broken (row lock, advisory), and after the
+ * delivery settled. True is no promise the server has not ended the session since: a row lock
+ * or advisory handler learns that for sure only at settlement (docs/outcomes.md). */
+TABQ_API bool tabq_delivery_held(tabq_delivery *d);
+/* Lease form: the lease token, the expiry the row holds now in microseconds since 1970 UTC
+ * (extensions move it); 0 in the other forms or once settled. */
+TABQ_API int64_t tabq_delivery_lease_token(tabq_delivery *d);
 
 /* ---- Publishing ---------------------------------------------------------------------------- */
 
