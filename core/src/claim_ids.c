@@ -335,10 +335,10 @@ int tabq_custom_claim(tabq_subscription *s, tabq_delivery **slots, unsigned limi
     atomic_fetch_add(&s->stats.claimed, *got);
     return TABQ_OK;
   }
-  if (!rc && (rc = tabq_pconn_check(c, b->drv->commit(c->conn))))
-    tabq_err_from_plugin(err, rc, s->t->name, "commit");
+  if (!rc)
+    rc = tabq_sub_commit(s, c, err);
   if (rc) {
-    b->drv->rollback(c->conn);
+    tabq_sub_rollback(s, c);
     tabq_delivery_unclaim(slots, *got);
     *got = 0;
   }

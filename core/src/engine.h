@@ -343,6 +343,24 @@ void tabq_budget_give(tabq_broker *b, const tabq_subscription *s, unsigned n);
 /* Gives back the connections of n deliveries that settled, and wakes s's workers. */
 void tabq_sub_unhold(tabq_subscription *s, unsigned n);
 
+/* txn.c: a transaction on a pooled connection; failures reported as the statement "begin" or
+ * "commit" of `table`. A rollback that fails is logged and marks the connection broken, so
+ * the pool closes it when it comes back; false then. */
+int tabq_txn_begin(tabq_broker *b, const char *table, tabq_pconn *c, const char *begin_sql,
+                   tabq_error *err);
+int tabq_txn_commit(tabq_broker *b, const char *table, tabq_pconn *c, tabq_error *err);
+bool tabq_txn_rollback(tabq_broker *b, const char *table, tabq_pconn *c);
+/* The same, for a subscription's transactions (its table, its begin). */
+static inline int tabq_sub_begin(tabq_subscription *s, tabq_pconn *c, tabq_error *err) {
+  return tabq_txn_begin(s->b, s->t->name, c, s->begin_sql, err);
+}
+static inline int tabq_sub_commit(tabq_subscription *s, tabq_pconn *c, tabq_error *err) {
+  return tabq_txn_commit(s->b, s->t->name, c, err);
+}
+static inline bool tabq_sub_rollback(tabq_subscription *s, tabq_pconn *c) {
+  return tabq_txn_rollback(s->b, s->t->name, c);
+}
+
 /* delivery.c */
 int tabq_delivery_fill(tabq_delivery *d, const tabq_driver_v1 *drv, tabq_prepared *p,
                        tabq_error *err);

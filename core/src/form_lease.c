@@ -52,12 +52,11 @@ int tabq_lease_claim(tabq_subscription *s, tabq_delivery **slots, unsigned limit
   bool guarded = s->st[SQ_GUARD] != TABQ_NO_STMT, mine = true;
   bool stamps = tabq_claim_stamps(s, limit), in_txn = guarded || stamps;
   if (in_txn) {
-    if ((rc = tabq_pconn_check(c, b->drv->begin(c->conn, s->begin_sql))))
-      tabq_err_from_plugin(err, rc, s->t->name, "begin");
-    else if (guarded)
+    rc = tabq_sub_begin(s, c, err);
+    if (!rc && guarded)
       rc = tabq_guard_group(s, c, &mine, err);
     if (rc || !mine) {
-      b->drv->rollback(c->conn);
+      tabq_sub_rollback(s, c);
       tabq_pool_release(&b->pool, c);
       return rc;
     }
@@ -88,10 +87,10 @@ int tabq_lease_claim(tabq_subscription *s, tabq_delivery **slots, unsigned limit
     rc = tabq_stamp_claimed(s, c, slots, *got, v.lease_until, err);
   if (!rc && *got && s->st[SQ_FETCH] != TABQ_NO_STMT)
     rc = tabq_refetch(s, c, slots, got, v.lease_until, NULL, err);
-  if (in_txn && !rc && (rc = tabq_pconn_check(c, b->drv->commit(c->conn))))
-    tabq_err_from_plugin(err, rc, s->t->name, "commit");
+  if (in_txn && !rc)
+    rc = tabq_sub_commit(s, c, err);
   if (in_txn && rc) {
-    b->drv->rollback(c->conn);
+    tabq_sub_rollback(s, c);
     tabq_delivery_unclaim(slots, *got);
     *got = 0;
   }

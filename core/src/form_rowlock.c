@@ -68,8 +68,7 @@ int tabq_claim_begin(tabq_subscription *s, tabq_pconn **out, bool *mine, tabq_er
   int rc = tabq_pool_acquire(&b->pool, &c, err);
   if (rc)
     return rc;
-  if ((rc = tabq_pconn_check(c, b->drv->begin(c->conn, s->begin_sql)))) {
-    tabq_err_from_plugin(err, rc, s->t->name, "begin");
+  if ((rc = tabq_sub_begin(s, c, err))) {
     tabq_pool_release(&b->pool, c);
     return rc;
   }
@@ -135,10 +134,10 @@ int tabq_rowlock_claim(tabq_subscription *s, tabq_delivery **slots, unsigned lim
     /* Nothing to hold: end the transaction (a failed claim's rows return at once). */
     tabq_delivery_unclaim(slots, *got);
     *got = 0;
-    if (dropped && (rc = tabq_pconn_check(c, b->drv->commit(c->conn))))
-      tabq_err_from_plugin(err, rc, s->t->name, "commit");
+    if (dropped)
+      rc = tabq_sub_commit(s, c, err);
     if (!dropped || rc)
-      b->drv->rollback(c->conn);
+      tabq_sub_rollback(s, c);
     tabq_pool_release(&b->pool, c);
   }
   atomic_fetch_add(&s->stats.claimed, *got);

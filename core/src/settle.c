@@ -71,14 +71,23 @@ static int expect_one(tabq_subscription *s, uint64_t changed, const char *what, 
                       s->t->name, what);
 }
 
+/* Commits, or rolls back when rc says the transaction failed. */
+static int finish_transaction(tabq_subscription *s, tabq_pconn *c, int rc, tabq_error *err) {
+  if (!rc)
+    rc = tabq_sub_commit(s, c, err);
+  if (rc)
+    tabq_sub_rollback(s, c);
+  return rc;
+}
+
 /* Dead letter into a table: the copy and the delete commit together, or neither does. In the
  * row lock form they run in the claim's transaction, which the caller commits. */
 static int dead_letter_table(tabq_subscription *s, tabq_pconn *c, const tabq_bind *v, bool in_txn,
                              tabq_error *err) {
   tabq_broker *b = s->b;
-  int rc = in_txn ? TABQ_OK : tabq_pconn_check(c, b->drv->begin(c->conn, s->begin_sql));
+  int rc = in_txn ? TABQ_OK : tabq_sub_begin(s, c, err);
   if (rc)
-    return tabq_err_from_plugin(err, rc, s->t->name, "begin");
+    return rc;
   uint64_t changed = 0;
   rc = tabq_stmt_change(&b->stmts, b->drv, c, s->st[SQ_DL_COPY], v, &changed, err);
   if (!rc)
@@ -89,20 +98,7 @@ static int dead_letter_table(tabq_subscription *s, tabq_pconn *c, const tabq_bin
     rc = expect_one(s, changed, "dead_letter_delete", err);
   if (in_txn)
     return rc;
-  if (!rc && (rc = tabq_pconn_check(c, b->drv->commit(c->conn))))
-    tabq_err_from_plugin(err, rc, s->t->name, "commit");
-  if (rc)
-    b->drv->rollback(c->conn);
-  return rc;
-}
-
-static int finish_transaction(tabq_subscription *s, tabq_pconn *c, int rc, tabq_error *err) {
-  const tabq_driver_v1 *drv = s->b->drv;
-  if (!rc && (rc = tabq_pconn_check(c, drv->commit(c->conn))))
-    tabq_err_from_plugin(err, rc, s->t->name, "commit");
-  if (rc)
-    drv->rollback(c->conn);
-  return rc;
+  return finish_transaction(s, c, rc, err);
 }
 
 static const tabq_sq stmt_of[] = {
@@ -136,9 +132,9 @@ static int confirm_lease(tabq_delivery *d, tabq_pconn *c, const tabq_bind *v, ta
 static int run_own(tabq_delivery *d, action a, tabq_pconn *c, const tabq_bind *v, tabq_error *err) {
   tabq_subscription *s = d->sub;
   tabq_broker *b = s->b;
-  int rc = tabq_pconn_check(c, b->drv->begin(c->conn, s->begin_sql));
+  int rc = tabq_sub_begin(s, c, err);
   if (rc)
-    return tabq_err_from_plugin(err, rc, s->t->name, "begin");
+    return rc;
   if (s->form == TABQ_FORM_LEASE)
     rc = confirm_lease(d, c, v, err);
   uint64_t changed = 0;
@@ -469,7 +465,7 @@ static bool settle_joined(tabq_delivery *const *ds, unsigned n, const tabq_outco
     pthread_mutex_lock(&x->order[i]->mu);
     all = all && x->order[i]->in_work; /* else its handler settled it: settle one by one */
   }
-  bool begun = all && !tabq_pconn_check(c, b->drv->begin(c->conn, s->begin_sql));
+  bool begun = all && !tabq_sub_begin(s, c, &err);
   all = begun;
   for (unsigned i = 0; i < n; i++)
     x->done[i] = false;
@@ -481,9 +477,9 @@ static bool settle_joined(tabq_delivery *const *ds, unsigned n, const tabq_outco
     x->rcs[i] = run_action(ds[i], actions[i], outcomes[i], c, true, &err);
     all = !x->rcs[i] || x->rcs[i] == TABQ_LEASE_LOST;
   }
-  all = all && !tabq_pconn_check(c, b->drv->commit(c->conn));
+  all = all && !tabq_sub_commit(s, c, &err);
   if (begun && !all)
-    b->drv->rollback(c->conn); /* nothing of the batch stays */
+    tabq_sub_rollback(s, c); /* nothing of the batch stays */
   for (unsigned i = 0; i < n; i++) {
     if (all)
       leave_work(ds[i]);
