@@ -272,28 +272,11 @@ void tabq_claim_spaces_free(tabq_subscription *s);
 int tabq_fetch_into(tabq_subscription *s, tabq_pconn *c, const candidate *ids, unsigned n,
                     tabq_delivery **slots, unsigned *got, int64_t token, tabq_pconn *conn,
                     tabq_error *err);
-/* A built-in claim's rows read again by the service's own fetch; the slots past *got are taken
- * out of work. */
-int tabq_refetch(tabq_subscription *s, tabq_pconn *c, tabq_delivery **slots, unsigned *got,
-                 int64_t token, tabq_pconn *conn, tabq_error *err);
 /* The claim of the service's own in the lease and row lock forms. */
 int tabq_custom_claim(tabq_subscription *s, tabq_delivery **slots, unsigned limit, unsigned *got,
                       tabq_error *err);
 
-/* form_lease.c */
-/* The expiry of a lease taken or extended at `now`. */
-int64_t tabq_lease_expiry(const tabq_subscription *s, int64_t now);
-int tabq_lease_open(tabq_subscription *s, tabq_error *err);
-int tabq_lease_claim(tabq_subscription *s, tabq_delivery **slots, unsigned limit, unsigned *got,
-                     tabq_error *err);
-int tabq_lease_extender_start(tabq_subscription *s, tabq_error *err);
-void tabq_lease_extender_stop(tabq_subscription *s);
-
-/* form_rowlock.c */
-int tabq_rowlock_open(tabq_subscription *s, tabq_error *err);
-int tabq_rowlock_claim(tabq_subscription *s, tabq_delivery **slots, unsigned limit, unsigned *got,
-                       tabq_error *err);
-
+/* claim.c: what the forms' claims share. */
 /* Builds the dialect's claim_one (`fn`, NULL for a plugin older than ABI 1.3) into
  * SQ_CLAIM_ONE, unless the service claims with a statement of its own or the dialect declines
  * the table. */
@@ -319,6 +302,33 @@ int tabq_claim_begin(tabq_subscription *s, tabq_pconn **out, bool *mine, tabq_er
 
 /* The FIFO guard: *held is true when the claim's transaction now holds the group. */
 int tabq_guard_group(tabq_subscription *s, tabq_pconn *c, bool *held, tabq_error *err);
+
+/* Fills one delivery from the current row of p; the delivery holds `token` (lease form, else
+ * 0) and `conn` (row lock and advisory forms, else NULL). */
+int tabq_claim_fill(tabq_delivery *d, tabq_prepared *p, int64_t token, tabq_pconn *conn,
+                    tabq_error *err);
+/* Reads the rows of a claim's statement p into slots[*got..limit) and ends p's run; each
+ * delivery holds `token` and `conn` as above. */
+int tabq_claim_read(tabq_subscription *s, tabq_prepared *p, tabq_delivery **slots, unsigned limit,
+                    unsigned *got, int64_t token, tabq_pconn *conn, tabq_error *err);
+/* A built-in claim's rows read again by the service's own fetch; the slots past *got are taken
+ * out of work. */
+int tabq_refetch(tabq_subscription *s, tabq_pconn *c, tabq_delivery **slots, unsigned *got,
+                 int64_t token, tabq_pconn *conn, tabq_error *err);
+
+/* form_lease.c */
+/* The expiry of a lease taken or extended at `now`. */
+int64_t tabq_lease_expiry(const tabq_subscription *s, int64_t now);
+int tabq_lease_open(tabq_subscription *s, tabq_error *err);
+int tabq_lease_claim(tabq_subscription *s, tabq_delivery **slots, unsigned limit, unsigned *got,
+                     tabq_error *err);
+int tabq_lease_extender_start(tabq_subscription *s, tabq_error *err);
+void tabq_lease_extender_stop(tabq_subscription *s);
+
+/* form_rowlock.c */
+int tabq_rowlock_open(tabq_subscription *s, tabq_error *err);
+int tabq_rowlock_claim(tabq_subscription *s, tabq_delivery **slots, unsigned limit, unsigned *got,
+                       tabq_error *err);
 
 /* form_advisory.c */
 int tabq_advisory_open(tabq_subscription *s, tabq_error *err);

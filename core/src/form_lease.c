@@ -67,22 +67,8 @@ int tabq_lease_claim(tabq_subscription *s, tabq_delivery **slots, unsigned limit
   v.group = s->queue_value;
   tabq_prepared *p = NULL;
   rc = tabq_stmt_run(&b->stmts, b->drv, c, tabq_claim_stmt(s, limit), &v, &p, err);
-  if (!rc) {
-    bool row = false;
-    while (*got < limit && !(rc = b->drv->next(p, &row)) && row) {
-      tabq_delivery *d = slots[*got];
-      pthread_mutex_lock(&d->mu);
-      rc = tabq_delivery_fill(d, b->drv, p, err);
-      d->token = v.lease_until;
-      pthread_mutex_unlock(&d->mu);
-      if (rc)
-        break;
-      (*got)++;
-    }
-    if (rc && rc != TABQ_NOMEM)
-      tabq_err_from_plugin(err, rc, s->t->name, "claim");
-    b->drv->reset(p);
-  }
+  if (!rc)
+    rc = tabq_claim_read(s, p, slots, limit, got, v.lease_until, NULL, err);
   if (!rc && *got && stamps)
     rc = tabq_stamp_claimed(s, c, slots, *got, v.lease_until, err);
   if (!rc && *got && s->st[SQ_FETCH] != TABQ_NO_STMT)

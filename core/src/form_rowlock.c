@@ -31,68 +31,6 @@ int tabq_rowlock_open(tabq_subscription *s, tabq_error *err) {
   return rc;
 }
 
-int tabq_claim_one_open(tabq_subscription *s, tabq_build_fn fn, tabq_error *err) {
-  if (tabq_sub_own(s, SQ_CLAIM))
-    return TABQ_OK;
-  tabq_build build = tabq_sub_build(s);
-  bool built;
-  return tabq_stmt_build_optional(&s->b->stmts, s->b->host, fn, &build, "claim_one",
-                                  &s->st[SQ_CLAIM_ONE], &built, err);
-}
-
-/* Runs the FIFO guard: true when this transaction now holds the group. */
-int tabq_guard_group(tabq_subscription *s, tabq_pconn *c, bool *held, tabq_error *err) {
-  tabq_broker *b = s->b;
-  tabq_bind v = {.group = s->queue_value};
-  tabq_prepared *p = NULL;
-  int rc = tabq_stmt_run(&b->stmts, b->drv, c, s->st[SQ_GUARD], &v, &p, err);
-  if (rc)
-    return rc;
-  bool row = false;
-  tabq_value first = tabq_null();
-  rc = b->drv->next(p, &row);
-  if (!rc && row)
-    rc = b->drv->cell(p, 0, &first);
-  b->drv->reset(p);
-  if (rc)
-    return tabq_err_from_plugin(err, rc, s->t->name, "fifo_guard");
-  *held = row && !(first.type == TABQ_T_INT && first.u.i == 0);
-  return TABQ_OK;
-}
-
-int tabq_claim_begin(tabq_subscription *s, tabq_pconn **out, bool *mine, tabq_error *err) {
-  tabq_broker *b = s->b;
-  tabq_pconn *c;
-  *out = NULL;
-  *mine = true;
-  int rc = tabq_pool_acquire(&b->pool, &c, err);
-  if (rc)
-    return rc;
-  if ((rc = tabq_sub_begin(s, c, err))) {
-    tabq_pool_release(&b->pool, c);
-    return rc;
-  }
-  *out = c;
-  return s->st[SQ_GUARD] != TABQ_NO_STMT ? tabq_guard_group(s, c, mine, err) : TABQ_OK;
-}
-
-int tabq_stamp_claimed(tabq_subscription *s, tabq_pconn *c, tabq_delivery **slots, unsigned n,
-                       int64_t lease_until, tabq_error *err) {
-  tabq_broker *b = s->b;
-  for (unsigned i = 0; i < n; i++) {
-    tabq_bind v = {.id = slots[i]->id, .lease_until = lease_until};
-    uint64_t changed = 0;
-    int rc = tabq_stmt_change(&b->stmts, b->drv, c, s->st[SQ_STAMP], &v, &changed, err);
-    if (!rc && changed != 1)
-      rc = tabq_err_set(err, TABQ_BACKEND, s->t->name, "stamp",
-                        "table %s: stamping a claimed row changed %llu rows", s->t->name,
-                        (unsigned long long)changed);
-    if (rc)
-      return rc;
-  }
-  return TABQ_OK;
-}
-
 int tabq_rowlock_claim(tabq_subscription *s, tabq_delivery **slots, unsigned limit, unsigned *got,
                        tabq_error *err) {
   tabq_broker *b = s->b;
@@ -108,20 +46,7 @@ int tabq_rowlock_claim(tabq_subscription *s, tabq_delivery **slots, unsigned lim
     tabq_prepared *p = NULL;
     rc = tabq_stmt_run(&b->stmts, b->drv, c, tabq_claim_stmt(s, limit), &v, &p, err);
     if (!rc) {
-      bool row = false;
-      while (*got < limit && !(rc = b->drv->next(p, &row)) && row) {
-        tabq_delivery *d = slots[*got];
-        pthread_mutex_lock(&d->mu);
-        rc = tabq_delivery_fill(d, b->drv, p, err);
-        d->conn = c;
-        pthread_mutex_unlock(&d->mu);
-        if (rc)
-          break;
-        (*got)++;
-      }
-      if (rc && rc != TABQ_NOMEM)
-        tabq_err_from_plugin(err, rc, s->t->name, "claim");
-      b->drv->reset(p);
+      rc = tabq_claim_read(s, p, slots, limit, got, 0, c, err);
       if (!rc && *got && tabq_claim_stamps(s, limit))
         rc = tabq_stamp_claimed(s, c, slots, *got, 0, err);
       if (!rc && *got && s->st[SQ_FETCH] != TABQ_NO_STMT) {
