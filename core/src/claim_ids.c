@@ -254,7 +254,7 @@ int tabq_fetch_into(tabq_subscription *s, tabq_pconn *c, const candidate *ids, u
 static int take_ids(tabq_subscription *s, tabq_pconn *c, unsigned *n, int64_t now,
                     int64_t lease_until, tabq_error *err) {
   tabq_broker *b = s->b;
-  unsigned stmt = s->form == TABQ_FORM_LEASE ? s->st[SQ_LEASE_ONE] : s->st[SQ_STAMP];
+  unsigned stmt = s->ops->tokens ? s->st[SQ_LEASE_ONE] : s->st[SQ_STAMP];
   if (stmt == TABQ_NO_STMT)
     return TABQ_OK; /* a row lock table without an attempt column */
   unsigned kept = 0;
@@ -274,7 +274,7 @@ static int take_ids(tabq_subscription *s, tabq_pconn *c, unsigned *n, int64_t no
 int tabq_custom_claim(tabq_subscription *s, tabq_delivery **slots, unsigned limit, unsigned *got,
                       tabq_error *err) {
   tabq_broker *b = s->b;
-  bool rowlock = s->form == TABQ_FORM_ROWLOCK;
+  bool rowlock = s->ops->claim_txn; /* else the lease form */
   *got = 0;
   tabq_pconn *c = NULL;
   bool mine = true;

@@ -154,6 +154,51 @@ typedef struct tabq_coalescer {
   tabq_batch_scratch scratch;
 } tabq_coalescer;
 
+/* What a settlement does with its row (settle.c). */
+typedef enum tabq_action {
+  ACT_RELEASE,
+  ACT_ACK,
+  ACT_DISCARD,
+  ACT_RETRY,
+  ACT_RETRY_AFTER,
+  ACT_DEAD
+} tabq_action;
+
+/* What differs between the forms (SPEC 3), one table per form defined in its form_*.c and
+ * chosen once at subscribe (s->ops). The engine asks the form through it rather than by name. */
+typedef struct tabq_form_ops {
+  const char *name; /* in messages: "the %s form" */
+  /* Whether the dialect serves the form at all; check: the form's further refusals (or NULL). */
+  bool (*served)(const tabq_plugin *p);
+  int (*check)(tabq_subscription *s, tabq_error *err);
+  /* Builds the form's statements. */
+  int (*open)(tabq_subscription *s, tabq_error *err);
+  /* The form's built-in claim (a claim of the service's own may replace it, custom.c). */
+  int (*claim)(tabq_subscription *s, tabq_delivery **slots, unsigned limit, unsigned *got,
+               tabq_error *err);
+  /* Settles one delivery; *a tells what the settlement did. */
+  int (*settle)(tabq_delivery *d, tabq_outcome o, tabq_action *a, tabq_error *err);
+  /* Settles a batch handler's outcomes. */
+  void (*settle_batch)(tabq_delivery *const *ds, unsigned n, const tabq_outcome *outcomes,
+                       tabq_batch_scratch *x);
+  /* Hooks, NULL where the form has none: start before the workers start; stopping once they are
+   * told to stop, before they are joined; stop after. */
+  int (*start)(tabq_subscription *s, tabq_error *err);
+  void (*stopping)(tabq_subscription *s);
+  void (*stop)(tabq_subscription *s);
+  /* Gives back what a delivery holds after a joined settlement, with its mu held (NULL: it
+   * holds nothing). */
+  bool (*release)(tabq_delivery *d);
+  bool holds_conn;   /* deliveries hold a pooled connection until they settle */
+  bool conn_per_row; /* ... one each, rather than one for a claim's rows */
+  bool claim_txn;    /* the claim's transaction stays open and the settlements run in it */
+  bool tokens;       /* deliveries own their rows by a lease token that settlements name */
+  bool candidates;   /* claims read candidate rows with their keys, then take each */
+} tabq_form_ops;
+
+/* form_lease.c, form_rowlock.c, form_advisory.c */
+extern const tabq_form_ops tabq_lease_ops, tabq_rowlock_ops, tabq_advisory_ops;
+
 struct tabq_subscription {
   tabq_broker *b;
   const tabq_table *t; /* &table */
@@ -167,13 +212,13 @@ struct tabq_subscription {
   tabq_value queue_value, dest_value;
   char channel[TABQ_CHANNEL_CAP]; /* with listen_notify: the table's channel, else "" */
   tabq_form form;
-  bool by_name; /* opened by tabq_subscribe_to(): its queue is a route's name */
+  const tabq_form_ops *ops; /* the form's operations */
+  bool by_name;             /* opened by tabq_subscribe_to(): its queue is a route's name */
   tabq_projection proj;
   unsigned st[SQ_COUNT];
   char begin_sql[128];
   uint32_t claim_flags; /* the RowLock or Lease table's flags (TABQ_CLAIM_*) */
   bool serial;          /* claims run one at a time, one claimer serving every idle worker */
-  bool holds_conn;      /* deliveries hold a pooled connection until they settle */
   uint32_t server_version;
   char server_version_text[64];
   char database[128]; /* the connection's current database, "" when the driver does not say */
@@ -386,6 +431,10 @@ bool tabq_same_id(const tabq_value *a, const tabq_value *b);
 int tabq_batch_scratch_init(tabq_batch_scratch *x, unsigned n);
 void tabq_batch_scratch_free(tabq_batch_scratch *x);
 int tabq_settle(tabq_delivery *d, tabq_outcome outcome, tabq_error *err);
+/* One delivery's settlement in each form (its ops->settle). */
+int tabq_settle_lease(tabq_delivery *d, tabq_outcome o, tabq_action *a, tabq_error *err);
+int tabq_settle_rowlock(tabq_delivery *d, tabq_outcome o, tabq_action *a, tabq_error *err);
+int tabq_settle_advisory(tabq_delivery *d, tabq_outcome o, tabq_action *a, tabq_error *err);
 /* Row lock batches: every row's settlement in the claim's one transaction, then one commit;
  * a failure rolls them all back. */
 void tabq_settle_batch(tabq_delivery *const *ds, unsigned n, const tabq_outcome *outcomes,

@@ -31,8 +31,6 @@ int tabq_advisory_open(tabq_subscription *s, tabq_error *err) {
    * service's own fetch reads the taken row again, one row a take. */
   if (!rc)
     rc = tabq_claim_spaces(s, s->workers, 3 * s->nslots, err);
-  s->claim = tabq_advisory_claim;
-  s->holds_conn = true;
   return rc;
 }
 
@@ -220,3 +218,34 @@ void tabq_advisory_release_all(tabq_subscription *s) {
               "pool and closed %u connections instead",
               s->t->name, released, closed);
 }
+
+static bool served(const tabq_plugin *p) {
+  return p->advisory != NULL;
+}
+
+static int check(tabq_subscription *s, tabq_error *err) {
+  const tabq_plugin *p = s->b->plugin.plugin;
+  if (p->advisory->flags & TABQ_ADVISORY_PROCESS_KEYS)
+    return tabq_err_set(err, TABQ_DIALECT, s->t->name, NULL,
+                        "table %s: this tabq does not yet keep advisory keys in the process, which "
+                        "the %s dialect needs (TABQ_ADVISORY_PROCESS_KEYS)",
+                        s->t->name, p->name);
+  return TABQ_OK;
+}
+
+/* Each delivery holds its key's session, one connection a row, released at settlement or at
+ * shutdown. */
+const tabq_form_ops tabq_advisory_ops = {
+    .name = "advisory lock",
+    .served = served,
+    .check = check,
+    .open = tabq_advisory_open,
+    .claim = tabq_advisory_claim,
+    .settle = tabq_settle_advisory,
+    .settle_batch = tabq_settle_joined,
+    .stopping = tabq_advisory_release_all,
+    .release = tabq_advisory_release,
+    .holds_conn = true,
+    .conn_per_row = true,
+    .candidates = true,
+};

@@ -25,7 +25,6 @@ int tabq_lease_open(tabq_subscription *s, tabq_error *err) {
                          "fifo_guard", &s->st[SQ_GUARD], err);
   if (!rc && lease->stamp)
     rc = tabq_stmt_build(&b->stmts, b->host, lease->stamp, &build, "stamp", &s->st[SQ_STAMP], err);
-  s->claim = tabq_lease_claim;
   s->serial = (lease->flags & TABQ_CLAIM_SERIAL) || s->t->fifo;
   return rc;
 }
@@ -160,3 +159,20 @@ void tabq_lease_extender_stop(tabq_subscription *s) {
   pthread_join(s->extender, NULL);
   s->extender_started = false;
 }
+
+static bool served(const tabq_plugin *p) {
+  return p->lease != NULL;
+}
+
+/* Deliveries hold no connection: a token in the row, moved by the extender while they work. */
+const tabq_form_ops tabq_lease_ops = {
+    .name = "lease",
+    .served = served,
+    .open = tabq_lease_open,
+    .claim = tabq_lease_claim,
+    .settle = tabq_settle_lease,
+    .settle_batch = tabq_settle_joined,
+    .start = tabq_lease_extender_start,
+    .stop = tabq_lease_extender_stop,
+    .tokens = true,
+};

@@ -24,9 +24,7 @@ int tabq_rowlock_open(tabq_subscription *s, tabq_error *err) {
   }
   if (!rc && p->rowlock->stamp && s->t->attempt.name)
     rc = tabq_sub_stmt(s, p->rowlock->stamp, "stamp", SQ_STAMP, err);
-  s->claim = tabq_rowlock_claim;
   s->claim_flags = p->rowlock->flags;
-  s->holds_conn = true;
   s->serial = (p->rowlock->flags & TABQ_CLAIM_SERIAL) || s->t->fifo;
   return rc;
 }
@@ -68,3 +66,19 @@ int tabq_rowlock_claim(tabq_subscription *s, tabq_delivery **slots, unsigned lim
   atomic_fetch_add(&s->stats.claimed, *got);
   return rc;
 }
+
+static bool served(const tabq_plugin *p) {
+  return p->rowlock != NULL;
+}
+
+/* One connection holds a claim's rows and its open transaction until they settle. */
+const tabq_form_ops tabq_rowlock_ops = {
+    .name = "row lock",
+    .served = served,
+    .open = tabq_rowlock_open,
+    .claim = tabq_rowlock_claim,
+    .settle = tabq_settle_rowlock,
+    .settle_batch = tabq_settle_batch,
+    .holds_conn = true,
+    .claim_txn = true,
+};
