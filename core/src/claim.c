@@ -19,18 +19,11 @@ int tabq_claim_one_open(tabq_subscription *s, tabq_build_fn fn, tabq_error *err)
 int tabq_guard_group(tabq_subscription *s, tabq_pconn *c, bool *held, tabq_error *err) {
   tabq_broker *b = s->b;
   tabq_bind v = {.group = s->queue_value};
-  tabq_prepared *p = NULL;
-  int rc = tabq_stmt_run(&b->stmts, b->drv, c, s->st[SQ_GUARD], &v, &p, err);
+  bool row;
+  tabq_value first;
+  int rc = tabq_stmt_first(&b->stmts, b->drv, c, s->st[SQ_GUARD], &v, &row, &first, err);
   if (rc)
     return rc;
-  bool row = false;
-  tabq_value first = tabq_null();
-  rc = b->drv->next(p, &row);
-  if (!rc && row)
-    rc = b->drv->cell(p, 0, &first);
-  b->drv->reset(p);
-  if (rc)
-    return tabq_err_from_plugin(err, rc, s->t->name, "fifo_guard");
   *held = row && !(first.type == TABQ_T_INT && first.u.i == 0);
   return TABQ_OK;
 }

@@ -39,19 +39,12 @@ static int ask(tabq_subscription *s, tabq_pconn *c, unsigned stmt, const tabq_va
                tabq_error *err) {
   tabq_broker *b = s->b;
   tabq_bind v = {.key = *key};
-  tabq_prepared *p = NULL;
+  bool row;
+  tabq_value answer;
   *yes = false;
-  int rc = tabq_stmt_run(&b->stmts, b->drv, c, stmt, &v, &p, err);
+  int rc = tabq_stmt_first(&b->stmts, b->drv, c, stmt, &v, &row, &answer, err);
   if (rc)
     return rc;
-  bool row = false;
-  tabq_value answer = tabq_null();
-  rc = b->drv->next(p, &row);
-  if (!rc && row)
-    rc = b->drv->cell(p, 0, &answer);
-  b->drv->reset(p);
-  if (rc)
-    return tabq_err_from_plugin(err, rc, s->t->name, b->stmts.defs[stmt].name);
   *yes = row && answer.type == TABQ_T_INT && answer.u.i != 0;
   return TABQ_OK;
 }
