@@ -132,16 +132,6 @@ bool tabq_same_id(const tabq_value *a, const tabq_value *b) {
          !memcmp(a->u.buf.ptr, b->u.buf.ptr, a->u.buf.len);
 }
 
-static int fill(tabq_delivery *d, tabq_prepared *p, int64_t token, tabq_pconn *conn,
-                tabq_error *err) {
-  pthread_mutex_lock(&d->mu);
-  int rc = tabq_delivery_fill(d, d->sub->b->drv, p, err);
-  d->token = token;
-  d->conn = conn;
-  pthread_mutex_unlock(&d->mu);
-  return rc;
-}
-
 /* One run with every id: the rows come in any order and go to the slot of their id's place. */
 static int fetch_list(tabq_subscription *s, tabq_pconn *c, const candidate *ids, unsigned n,
                       tabq_delivery **slots, bool *found, int64_t token, tabq_pconn *conn,
@@ -174,7 +164,7 @@ static int fetch_list(tabq_subscription *s, tabq_pconn *c, const candidate *ids,
       i++;
     if (i == n)
       continue; /* not asked for, or twice */
-    if ((rc = fill(slots[i], p, token, conn, err)))
+    if ((rc = tabq_claim_fill(slots[i], p, token, conn, err)))
       break;
     found[i] = true;
   }
@@ -197,7 +187,8 @@ static int fetch_each(tabq_subscription *s, tabq_pconn *c, const candidate *ids,
     if ((rc = tabq_stmt_run(&b->stmts, b->drv, c, s->st[SQ_FETCH], &v, &p, err)))
       break;
     bool row = false;
-    if (!(rc = b->drv->next(p, &row)) && row && !(rc = fill(slots[i], p, token, conn, err)))
+    if (!(rc = b->drv->next(p, &row)) && row &&
+        !(rc = tabq_claim_fill(slots[i], p, token, conn, err)))
       found[i] = true;
     b->drv->reset(p);
     if (rc && rc != TABQ_NOMEM)
@@ -258,39 +249,12 @@ int tabq_fetch_into(tabq_subscription *s, tabq_pconn *c, const candidate *ids, u
   return rc;
 }
 
-int tabq_refetch(tabq_subscription *s, tabq_pconn *c, tabq_delivery **slots, unsigned *got,
-                 int64_t token, tabq_pconn *conn, tabq_error *err) {
-  /* The ids are copied out of the rows the fetch overwrites, into space of the refetch's own:
-   * the advisory claim still walks its candidates. */
-  unsigned n = *got;
-  tabq_buf *buf = &s->refetch_buf;
-  buf->len = 0;
-  for (unsigned i = 0; i < n; i++) {
-    candidate *k = &s->refetch[i];
-    const tabq_value *id = &slots[i]->id;
-    size_t len = id->type == TABQ_T_TEXT ? id->u.buf.len : 0;
-    if (tabq_buf_reserve(buf, buf->len + len + 1))
-      return tabq_err_set(err, TABQ_NOMEM, s->t->name, "fetch", "cannot hold the claimed ids");
-    k->id = *id;
-    k->id_at = buf->len;
-    k->key_at = k->key_len = 0;
-    if (len)
-      memcpy(buf->p + k->id_at, id->u.buf.ptr, len);
-    buf->p[k->id_at + len] = '\0';
-    buf->len += len + 1;
-  }
-  for (unsigned i = 0; i < n; i++)
-    if (s->refetch[i].id.type == TABQ_T_TEXT)
-      s->refetch[i].id.u.buf.ptr = buf->p + s->refetch[i].id_at;
-  return tabq_fetch_into(s, c, s->refetch, n, slots, got, token, conn, err);
-}
-
 /* Leases (lease form) or counts (row lock form) each claimed id, keeping those it took: a
  * lease another claim holds is passed over. */
 static int take_ids(tabq_subscription *s, tabq_pconn *c, unsigned *n, int64_t now,
                     int64_t lease_until, tabq_error *err) {
   tabq_broker *b = s->b;
-  unsigned stmt = s->form == TABQ_FORM_LEASE ? s->st[SQ_LEASE_ONE] : s->st[SQ_STAMP];
+  unsigned stmt = s->ops->tokens ? s->st[SQ_LEASE_ONE] : s->st[SQ_STAMP];
   if (stmt == TABQ_NO_STMT)
     return TABQ_OK; /* a row lock table without an attempt column */
   unsigned kept = 0;
@@ -311,7 +275,7 @@ int tabq_custom_claim(tabq_subscription *s, tabq_delivery **slots, int64_t *ids,
                       unsigned *got, tabq_error *err) {
   (void)ids; /* each id is counted or leased on its own (take_ids) */
   tabq_broker *b = s->b;
-  bool rowlock = s->form == TABQ_FORM_ROWLOCK;
+  bool rowlock = s->ops->claim_txn; /* else the lease form */
   *got = 0;
   tabq_pconn *c = NULL;
   bool mine = true;
@@ -336,10 +300,10 @@ int tabq_custom_claim(tabq_subscription *s, tabq_delivery **slots, int64_t *ids,
     atomic_fetch_add(&s->stats.claimed, *got);
     return TABQ_OK;
   }
-  if (!rc && (rc = tabq_pconn_check(c, b->drv->commit(c->conn))))
-    tabq_err_from_plugin(err, rc, s->t->name, "commit");
+  if (!rc)
+    rc = tabq_sub_commit(s, c, err);
   if (rc) {
-    b->drv->rollback(c->conn);
+    tabq_sub_rollback(s, c);
     tabq_delivery_unclaim(slots, *got);
     *got = 0;
   }

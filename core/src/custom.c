@@ -21,13 +21,13 @@ typedef struct event {
 /* The slot, and the names, of each event in a form. */
 static int describe(const tabq_subscription *s, size_t i, const char **sql, event *out) {
   const tabq_events *e = &s->t->events;
-  uint32_t held = s->form == TABQ_FORM_LEASE ? TABQ_N_HELD : 0;
+  uint32_t held = s->ops->tokens ? TABQ_N_HELD : 0;
   const struct {
     const char *sql;
     event ev;
   } all[] = {
       {e->claim,
-       {"claim", s->form == TABQ_FORM_ADVISORY ? SQ_CANDIDATES : SQ_CLAIM,
+       {"claim", s->ops->candidates ? SQ_CANDIDATES : SQ_CLAIM,
         TABQ_N_QUEUE | TABQ_N_LIMIT | TABQ_N_NOW}},
       {e->fetch, {"fetch", SQ_FETCH, TABQ_N_ID | TABQ_N_IDS | TABQ_N_QUEUE | TABQ_N_NOW}},
       {e->ack, {"ack", SQ_ACK, SETTLE_NAMES | held}},
@@ -87,7 +87,7 @@ static int check_fetch(tabq_subscription *s, uint32_t fetch_names, tabq_error *e
     s->fetch_by_list = by_list;
     return TABQ_OK;
   }
-  if (!t->events.claim || s->form == TABQ_FORM_ADVISORY)
+  if (!t->events.claim || s->ops->candidates)
     return TABQ_OK; /* the advisory take reads its row itself */
   if (!p->dialect->fetch)
     return tabq_err_set(err, TABQ_DIALECT, t->name, "fetch",
@@ -134,7 +134,7 @@ int tabq_custom_open(tabq_subscription *s, tabq_error *err) {
 /* What a claim by ids needs of the form: the lease written on each id, or the attempt counted. */
 static int by_ids_statements(tabq_subscription *s, tabq_error *err) {
   const tabq_plugin *p = s->b->plugin.plugin;
-  if (s->form == TABQ_FORM_LEASE) {
+  if (s->ops->tokens) {
     if (!TABQ_HAS_MEMBER(p->lease, tabq_lease_v1, lease_one))
       return tabq_err_set(err, TABQ_DIALECT, s->t->name, "lease_one",
                           "table %s has a claim of its own, but the %s dialect cannot lease a "
@@ -157,7 +157,7 @@ int tabq_custom_after_open(tabq_subscription *s, tabq_error *err) {
   if (!own_claim && !own_fetch)
     return TABQ_OK;
   /* The advisory form's own claim reads candidates: the take still counts and reads the row. */
-  bool by_ids = own_claim && s->form != TABQ_FORM_ADVISORY;
+  bool by_ids = own_claim && !s->ops->candidates;
   int rc = by_ids ? by_ids_statements(s, err) : TABQ_OK;
   if (by_ids)
     s->claim = tabq_custom_claim;

@@ -138,7 +138,7 @@ int tabq_delivery_settle(tabq_delivery *d, tabq_outcome outcome, tabq_error *err
   tabq_err_clear(err);
   tabq_subscription *s = d->sub;
   /* A row lock batch shares one transaction: its settlements commit together at the end. */
-  if (s->form == TABQ_FORM_ROWLOCK && s->o.batch_handler)
+  if (s->ops->claim_txn && s->o.batch_handler)
     return tabq_err_set(err, TABQ_INVALID, s->t->name, NULL,
                         "table %s: the rows of a row lock batch settle together; write the "
                         "outcome into the batch handler's array instead",

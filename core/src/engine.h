@@ -159,6 +159,51 @@ typedef struct tabq_coalescer {
   tabq_batch_scratch scratch;
 } tabq_coalescer;
 
+/* What a settlement does with its row (settle.c). */
+typedef enum tabq_action {
+  ACT_RELEASE,
+  ACT_ACK,
+  ACT_DISCARD,
+  ACT_RETRY,
+  ACT_RETRY_AFTER,
+  ACT_DEAD
+} tabq_action;
+
+/* What differs between the forms (SPEC 3), one table per form defined in its form_*.c and
+ * chosen once at subscribe (s->ops). The engine asks the form through it rather than by name. */
+typedef struct tabq_form_ops {
+  const char *name; /* in messages: "the %s form" */
+  /* Whether the dialect serves the form at all; check: the form's further refusals (or NULL). */
+  bool (*served)(const tabq_plugin *p);
+  int (*check)(tabq_subscription *s, tabq_error *err);
+  /* Builds the form's statements. */
+  int (*open)(tabq_subscription *s, tabq_error *err);
+  /* The form's built-in claim (a claim of the service's own may replace it, custom.c). */
+  int (*claim)(tabq_subscription *s, tabq_delivery **slots, int64_t *ids, unsigned limit,
+               unsigned *got, tabq_error *err);
+  /* Settles one delivery; *a tells what the settlement did. */
+  int (*settle)(tabq_delivery *d, tabq_outcome o, tabq_action *a, tabq_error *err);
+  /* Settles a batch handler's outcomes. */
+  void (*settle_batch)(tabq_delivery *const *ds, unsigned n, const tabq_outcome *outcomes,
+                       tabq_batch_scratch *x);
+  /* Hooks, NULL where the form has none: start before the workers start; stopping once they are
+   * told to stop, before they are joined; stop after. */
+  int (*start)(tabq_subscription *s, tabq_error *err);
+  void (*stopping)(tabq_subscription *s);
+  void (*stop)(tabq_subscription *s);
+  /* Gives back what a delivery holds after a joined settlement, with its mu held (NULL: it
+   * holds nothing). */
+  bool (*release)(tabq_delivery *d);
+  bool holds_conn;   /* deliveries hold a pooled connection until they settle */
+  bool conn_per_row; /* ... one each, rather than one for a claim's rows */
+  bool claim_txn;    /* the claim's transaction stays open and the settlements run in it */
+  bool tokens;       /* deliveries own their rows by a lease token that settlements name */
+  bool candidates;   /* claims read candidate rows with their keys, then take each */
+} tabq_form_ops;
+
+/* form_lease.c, form_rowlock.c, form_advisory.c */
+extern const tabq_form_ops tabq_lease_ops, tabq_rowlock_ops, tabq_advisory_ops;
+
 struct tabq_subscription {
   tabq_broker *b;
   const tabq_table *t; /* &table */
@@ -172,13 +217,13 @@ struct tabq_subscription {
   tabq_value queue_value, dest_value;
   char channel[TABQ_CHANNEL_CAP]; /* with listen_notify: the table's channel, else "" */
   tabq_form form;
-  bool by_name; /* opened by tabq_subscribe_to(): its queue is a route's name */
+  const tabq_form_ops *ops; /* the form's operations */
+  bool by_name;             /* opened by tabq_subscribe_to(): its queue is a route's name */
   tabq_projection proj;
   unsigned st[SQ_COUNT];
   char begin_sql[128];
   uint32_t claim_flags; /* the RowLock or Lease table's flags (TABQ_CLAIM_*) */
   bool serial;          /* claims run one at a time, one claimer serving every idle worker */
-  bool holds_conn;      /* deliveries hold a pooled connection until they settle */
   uint32_t server_version;
   char server_version_text[64];
   char database[128]; /* the connection's current database, "" when the driver does not say */
@@ -279,28 +324,11 @@ void tabq_claim_spaces_free(tabq_subscription *s);
 int tabq_fetch_into(tabq_subscription *s, tabq_pconn *c, const candidate *ids, unsigned n,
                     tabq_delivery **slots, unsigned *got, int64_t token, tabq_pconn *conn,
                     tabq_error *err);
-/* A built-in claim's rows read again by the service's own fetch; the slots past *got are taken
- * out of work. */
-int tabq_refetch(tabq_subscription *s, tabq_pconn *c, tabq_delivery **slots, unsigned *got,
-                 int64_t token, tabq_pconn *conn, tabq_error *err);
 /* The claim of the service's own in the lease and row lock forms. */
 int tabq_custom_claim(tabq_subscription *s, tabq_delivery **slots, int64_t *ids, unsigned limit,
                       unsigned *got, tabq_error *err);
 
-/* form_lease.c */
-/* The expiry of a lease taken or extended at `now`. */
-int64_t tabq_lease_expiry(const tabq_subscription *s, int64_t now);
-int tabq_lease_open(tabq_subscription *s, tabq_error *err);
-int tabq_lease_claim(tabq_subscription *s, tabq_delivery **slots, int64_t *ids, unsigned limit,
-                     unsigned *got, tabq_error *err);
-int tabq_lease_extender_start(tabq_subscription *s, tabq_error *err);
-void tabq_lease_extender_stop(tabq_subscription *s);
-
-/* form_rowlock.c */
-int tabq_rowlock_open(tabq_subscription *s, tabq_error *err);
-int tabq_rowlock_claim(tabq_subscription *s, tabq_delivery **slots, int64_t *ids, unsigned limit,
-                       unsigned *got, tabq_error *err);
-
+/* claim.c: what the forms' claims share. */
 /* Builds the dialect's claim_one (`fn`, NULL for a plugin older than ABI 1.3) into
  * SQ_CLAIM_ONE, unless the service claims with a statement of its own or the dialect declines
  * the table. */
@@ -332,6 +360,33 @@ int tabq_claim_begin(tabq_subscription *s, tabq_pconn **out, bool *mine, tabq_er
 /* The FIFO guard: *held is true when the claim's transaction now holds the group. */
 int tabq_guard_group(tabq_subscription *s, tabq_pconn *c, bool *held, tabq_error *err);
 
+/* Fills one delivery from the current row of p; the delivery holds `token` (lease form, else
+ * 0) and `conn` (row lock and advisory forms, else NULL). */
+int tabq_claim_fill(tabq_delivery *d, tabq_prepared *p, int64_t token, tabq_pconn *conn,
+                    tabq_error *err);
+/* Reads the rows of a claim's statement p into slots[*got..limit) and ends p's run; each
+ * delivery holds `token` and `conn` as above. */
+int tabq_claim_read(tabq_subscription *s, tabq_prepared *p, tabq_delivery **slots, unsigned limit,
+                    unsigned *got, int64_t token, tabq_pconn *conn, tabq_error *err);
+/* A built-in claim's rows read again by the service's own fetch; the slots past *got are taken
+ * out of work. */
+int tabq_refetch(tabq_subscription *s, tabq_pconn *c, tabq_delivery **slots, unsigned *got,
+                 int64_t token, tabq_pconn *conn, tabq_error *err);
+
+/* form_lease.c */
+/* The expiry of a lease taken or extended at `now`. */
+int64_t tabq_lease_expiry(const tabq_subscription *s, int64_t now);
+int tabq_lease_open(tabq_subscription *s, tabq_error *err);
+int tabq_lease_claim(tabq_subscription *s, tabq_delivery **slots, int64_t *ids, unsigned limit,
+                     unsigned *got, tabq_error *err);
+int tabq_lease_extender_start(tabq_subscription *s, tabq_error *err);
+void tabq_lease_extender_stop(tabq_subscription *s);
+
+/* form_rowlock.c */
+int tabq_rowlock_open(tabq_subscription *s, tabq_error *err);
+int tabq_rowlock_claim(tabq_subscription *s, tabq_delivery **slots, int64_t *ids, unsigned limit,
+                       unsigned *got, tabq_error *err);
+
 /* form_advisory.c */
 int tabq_advisory_open(tabq_subscription *s, tabq_error *err);
 int tabq_advisory_claim(tabq_subscription *s, tabq_delivery **slots, int64_t *ids, unsigned limit,
@@ -358,6 +413,24 @@ void tabq_budget_give(tabq_broker *b, const tabq_subscription *s, unsigned n);
 /* Gives back the connections of n deliveries that settled, and wakes s's workers. */
 void tabq_sub_unhold(tabq_subscription *s, unsigned n);
 
+/* txn.c: a transaction on a pooled connection; failures reported as the statement "begin" or
+ * "commit" of `table`. A rollback that fails is logged and marks the connection broken, so
+ * the pool closes it when it comes back; false then. */
+int tabq_txn_begin(tabq_broker *b, const char *table, tabq_pconn *c, const char *begin_sql,
+                   tabq_error *err);
+int tabq_txn_commit(tabq_broker *b, const char *table, tabq_pconn *c, tabq_error *err);
+bool tabq_txn_rollback(tabq_broker *b, const char *table, tabq_pconn *c);
+/* The same, for a subscription's transactions (its table, its begin). */
+static inline int tabq_sub_begin(tabq_subscription *s, tabq_pconn *c, tabq_error *err) {
+  return tabq_txn_begin(s->b, s->t->name, c, s->begin_sql, err);
+}
+static inline int tabq_sub_commit(tabq_subscription *s, tabq_pconn *c, tabq_error *err) {
+  return tabq_txn_commit(s->b, s->t->name, c, err);
+}
+static inline bool tabq_sub_rollback(tabq_subscription *s, tabq_pconn *c) {
+  return tabq_txn_rollback(s->b, s->t->name, c);
+}
+
 /* delivery.c */
 int tabq_delivery_fill(tabq_delivery *d, const tabq_driver_v1 *drv, tabq_prepared *p,
                        tabq_error *err);
@@ -373,6 +446,10 @@ bool tabq_same_id(const tabq_value *a, const tabq_value *b);
 int tabq_batch_scratch_init(tabq_batch_scratch *x, unsigned n);
 void tabq_batch_scratch_free(tabq_batch_scratch *x);
 int tabq_settle(tabq_delivery *d, tabq_outcome outcome, tabq_error *err);
+/* One delivery's settlement in each form (its ops->settle). */
+int tabq_settle_lease(tabq_delivery *d, tabq_outcome o, tabq_action *a, tabq_error *err);
+int tabq_settle_rowlock(tabq_delivery *d, tabq_outcome o, tabq_action *a, tabq_error *err);
+int tabq_settle_advisory(tabq_delivery *d, tabq_outcome o, tabq_action *a, tabq_error *err);
 /* Row lock batches: every row's settlement in the claim's one transaction, then one commit;
  * a failure rolls them all back. */
 void tabq_settle_batch(tabq_delivery *const *ds, unsigned n, const tabq_outcome *outcomes,

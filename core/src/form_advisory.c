@@ -31,8 +31,6 @@ int tabq_advisory_open(tabq_subscription *s, tabq_error *err) {
    * service's own fetch reads the taken row again, one row a take. */
   if (!rc)
     rc = tabq_claim_spaces(s, s->workers, 3 * s->nslots, err);
-  s->claim = tabq_advisory_claim;
-  s->holds_conn = true;
   return rc;
 }
 
@@ -41,19 +39,12 @@ static int ask(tabq_subscription *s, tabq_pconn *c, unsigned stmt, const tabq_va
                tabq_error *err) {
   tabq_broker *b = s->b;
   tabq_bind v = {.key = *key};
-  tabq_prepared *p = NULL;
+  bool row;
+  tabq_value answer;
   *yes = false;
-  int rc = tabq_stmt_run(&b->stmts, b->drv, c, stmt, &v, &p, err);
+  int rc = tabq_stmt_first(&b->stmts, b->drv, c, stmt, &v, &row, &answer, err);
   if (rc)
     return rc;
-  bool row = false;
-  tabq_value answer = tabq_null();
-  rc = b->drv->next(p, &row);
-  if (!rc && row)
-    rc = b->drv->cell(p, 0, &answer);
-  b->drv->reset(p);
-  if (rc)
-    return tabq_err_from_plugin(err, rc, s->t->name, b->stmts.defs[stmt].name);
   *yes = row && answer.type == TABQ_T_INT && answer.u.i != 0;
   return TABQ_OK;
 }
@@ -221,3 +212,34 @@ void tabq_advisory_release_all(tabq_subscription *s) {
               "pool and closed %u connections instead",
               s->t->name, released, closed);
 }
+
+static bool served(const tabq_plugin *p) {
+  return p->advisory != NULL;
+}
+
+static int check(tabq_subscription *s, tabq_error *err) {
+  const tabq_plugin *p = s->b->plugin.plugin;
+  if (p->advisory->flags & TABQ_ADVISORY_PROCESS_KEYS)
+    return tabq_err_set(err, TABQ_DIALECT, s->t->name, NULL,
+                        "table %s: this tabq does not yet keep advisory keys in the process, which "
+                        "the %s dialect needs (TABQ_ADVISORY_PROCESS_KEYS)",
+                        s->t->name, p->name);
+  return TABQ_OK;
+}
+
+/* Each delivery holds its key's session, one connection a row, released at settlement or at
+ * shutdown. */
+const tabq_form_ops tabq_advisory_ops = {
+    .name = "advisory lock",
+    .served = served,
+    .check = check,
+    .open = tabq_advisory_open,
+    .claim = tabq_advisory_claim,
+    .settle = tabq_settle_advisory,
+    .settle_batch = tabq_settle_joined,
+    .stopping = tabq_advisory_release_all,
+    .release = tabq_advisory_release,
+    .holds_conn = true,
+    .conn_per_row = true,
+    .candidates = true,
+};

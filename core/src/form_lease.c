@@ -27,7 +27,6 @@ int tabq_lease_open(tabq_subscription *s, tabq_error *err) {
     rc = tabq_stmt_build(&b->stmts, b->host, lease->stamp, &build, "stamp", &s->st[SQ_STAMP], err);
   if (!rc && TABQ_HAS_MEMBER(lease, tabq_lease_v1, stamp_ids))
     rc = tabq_stamp_ids_open(s, lease->stamp_ids, err);
-  s->claim = tabq_lease_claim;
   s->serial = (lease->flags & TABQ_CLAIM_SERIAL) || s->t->fifo;
   return rc;
 }
@@ -54,12 +53,11 @@ int tabq_lease_claim(tabq_subscription *s, tabq_delivery **slots, int64_t *ids, 
   bool guarded = s->st[SQ_GUARD] != TABQ_NO_STMT, mine = true;
   bool stamps = tabq_claim_stamps(s, limit), in_txn = guarded || stamps;
   if (in_txn) {
-    if ((rc = tabq_pconn_check(c, b->drv->begin(c->conn, s->begin_sql))))
-      tabq_err_from_plugin(err, rc, s->t->name, "begin");
-    else if (guarded)
+    rc = tabq_sub_begin(s, c, err);
+    if (!rc && guarded)
       rc = tabq_guard_group(s, c, &mine, err);
     if (rc || !mine) {
-      b->drv->rollback(c->conn);
+      tabq_sub_rollback(s, c);
       tabq_pool_release(&b->pool, c);
       return rc;
     }
@@ -70,30 +68,16 @@ int tabq_lease_claim(tabq_subscription *s, tabq_delivery **slots, int64_t *ids, 
   v.group = s->queue_value;
   tabq_prepared *p = NULL;
   rc = tabq_stmt_run(&b->stmts, b->drv, c, tabq_claim_stmt(s, limit), &v, &p, err);
-  if (!rc) {
-    bool row = false;
-    while (*got < limit && !(rc = b->drv->next(p, &row)) && row) {
-      tabq_delivery *d = slots[*got];
-      pthread_mutex_lock(&d->mu);
-      rc = tabq_delivery_fill(d, b->drv, p, err);
-      d->token = v.lease_until;
-      pthread_mutex_unlock(&d->mu);
-      if (rc)
-        break;
-      (*got)++;
-    }
-    if (rc && rc != TABQ_NOMEM)
-      tabq_err_from_plugin(err, rc, s->t->name, "claim");
-    b->drv->reset(p);
-  }
+  if (!rc)
+    rc = tabq_claim_read(s, p, slots, limit, got, v.lease_until, NULL, err);
   if (!rc && *got && stamps)
     rc = tabq_stamp_claimed(s, c, slots, ids, *got, v.lease_until, err);
   if (!rc && *got && s->st[SQ_FETCH] != TABQ_NO_STMT)
     rc = tabq_refetch(s, c, slots, got, v.lease_until, NULL, err);
-  if (in_txn && !rc && (rc = tabq_pconn_check(c, b->drv->commit(c->conn))))
-    tabq_err_from_plugin(err, rc, s->t->name, "commit");
+  if (in_txn && !rc)
+    rc = tabq_sub_commit(s, c, err);
   if (in_txn && rc) {
-    b->drv->rollback(c->conn);
+    tabq_sub_rollback(s, c);
     tabq_delivery_unclaim(slots, *got);
     *got = 0;
   }
@@ -177,3 +161,20 @@ void tabq_lease_extender_stop(tabq_subscription *s) {
   pthread_join(s->extender, NULL);
   s->extender_started = false;
 }
+
+static bool served(const tabq_plugin *p) {
+  return p->lease != NULL;
+}
+
+/* Deliveries hold no connection: a token in the row, moved by the extender while they work. */
+const tabq_form_ops tabq_lease_ops = {
+    .name = "lease",
+    .served = served,
+    .open = tabq_lease_open,
+    .claim = tabq_lease_claim,
+    .settle = tabq_settle_lease,
+    .settle_batch = tabq_settle_joined,
+    .start = tabq_lease_extender_start,
+    .stop = tabq_lease_extender_stop,
+    .tokens = true,
+};

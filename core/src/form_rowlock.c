@@ -26,116 +26,9 @@ int tabq_rowlock_open(tabq_subscription *s, tabq_error *err) {
     rc = tabq_sub_stmt(s, p->rowlock->stamp, "stamp", SQ_STAMP, err);
   if (!rc && TABQ_HAS_MEMBER(p->rowlock, tabq_rowlock_v1, stamp_ids))
     rc = tabq_stamp_ids_open(s, p->rowlock->stamp_ids, err);
-  s->claim = tabq_rowlock_claim;
   s->claim_flags = p->rowlock->flags;
-  s->holds_conn = true;
   s->serial = (p->rowlock->flags & TABQ_CLAIM_SERIAL) || s->t->fifo;
   return rc;
-}
-
-int tabq_claim_one_open(tabq_subscription *s, tabq_build_fn fn, tabq_error *err) {
-  if (tabq_sub_own(s, SQ_CLAIM))
-    return TABQ_OK;
-  tabq_build build = tabq_sub_build(s);
-  bool built;
-  return tabq_stmt_build_optional(&s->b->stmts, s->b->host, fn, &build, "claim_one",
-                                  &s->st[SQ_CLAIM_ONE], &built, err);
-}
-
-/* Runs the FIFO guard: true when this transaction now holds the group. */
-int tabq_guard_group(tabq_subscription *s, tabq_pconn *c, bool *held, tabq_error *err) {
-  tabq_broker *b = s->b;
-  tabq_bind v = {.group = s->queue_value};
-  tabq_prepared *p = NULL;
-  int rc = tabq_stmt_run(&b->stmts, b->drv, c, s->st[SQ_GUARD], &v, &p, err);
-  if (rc)
-    return rc;
-  bool row = false;
-  tabq_value first = tabq_null();
-  rc = b->drv->next(p, &row);
-  if (!rc && row)
-    rc = b->drv->cell(p, 0, &first);
-  b->drv->reset(p);
-  if (rc)
-    return tabq_err_from_plugin(err, rc, s->t->name, "fifo_guard");
-  *held = row && !(first.type == TABQ_T_INT && first.u.i == 0);
-  return TABQ_OK;
-}
-
-int tabq_claim_begin(tabq_subscription *s, tabq_pconn **out, bool *mine, tabq_error *err) {
-  tabq_broker *b = s->b;
-  tabq_pconn *c;
-  *out = NULL;
-  *mine = true;
-  int rc = tabq_pool_acquire(&b->pool, &c, err);
-  if (rc)
-    return rc;
-  if ((rc = tabq_pconn_check(c, b->drv->begin(c->conn, s->begin_sql)))) {
-    tabq_err_from_plugin(err, rc, s->t->name, "begin");
-    tabq_pool_release(&b->pool, c);
-    return rc;
-  }
-  *out = c;
-  return s->st[SQ_GUARD] != TABQ_NO_STMT ? tabq_guard_group(s, c, mine, err) : TABQ_OK;
-}
-
-int tabq_stamp_ids_open(tabq_subscription *s, tabq_build_fn fn, tabq_error *err) {
-  /* A claim of the service's own counts or leases each id it read, one by one (claim_ids.c). */
-  if (s->st[SQ_STAMP] == TABQ_NO_STMT || tabq_sub_own(s, SQ_CLAIM))
-    return TABQ_OK;
-  tabq_build build = tabq_sub_build(s);
-  bool built;
-  return tabq_stmt_build_optional(&s->b->stmts, s->b->host, fn, &build, "stamp_ids",
-                                  &s->st[SQ_STAMP_IDS], &built, err);
-}
-
-/* The stamps of n > 1 claimed rows in one statement, their ids listed in `ids`; *done stays
- * false when an id is not an integer (the caller then stamps row by row). The claim holds its
- * rows, so the statement must change each of them: a count that differs fails the claim, which
- * rolls back. */
-static int stamp_by_ids(tabq_subscription *s, tabq_pconn *c, tabq_delivery **slots, int64_t *ids,
-                        unsigned n, int64_t lease_until, bool *done, tabq_error *err) {
-  *done = false;
-  for (unsigned i = 0; i < n; i++) {
-    if (slots[i]->id.type != TABQ_T_INT)
-      return TABQ_OK;
-    ids[i] = slots[i]->id.u.i;
-  }
-  *done = true;
-  tabq_bind v = {.lease_until = lease_until};
-  v.ids.type = TABQ_T_INT_LIST;
-  v.ids.u.list.items = ids;
-  v.ids.u.list.count = n;
-  uint64_t changed = 0;
-  int rc = tabq_stmt_change(&s->b->stmts, s->b->drv, c, s->st[SQ_STAMP_IDS], &v, &changed, err);
-  if (!rc && changed != n)
-    rc = tabq_err_set(err, TABQ_BACKEND, s->t->name, "stamp_ids",
-                      "table %s: stamping %u claimed rows changed %llu rows", s->t->name, n,
-                      (unsigned long long)changed);
-  return rc;
-}
-
-int tabq_stamp_claimed(tabq_subscription *s, tabq_pconn *c, tabq_delivery **slots, int64_t *ids,
-                       unsigned n, int64_t lease_until, tabq_error *err) {
-  tabq_broker *b = s->b;
-  if (n > 1 && ids && s->st[SQ_STAMP_IDS] != TABQ_NO_STMT) {
-    bool done;
-    int rc = stamp_by_ids(s, c, slots, ids, n, lease_until, &done, err);
-    if (rc || done)
-      return rc;
-  }
-  for (unsigned i = 0; i < n; i++) {
-    tabq_bind v = {.id = slots[i]->id, .lease_until = lease_until};
-    uint64_t changed = 0;
-    int rc = tabq_stmt_change(&b->stmts, b->drv, c, s->st[SQ_STAMP], &v, &changed, err);
-    if (!rc && changed != 1)
-      rc = tabq_err_set(err, TABQ_BACKEND, s->t->name, "stamp",
-                        "table %s: stamping a claimed row changed %llu rows", s->t->name,
-                        (unsigned long long)changed);
-    if (rc)
-      return rc;
-  }
-  return TABQ_OK;
 }
 
 int tabq_rowlock_claim(tabq_subscription *s, tabq_delivery **slots, int64_t *ids, unsigned limit,
@@ -153,20 +46,7 @@ int tabq_rowlock_claim(tabq_subscription *s, tabq_delivery **slots, int64_t *ids
     tabq_prepared *p = NULL;
     rc = tabq_stmt_run(&b->stmts, b->drv, c, tabq_claim_stmt(s, limit), &v, &p, err);
     if (!rc) {
-      bool row = false;
-      while (*got < limit && !(rc = b->drv->next(p, &row)) && row) {
-        tabq_delivery *d = slots[*got];
-        pthread_mutex_lock(&d->mu);
-        rc = tabq_delivery_fill(d, b->drv, p, err);
-        d->conn = c;
-        pthread_mutex_unlock(&d->mu);
-        if (rc)
-          break;
-        (*got)++;
-      }
-      if (rc && rc != TABQ_NOMEM)
-        tabq_err_from_plugin(err, rc, s->t->name, "claim");
-      b->drv->reset(p);
+      rc = tabq_claim_read(s, p, slots, limit, got, 0, c, err);
       if (!rc && *got && tabq_claim_stamps(s, limit))
         rc = tabq_stamp_claimed(s, c, slots, ids, *got, 0, err);
       if (!rc && *got && s->st[SQ_FETCH] != TABQ_NO_STMT) {
@@ -179,12 +59,28 @@ int tabq_rowlock_claim(tabq_subscription *s, tabq_delivery **slots, int64_t *ids
     /* Nothing to hold: end the transaction (a failed claim's rows return at once). */
     tabq_delivery_unclaim(slots, *got);
     *got = 0;
-    if (dropped && (rc = tabq_pconn_check(c, b->drv->commit(c->conn))))
-      tabq_err_from_plugin(err, rc, s->t->name, "commit");
+    if (dropped)
+      rc = tabq_sub_commit(s, c, err);
     if (!dropped || rc)
-      b->drv->rollback(c->conn);
+      tabq_sub_rollback(s, c);
     tabq_pool_release(&b->pool, c);
   }
   atomic_fetch_add(&s->stats.claimed, *got);
   return rc;
 }
+
+static bool served(const tabq_plugin *p) {
+  return p->rowlock != NULL;
+}
+
+/* One connection holds a claim's rows and its open transaction until they settle. */
+const tabq_form_ops tabq_rowlock_ops = {
+    .name = "row lock",
+    .served = served,
+    .open = tabq_rowlock_open,
+    .claim = tabq_rowlock_claim,
+    .settle = tabq_settle_rowlock,
+    .settle_batch = tabq_settle_batch,
+    .holds_conn = true,
+    .claim_txn = true,
+};

@@ -97,9 +97,9 @@ static void disconnect(tabq_pool *p, tabq_pconn *c) {
 }
 
 void tabq_pool_release(tabq_pool *p, tabq_pconn *c) {
-  if (c->conn && c->suspect && !p->drv->alive(c->conn))
+  if (c->conn && (c->broken || (c->suspect && !p->drv->alive(c->conn))))
     disconnect(p, c); /* the next acquire of this slot connects anew */
-  c->suspect = false;
+  c->suspect = c->broken = false;
   c->idle_since_ms = tabq_mono_ms();
   pthread_mutex_lock(&p->mu);
   c->in_use = false;

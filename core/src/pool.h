@@ -15,6 +15,7 @@ typedef struct tabq_pconn {
   tabq_prepared **prepared; /* by statement id; prepared on first use on this connection */
   bool in_use;
   bool suspect;          /* a call failed on it: ask the driver whether it still lives */
+  bool broken;           /* its session's state is unknown (a rollback failed): close it */
   int64_t idle_since_ms; /* when it was last given back */
 } tabq_pconn;
 
@@ -40,9 +41,10 @@ int tabq_pool_init(tabq_pool *p, const tabq_driver_v1 *drv, const char *url, uns
                    unsigned timeout_ms, tabq_error *err);
 /* Waits up to the acquire timeout for a free connection (TABQ_POOL_TIMEOUT). */
 int tabq_pool_acquire(tabq_pool *p, tabq_pconn **out, tabq_error *err);
-/* Gives a connection back; one whose call failed and that the driver finds broken is closed and
- * replaced later. The driver is not asked on the hot path: only after a failure, or when a
- * connection comes out of the pool after more than a second idle (a server may have ended it). */
+/* Gives a connection back; one marked broken, or whose call failed and that the driver finds
+ * broken, is closed and replaced later. The driver is not asked on the hot path: only after a
+ * failure, or when a connection comes out of the pool after more than a second idle (a server may
+ * have ended it). */
 void tabq_pool_release(tabq_pool *p, tabq_pconn *c);
 /* Gives a connection back closed: its session ends (and every session lock with it). */
 void tabq_pool_discard(tabq_pool *p, tabq_pconn *c);

@@ -218,23 +218,6 @@ static int write_all(tabq_broker *b, tabq_publisher *p, tabq_pconn *c,
   return p->notify == TABQ_NO_STMT ? TABQ_OK : announce_all(b, p, c, g, err);
 }
 
-/* Ends a failed transaction. A rollback that fails leaves the session in a state nobody knows,
- * so its connection is closed rather than pooled. */
-static void roll_back(tabq_broker *b, const tabq_table *t, tabq_pconn *c) {
-  int rc = b->drv->rollback(c->conn);
-  if (!rc) {
-    tabq_pool_release(&b->pool, c);
-    return;
-  }
-  tabq_error rb;
-  tabq_err_from_plugin(&rb, rc, t->name, "rollback");
-  tabq_logf(&b->log, TABQ_LOG_WARN,
-            "table %s: a batch publish failed and its rollback failed too (%s); the connection "
-            "is closed",
-            t->name, rb.message);
-  tabq_pool_discard(&b->pool, c);
-}
-
 static int in_transaction(tabq_broker *b, tabq_publisher *p, const tabq_message *const *msgs,
                           size_t n, const batch_groups *g, tabq_buf *headers, const batch_space *x,
                           tabq_error *err) {
@@ -243,18 +226,16 @@ static int in_transaction(tabq_broker *b, tabq_publisher *p, const tabq_message 
   int rc = tabq_pool_acquire(&b->pool, &c, err);
   if (rc)
     return rc;
-  if ((rc = tabq_pconn_check(c, b->drv->begin(c->conn, p->begin_sql)))) {
-    tabq_err_from_plugin(err, rc, t->name, "begin");
+  if ((rc = tabq_txn_begin(b, t->name, c, p->begin_sql, err))) {
     tabq_pool_release(&b->pool, c);
     return rc;
   }
   rc = write_all(b, p, c, msgs, n, g, headers, x, err);
-  if (!rc && (rc = tabq_pconn_check(c, b->drv->commit(c->conn))))
-    tabq_err_from_plugin(err, rc, t->name, "commit");
-  if (rc)
-    roll_back(b, t, c);
-  else
-    tabq_pool_release(&b->pool, c);
+  if (!rc)
+    rc = tabq_txn_commit(b, t->name, c, err);
+  if (rc) /* a rollback that fails closes the connection (txn.c) */
+    tabq_txn_rollback(b, t->name, c);
+  tabq_pool_release(&b->pool, c);
   return rc;
 }
 

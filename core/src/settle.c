@@ -15,14 +15,7 @@
 #include "engine.h"
 #include "error.h"
 
-typedef enum action {
-  ACT_RELEASE,
-  ACT_ACK,
-  ACT_DISCARD,
-  ACT_RETRY,
-  ACT_RETRY_AFTER,
-  ACT_DEAD
-} action;
+typedef tabq_action action;
 
 static action choose(tabq_delivery *d, tabq_outcome o) {
   tabq_subscription *s = d->sub;
@@ -61,7 +54,7 @@ static action choose(tabq_delivery *d, tabq_outcome o) {
 static int expect_one(tabq_subscription *s, uint64_t changed, const char *what, tabq_error *err) {
   if (changed == 1)
     return TABQ_OK;
-  if (s->form != TABQ_FORM_LEASE)
+  if (!s->ops->tokens)
     return tabq_err_set(err, TABQ_BACKEND, s->t->name, what,
                         "table %s: the %s changed %llu rows, not one", s->t->name, what,
                         (unsigned long long)changed);
@@ -71,14 +64,23 @@ static int expect_one(tabq_subscription *s, uint64_t changed, const char *what, 
                       s->t->name, what);
 }
 
+/* Commits, or rolls back when rc says the transaction failed. */
+static int finish_transaction(tabq_subscription *s, tabq_pconn *c, int rc, tabq_error *err) {
+  if (!rc)
+    rc = tabq_sub_commit(s, c, err);
+  if (rc)
+    tabq_sub_rollback(s, c);
+  return rc;
+}
+
 /* Dead letter into a table: the copy and the delete commit together, or neither does. In the
  * row lock form they run in the claim's transaction, which the caller commits. */
 static int dead_letter_table(tabq_subscription *s, tabq_pconn *c, const tabq_bind *v, bool in_txn,
                              tabq_error *err) {
   tabq_broker *b = s->b;
-  int rc = in_txn ? TABQ_OK : tabq_pconn_check(c, b->drv->begin(c->conn, s->begin_sql));
+  int rc = in_txn ? TABQ_OK : tabq_sub_begin(s, c, err);
   if (rc)
-    return tabq_err_from_plugin(err, rc, s->t->name, "begin");
+    return rc;
   uint64_t changed = 0;
   rc = tabq_stmt_change(&b->stmts, b->drv, c, s->st[SQ_DL_COPY], v, &changed, err);
   if (!rc)
@@ -89,20 +91,7 @@ static int dead_letter_table(tabq_subscription *s, tabq_pconn *c, const tabq_bin
     rc = expect_one(s, changed, "dead_letter_delete", err);
   if (in_txn)
     return rc;
-  if (!rc && (rc = tabq_pconn_check(c, b->drv->commit(c->conn))))
-    tabq_err_from_plugin(err, rc, s->t->name, "commit");
-  if (rc)
-    b->drv->rollback(c->conn);
-  return rc;
-}
-
-static int finish_transaction(tabq_subscription *s, tabq_pconn *c, int rc, tabq_error *err) {
-  const tabq_driver_v1 *drv = s->b->drv;
-  if (!rc && (rc = tabq_pconn_check(c, drv->commit(c->conn))))
-    tabq_err_from_plugin(err, rc, s->t->name, "commit");
-  if (rc)
-    drv->rollback(c->conn);
-  return rc;
+  return finish_transaction(s, c, rc, err);
 }
 
 static const tabq_sq stmt_of[] = {
@@ -136,10 +125,10 @@ static int confirm_lease(tabq_delivery *d, tabq_pconn *c, const tabq_bind *v, ta
 static int run_own(tabq_delivery *d, action a, tabq_pconn *c, const tabq_bind *v, tabq_error *err) {
   tabq_subscription *s = d->sub;
   tabq_broker *b = s->b;
-  int rc = tabq_pconn_check(c, b->drv->begin(c->conn, s->begin_sql));
+  int rc = tabq_sub_begin(s, c, err);
   if (rc)
-    return tabq_err_from_plugin(err, rc, s->t->name, "begin");
-  if (s->form == TABQ_FORM_LEASE)
+    return rc;
+  if (s->ops->tokens)
     rc = confirm_lease(d, c, v, err);
   uint64_t changed = 0;
   if (!rc)
@@ -147,14 +136,15 @@ static int run_own(tabq_delivery *d, action a, tabq_pconn *c, const tabq_bind *v
   return finish_transaction(s, c, rc, err);
 }
 
-/* The statements of an action. Retry and release run none outside the lease form: the row lock
- * form's commit (or rollback) and the advisory form's key release put the row back. */
+/* The statements of an action. Retry and release run none where deliveries hold a connection
+ * (outside the lease form): the row lock form's commit (or rollback) and the advisory form's key
+ * release put the row back. */
 static int run_action(tabq_delivery *d, action a, tabq_outcome o, tabq_pconn *c, bool in_txn,
                       tabq_error *err) {
   tabq_subscription *s = d->sub;
   tabq_broker *b = s->b;
   bool own = a != ACT_RELEASE && tabq_sub_own(s, stmt_of[a]);
-  if (s->form != TABQ_FORM_LEASE && (a == ACT_RELEASE || (a == ACT_RETRY && !own)))
+  if (s->ops->holds_conn && (a == ACT_RELEASE || (a == ACT_RETRY && !own)))
     return TABQ_OK;
   tabq_bind v = {.id = d->id, .token = d->token, .now = tabq_now_us()};
   v.retry_at = v.now + (int64_t)o.delay_ms * 1000;
@@ -210,7 +200,7 @@ static void leave_work(tabq_delivery *d) {
   d->settled = true;
 }
 
-static int settle_lease(tabq_delivery *d, tabq_outcome o, action *a, tabq_error *err) {
+int tabq_settle_lease(tabq_delivery *d, tabq_outcome o, action *a, tabq_error *err) {
   tabq_broker *b = d->sub->b;
   /* The connection first, then the delivery: the extender takes them in the same order. */
   tabq_pconn *c;
@@ -230,7 +220,7 @@ static int settle_lease(tabq_delivery *d, tabq_outcome o, action *a, tabq_error 
   return rc;
 }
 
-static int settle_rowlock(tabq_delivery *d, tabq_outcome o, action *a, tabq_error *err) {
+int tabq_settle_rowlock(tabq_delivery *d, tabq_outcome o, action *a, tabq_error *err) {
   tabq_subscription *s = d->sub;
   pthread_mutex_lock(&d->mu);
   if (!d->in_work) {
@@ -249,7 +239,7 @@ static int settle_rowlock(tabq_delivery *d, tabq_outcome o, action *a, tabq_erro
   return rc;
 }
 
-static int settle_advisory(tabq_delivery *d, tabq_outcome o, action *a, tabq_error *err) {
+int tabq_settle_advisory(tabq_delivery *d, tabq_outcome o, action *a, tabq_error *err) {
   tabq_subscription *s = d->sub;
   pthread_mutex_lock(&d->mu);
   if (!d->in_work) {
@@ -289,18 +279,15 @@ int tabq_settle(tabq_delivery *d, tabq_outcome o, tabq_error *err) {
   }
   if (settled)
     ; /* with the acks of other workers (coalesce_acks) */
-  else if (s->form == TABQ_FORM_LEASE)
-    rc = settle_lease(d, o, &a, err);
-  else if (s->form == TABQ_FORM_ROWLOCK)
-    rc = settle_rowlock(d, o, &a, err);
   else
-    rc = settle_advisory(d, o, &a, err);
+    rc = s->ops->settle(d, o, &a, err);
   if (rc == TABQ_INVALID || rc == TABQ_CLOSED)
     return rc; /* nothing was settled */
   count(s, a, rc);
   /* A row retried or released is due at once: claim it now rather than a poll interval on. A
-   * row lock settlement that failed rolled back, which puts the row back too. */
-  if ((!rc && (a == ACT_RETRY || a == ACT_RELEASE)) || (rc && s->form == TABQ_FORM_ROWLOCK))
+   * settlement that failed in the claim's transaction (row lock) rolled back, which puts the row
+   * back too. */
+  if ((!rc && (a == ACT_RETRY || a == ACT_RELEASE)) || (rc && s->ops->claim_txn))
     tabq_sub_wake(s);
   return rc;
 }
@@ -362,8 +349,8 @@ static bool joinable(tabq_delivery *const *ds, unsigned n, const action *actions
       return false;
     if (actions[i] == ACT_DEAD && s->dead_letter_table)
       return false;
-    if (s->form == TABQ_FORM_ADVISORY && actions[i] == ACT_RELEASE)
-      return false; /* a release ends the key's session, not a statement */
+    if (s->ops->holds_conn && actions[i] == ACT_RELEASE)
+      return false; /* advisory: a release ends the key's session, not a statement */
   }
   return true;
 }
@@ -436,7 +423,7 @@ static int ack_by_ids(tabq_delivery *const *ds, unsigned n, const action *action
                           "which; the batch settles row by row",
                           s->t->name, (unsigned long long)changed, m);
     for (unsigned k = 0; k < m; k++)
-      if (x->rcs[x->at[k]] && s->form != TABQ_FORM_LEASE)
+      if (x->rcs[x->at[k]] && !s->ops->tokens)
         return expect_one(s, 0, "ack", err); /* a row gone under a held lock: not a batch's */
   }
   return TABQ_OK;
@@ -454,7 +441,7 @@ static bool settle_joined(tabq_delivery *const *ds, unsigned n, const tabq_outco
   tabq_broker *b = s->b;
   tabq_pconn *c = ds[0]->conn; /* advisory: the first key's session */
   tabq_error err;
-  if (s->form == TABQ_FORM_LEASE && tabq_pool_acquire(&b->pool, &c, &err))
+  if (!s->ops->holds_conn && tabq_pool_acquire(&b->pool, &c, &err))
     return false;
   /* The deliveries' locks in address order, the one order every batch takes them in (two
    * batches never share a delivery, but their slots come back in any order). */
@@ -469,7 +456,7 @@ static bool settle_joined(tabq_delivery *const *ds, unsigned n, const tabq_outco
     pthread_mutex_lock(&x->order[i]->mu);
     all = all && x->order[i]->in_work; /* else its handler settled it: settle one by one */
   }
-  bool begun = all && !tabq_pconn_check(c, b->drv->begin(c->conn, s->begin_sql));
+  bool begun = all && !tabq_sub_begin(s, c, &err);
   all = begun;
   for (unsigned i = 0; i < n; i++)
     x->done[i] = false;
@@ -481,9 +468,9 @@ static bool settle_joined(tabq_delivery *const *ds, unsigned n, const tabq_outco
     x->rcs[i] = run_action(ds[i], actions[i], outcomes[i], c, true, &err);
     all = !x->rcs[i] || x->rcs[i] == TABQ_LEASE_LOST;
   }
-  all = all && !tabq_pconn_check(c, b->drv->commit(c->conn));
+  all = all && !tabq_sub_commit(s, c, &err);
   if (begun && !all)
-    b->drv->rollback(c->conn); /* nothing of the batch stays */
+    tabq_sub_rollback(s, c); /* nothing of the batch stays */
   for (unsigned i = 0; i < n; i++) {
     if (all)
       leave_work(ds[i]);
@@ -491,7 +478,7 @@ static bool settle_joined(tabq_delivery *const *ds, unsigned n, const tabq_outco
   }
   for (unsigned i = 0; i < n; i++)
     pthread_mutex_unlock(&x->order[i]->mu);
-  if (s->form == TABQ_FORM_LEASE)
+  if (!s->ops->holds_conn)
     tabq_pool_release(&b->pool, c);
   return all;
 }
@@ -523,9 +510,9 @@ void tabq_settle_joined(tabq_delivery *const *ds, unsigned n, const tabq_outcome
   }
   bool wake = false;
   for (unsigned i = 0; i < n; i++) {
-    if (s->form == TABQ_FORM_ADVISORY) {
+    if (s->ops->release) {
       pthread_mutex_lock(&ds[i]->mu);
-      tabq_advisory_release(ds[i]);
+      s->ops->release(ds[i]);
       pthread_mutex_unlock(&ds[i]->mu);
       tabq_sub_unhold(s, 1);
     }

@@ -199,6 +199,23 @@ int tabq_stmt_change(tabq_registry *r, const tabq_driver_v1 *drv, tabq_pconn *c,
   return TABQ_OK;
 }
 
+int tabq_stmt_first(tabq_registry *r, const tabq_driver_v1 *drv, tabq_pconn *c, unsigned id,
+                    const tabq_bind *v, bool *row, tabq_value *first, tabq_error *err) {
+  tabq_prepared *p = NULL;
+  *row = false;
+  *first = tabq_null();
+  int rc = tabq_stmt_run(r, drv, c, id, v, &p, err);
+  if (rc)
+    return rc;
+  rc = drv->next(p, row);
+  if (!rc && *row)
+    rc = drv->cell(p, 0, first);
+  drv->reset(p);
+  if (rc)
+    return tabq_err_from_plugin(err, rc, r->defs[id].table, r->defs[id].name);
+  return TABQ_OK;
+}
+
 int tabq_stmt_change_values(tabq_registry *r, const tabq_driver_v1 *drv, tabq_pconn *c, unsigned id,
                             const tabq_value *values, uint64_t *changed, tabq_error *err) {
   tabq_prepared *p = NULL;

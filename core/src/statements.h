@@ -62,6 +62,9 @@ int tabq_stmt_run(tabq_registry *r, const tabq_driver_v1 *drv, tabq_pconn *c, un
 /* Runs a statement that returns no rows and reports the rows it changed. */
 int tabq_stmt_change(tabq_registry *r, const tabq_driver_v1 *drv, tabq_pconn *c, unsigned id,
                      const tabq_bind *v, uint64_t *changed, tabq_error *err);
+/* Runs a statement and reads the first cell of its first row (*row false: it returned none). */
+int tabq_stmt_first(tabq_registry *r, const tabq_driver_v1 *drv, tabq_pconn *c, unsigned id,
+                    const tabq_bind *v, bool *row, tabq_value *first, tabq_error *err);
 /* One copy of statement id's parameter list bound by id from v: nparams values into out. */
 void tabq_stmt_values(const tabq_registry *r, unsigned id, const tabq_bind *v, tabq_value *out);
 /* As tabq_stmt_change, with the values bound already: nparams * rows of them, copy after copy. */

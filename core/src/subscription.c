@@ -93,34 +93,16 @@ static int check_form(tabq_subscription *s, tabq_error *err) {
   int rc = p->dialect->check(&build);
   if (rc)
     return tabq_err_from_plugin(err, rc, s->t->name, "check");
-  const char *missing = NULL;
-  if (s->form == TABQ_FORM_LEASE && !p->lease)
-    missing = "lease";
-  else if (s->form == TABQ_FORM_ROWLOCK && !p->rowlock)
-    missing = "row lock";
-  else if (s->form == TABQ_FORM_ADVISORY && !p->advisory)
-    missing = "advisory lock";
-  if (missing)
+  if (!s->ops->served(p))
     return tabq_err_set(err, TABQ_DIALECT, s->t->name, NULL,
                         "table %s takes the %s form, which the %s dialect does not serve",
-                        s->t->name, missing, p->name);
-  if (s->form == TABQ_FORM_ADVISORY && (p->advisory->flags & TABQ_ADVISORY_PROCESS_KEYS))
-    return tabq_err_set(err, TABQ_DIALECT, s->t->name, NULL,
-                        "table %s: this tabq does not yet keep advisory keys in the process, which "
-                        "the %s dialect needs (TABQ_ADVISORY_PROCESS_KEYS)",
-                        s->t->name, p->name);
+                        s->t->name, s->ops->name, p->name);
+  if (s->ops->check && (rc = s->ops->check(s, err)))
+    return rc;
   /* route.c refused a plugin without ByName already. */
   if (s->by_name && (rc = p->byname->check(&build)))
     return tabq_err_from_plugin(err, rc, s->t->name, "byname");
   return TABQ_OK;
-}
-
-static int open_form(tabq_subscription *s, tabq_error *err) {
-  if (s->form == TABQ_FORM_LEASE)
-    return tabq_lease_open(s, err);
-  if (s->form == TABQ_FORM_ROWLOCK)
-    return tabq_rowlock_open(s, err);
-  return tabq_advisory_open(s, err);
 }
 
 /* The begin of the transactions tabq opens. A table's isolation level governs the row lock
@@ -129,7 +111,7 @@ static int open_form(tabq_subscription *s, tabq_error *err) {
 static int build_begin(tabq_subscription *s, tabq_error *err) {
   tabq_table plain = *s->t;
   tabq_build build = tabq_sub_build(s);
-  if (s->form != TABQ_FORM_ROWLOCK) {
+  if (!s->ops->claim_txn) {
     plain.isolation = TABQ_ISOLATION_DEFAULT;
     build.table = &plain;
   }
@@ -158,7 +140,7 @@ static int build_settlements(tabq_subscription *s, tabq_error *err) {
     rc = tabq_sub_stmt(s, dl->discard, "discard", SQ_DISCARD, err);
   /* Outside the lease form a retry runs no statement (unless the service gives its own): a
    * commit or a key's release does it. */
-  if (!rc && s->form == TABQ_FORM_LEASE)
+  if (!rc && !s->ops->holds_conn)
     rc = tabq_sub_stmt(s, dl->retry, "retry", SQ_RETRY, err);
   if (!rc && s->t->retry_after.name)
     rc = tabq_sub_stmt(s, dl->retry_after, "retry_after", SQ_RETRY_AFTER, err);
@@ -239,6 +221,18 @@ static int allocate(tabq_subscription *s, tabq_error *err) {
   return TABQ_OK;
 }
 
+static const tabq_form_ops *ops_of(tabq_form form) {
+  switch (form) {
+  case TABQ_FORM_LEASE:
+    return &tabq_lease_ops;
+  case TABQ_FORM_ADVISORY:
+    return &tabq_advisory_ops;
+  case TABQ_FORM_ROWLOCK:
+    break;
+  }
+  return &tabq_rowlock_ops;
+}
+
 static tabq_subscription *new_subscription(tabq_broker *b, const tabq_table *t,
                                            const tabq_subscription_options *o) {
   tabq_subscription *s = calloc(1, sizeof *s);
@@ -250,6 +244,8 @@ static tabq_subscription *new_subscription(tabq_broker *b, const tabq_table *t,
   t = s->t;
   s->o = *o;
   s->form = tabq_table_form(t);
+  s->ops = ops_of(s->form);
+  s->claim = s->ops->claim;
   for (int i = 0; i < SQ_COUNT; i++)
     s->st[i] = TABQ_NO_STMT;
   s->workers = o->workers ? o->workers : 1;
@@ -314,7 +310,7 @@ int tabq_sub_open(tabq_broker *b, const tabq_table *table, const tabq_subscripti
   if (!rc)
     rc = tabq_custom_open(s, err);
   if (!rc)
-    rc = open_form(s, err);
+    rc = s->ops->open(s, err);
   if (!rc)
     rc = tabq_custom_after_open(s, err);
   if (!rc)
@@ -334,7 +330,7 @@ int tabq_sub_open(tabq_broker *b, const tabq_table *table, const tabq_subscripti
   pthread_mutex_lock(&b->mu);
   s->next = b->subs;
   b->subs = s;
-  if (s->holds_conn)
+  if (s->ops->holds_conn)
     atomic_fetch_add(&b->conn_subs, 1);
   pthread_mutex_unlock(&b->mu);
   if (out)

@@ -46,10 +46,10 @@ static unsigned claim_limit(const tabq_subscription *s) {
     want = 1;
   if (want > s->nfree)
     want = s->nfree;
-  if (s->holds_conn) {
+  if (s->ops->holds_conn) {
     unsigned room = tabq_budget_room(s->b);
     /* A row lock claim holds one connection for all its rows; an advisory one, one per row. */
-    if (s->form == TABQ_FORM_ADVISORY && want > room)
+    if (s->ops->conn_per_row && want > room)
       want = room;
     else if (!room)
       want = 0;
@@ -59,9 +59,9 @@ static unsigned claim_limit(const tabq_subscription *s) {
 
 /* The connections a claim of `limit` rows may take at most. */
 static unsigned reservation(const tabq_subscription *s, unsigned limit) {
-  if (!s->holds_conn)
+  if (!s->ops->holds_conn)
     return 0;
-  return s->form == TABQ_FORM_ADVISORY ? limit : 1;
+  return s->ops->conn_per_row ? limit : 1;
 }
 
 static void handle_one(tabq_subscription *s, tabq_delivery *d) {
@@ -75,10 +75,7 @@ static void handle_batch(worker *w, unsigned n) {
   for (unsigned i = 0; i < n; i++)
     w->outcomes[i] = tabq_no_outcome();
   s->o.batch_handler(w->claimed, n, w->outcomes, s->o.user);
-  if (s->form == TABQ_FORM_ROWLOCK)
-    tabq_settle_batch(w->claimed, n, w->outcomes, &w->scratch);
-  else
-    tabq_settle_joined(w->claimed, n, w->outcomes, &w->scratch);
+  s->ops->settle_batch(w->claimed, n, w->outcomes, &w->scratch);
   for (unsigned i = 0; i < n; i++)
     tabq_delivery_done(w->claimed[i]);
 }
@@ -88,7 +85,7 @@ static void claim_round(worker *w, unsigned limit) {
   tabq_subscription *s = w->s;
   unsigned want = reservation(s, limit), reserved = want ? tabq_budget_take(s->b, want) : 0;
   if (reserved < want) { /* another subscription took the room meanwhile */
-    if (!reserved || s->form != TABQ_FORM_ADVISORY) {
+    if (!reserved || !s->ops->conn_per_row) {
       tabq_budget_put(s->b, reserved); /* s->mu held: no wake-ups from here */
       return;
     }
@@ -107,7 +104,7 @@ static void claim_round(worker *w, unsigned limit) {
   if (rc)
     tabq_logf(&s->b->log, TABQ_LOG_ERROR, "claim on table %s failed (%s): %s", s->t->name,
               tabq_code_name(err.code), err.message);
-  unsigned held = !s->holds_conn || !got ? 0 : s->form == TABQ_FORM_ADVISORY ? got : 1;
+  unsigned held = !s->ops->holds_conn || !got ? 0 : s->ops->conn_per_row ? got : 1;
   tabq_budget_give(s->b, s, reserved - held); /* the deliveries keep what they hold */
 
   pthread_mutex_lock(&s->mu);
@@ -227,7 +224,7 @@ int tabq_workers_start(tabq_subscription *s, tabq_error *err) {
     return tabq_err_set(err, TABQ_NOMEM, s->t->name, NULL, "cannot allocate the workers");
   }
   s->worker_ctx = ws;
-  int rc = s->form == TABQ_FORM_LEASE ? tabq_lease_extender_start(s, err) : TABQ_OK;
+  int rc = s->ops->start ? s->ops->start(s, err) : TABQ_OK; /* the lease extender */
   if (rc)
     return rc;
   for (unsigned i = 0; i < s->workers; i++) {
@@ -246,8 +243,8 @@ void tabq_workers_stop(tabq_subscription *s) {
   pthread_cond_broadcast(&s->cv);
   pthread_mutex_unlock(&s->mu);
   /* Advisory locks in work are released now (SPEC 3.3); their late settlements fail CLOSED. */
-  if (s->form == TABQ_FORM_ADVISORY && s->nthreads)
-    tabq_advisory_release_all(s);
+  if (s->ops->stopping && s->nthreads)
+    s->ops->stopping(s);
   for (unsigned i = 0; i < s->nthreads; i++)
     pthread_join(s->threads[i], NULL);
   s->nthreads = 0;
@@ -258,7 +255,8 @@ void tabq_workers_stop(tabq_subscription *s) {
     tabq_delivery_done(d);
     s->free_slots[s->nfree++] = d;
   }
-  tabq_lease_extender_stop(s);
+  if (s->ops->stop)
+    s->ops->stop(s); /* the lease extender */
   if (s->worker_ctx) {
     free_workers(s, contexts_of(s));
     s->worker_ctx = NULL;

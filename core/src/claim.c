@@ -1,0 +1,157 @@
+/* What the forms' claims share: the claim's transaction and its FIFO guard, the claim_one
+ * statement, the stamp of each claimed row, the rows read into the deliveries, and the rows
+ * read again by a fetch of the service's own. */
+#include <string.h>
+
+#include "engine.h"
+#include "error.h"
+
+int tabq_claim_one_open(tabq_subscription *s, tabq_build_fn fn, tabq_error *err) {
+  if (tabq_sub_own(s, SQ_CLAIM))
+    return TABQ_OK;
+  tabq_build build = tabq_sub_build(s);
+  bool built;
+  return tabq_stmt_build_optional(&s->b->stmts, s->b->host, fn, &build, "claim_one",
+                                  &s->st[SQ_CLAIM_ONE], &built, err);
+}
+
+/* Runs the FIFO guard: true when this transaction now holds the group. */
+int tabq_guard_group(tabq_subscription *s, tabq_pconn *c, bool *held, tabq_error *err) {
+  tabq_broker *b = s->b;
+  tabq_bind v = {.group = s->queue_value};
+  bool row;
+  tabq_value first;
+  int rc = tabq_stmt_first(&b->stmts, b->drv, c, s->st[SQ_GUARD], &v, &row, &first, err);
+  if (rc)
+    return rc;
+  *held = row && !(first.type == TABQ_T_INT && first.u.i == 0);
+  return TABQ_OK;
+}
+
+int tabq_claim_begin(tabq_subscription *s, tabq_pconn **out, bool *mine, tabq_error *err) {
+  tabq_broker *b = s->b;
+  tabq_pconn *c;
+  *out = NULL;
+  *mine = true;
+  int rc = tabq_pool_acquire(&b->pool, &c, err);
+  if (rc)
+    return rc;
+  if ((rc = tabq_sub_begin(s, c, err))) {
+    tabq_pool_release(&b->pool, c);
+    return rc;
+  }
+  *out = c;
+  return s->st[SQ_GUARD] != TABQ_NO_STMT ? tabq_guard_group(s, c, mine, err) : TABQ_OK;
+}
+
+int tabq_stamp_ids_open(tabq_subscription *s, tabq_build_fn fn, tabq_error *err) {
+  /* A claim of the service's own counts or leases each id it read, one by one (claim_ids.c). */
+  if (s->st[SQ_STAMP] == TABQ_NO_STMT || tabq_sub_own(s, SQ_CLAIM))
+    return TABQ_OK;
+  tabq_build build = tabq_sub_build(s);
+  bool built;
+  return tabq_stmt_build_optional(&s->b->stmts, s->b->host, fn, &build, "stamp_ids",
+                                  &s->st[SQ_STAMP_IDS], &built, err);
+}
+
+/* The stamps of n > 1 claimed rows in one statement, their ids listed in `ids`; *done stays
+ * false when an id is not an integer (the caller then stamps row by row). The claim holds its
+ * rows, so the statement must change each of them: a count that differs fails the claim, which
+ * rolls back. */
+static int stamp_by_ids(tabq_subscription *s, tabq_pconn *c, tabq_delivery **slots, int64_t *ids,
+                        unsigned n, int64_t lease_until, bool *done, tabq_error *err) {
+  *done = false;
+  for (unsigned i = 0; i < n; i++) {
+    if (slots[i]->id.type != TABQ_T_INT)
+      return TABQ_OK;
+    ids[i] = slots[i]->id.u.i;
+  }
+  *done = true;
+  tabq_bind v = {.lease_until = lease_until};
+  v.ids.type = TABQ_T_INT_LIST;
+  v.ids.u.list.items = ids;
+  v.ids.u.list.count = n;
+  uint64_t changed = 0;
+  int rc = tabq_stmt_change(&s->b->stmts, s->b->drv, c, s->st[SQ_STAMP_IDS], &v, &changed, err);
+  if (!rc && changed != n)
+    rc = tabq_err_set(err, TABQ_BACKEND, s->t->name, "stamp_ids",
+                      "table %s: stamping %u claimed rows changed %llu rows", s->t->name, n,
+                      (unsigned long long)changed);
+  return rc;
+}
+
+int tabq_stamp_claimed(tabq_subscription *s, tabq_pconn *c, tabq_delivery **slots, int64_t *ids,
+                       unsigned n, int64_t lease_until, tabq_error *err) {
+  tabq_broker *b = s->b;
+  if (n > 1 && ids && s->st[SQ_STAMP_IDS] != TABQ_NO_STMT) {
+    bool done;
+    int rc = stamp_by_ids(s, c, slots, ids, n, lease_until, &done, err);
+    if (rc || done)
+      return rc;
+  }
+  for (unsigned i = 0; i < n; i++) {
+    tabq_bind v = {.id = slots[i]->id, .lease_until = lease_until};
+    uint64_t changed = 0;
+    int rc = tabq_stmt_change(&b->stmts, b->drv, c, s->st[SQ_STAMP], &v, &changed, err);
+    if (!rc && changed != 1)
+      rc = tabq_err_set(err, TABQ_BACKEND, s->t->name, "stamp",
+                        "table %s: stamping a claimed row changed %llu rows", s->t->name,
+                        (unsigned long long)changed);
+    if (rc)
+      return rc;
+  }
+  return TABQ_OK;
+}
+
+int tabq_claim_fill(tabq_delivery *d, tabq_prepared *p, int64_t token, tabq_pconn *conn,
+                    tabq_error *err) {
+  pthread_mutex_lock(&d->mu);
+  int rc = tabq_delivery_fill(d, d->sub->b->drv, p, err);
+  d->token = token;
+  d->conn = conn;
+  pthread_mutex_unlock(&d->mu);
+  return rc;
+}
+
+int tabq_claim_read(tabq_subscription *s, tabq_prepared *p, tabq_delivery **slots, unsigned limit,
+                    unsigned *got, int64_t token, tabq_pconn *conn, tabq_error *err) {
+  const tabq_driver_v1 *drv = s->b->drv;
+  bool row = false;
+  int rc = TABQ_OK;
+  while (*got < limit && !(rc = drv->next(p, &row)) && row) {
+    if ((rc = tabq_claim_fill(slots[*got], p, token, conn, err)))
+      break;
+    (*got)++;
+  }
+  if (rc && rc != TABQ_NOMEM)
+    tabq_err_from_plugin(err, rc, s->t->name, "claim");
+  drv->reset(p);
+  return rc;
+}
+
+int tabq_refetch(tabq_subscription *s, tabq_pconn *c, tabq_delivery **slots, unsigned *got,
+                 int64_t token, tabq_pconn *conn, tabq_error *err) {
+  /* The ids are copied out of the rows the fetch overwrites, into space of the refetch's own:
+   * the advisory claim still walks its candidates. */
+  unsigned n = *got;
+  tabq_buf *buf = &s->refetch_buf;
+  buf->len = 0;
+  for (unsigned i = 0; i < n; i++) {
+    candidate *k = &s->refetch[i];
+    const tabq_value *id = &slots[i]->id;
+    size_t len = id->type == TABQ_T_TEXT ? id->u.buf.len : 0;
+    if (tabq_buf_reserve(buf, buf->len + len + 1))
+      return tabq_err_set(err, TABQ_NOMEM, s->t->name, "fetch", "cannot hold the claimed ids");
+    k->id = *id;
+    k->id_at = buf->len;
+    k->key_at = k->key_len = 0;
+    if (len)
+      memcpy(buf->p + k->id_at, id->u.buf.ptr, len);
+    buf->p[k->id_at + len] = '\0';
+    buf->len += len + 1;
+  }
+  for (unsigned i = 0; i < n; i++)
+    if (s->refetch[i].id.type == TABQ_T_TEXT)
+      s->refetch[i].id.u.buf.ptr = buf->p + s->refetch[i].id_at;
+  return tabq_fetch_into(s, c, s->refetch, n, slots, got, token, conn, err);
+}

@@ -1,0 +1,36 @@
+/* The transactions the engine begins and ends on a pooled connection. Every rollback's result
+ * is checked: a session whose rollback failed is in a state nobody knows (a transaction may
+ * still be open, holding its locks), so its connection is closed when it goes back to the pool
+ * rather than handed to the next caller. Savepoints and the service's own transactions
+ * (tabq_tx) are to live here too. */
+#include "engine.h"
+#include "error.h"
+
+int tabq_txn_begin(tabq_broker *b, const char *table, tabq_pconn *c, const char *begin_sql,
+                   tabq_error *err) {
+  int rc = tabq_pconn_check(c, b->drv->begin(c->conn, begin_sql));
+  if (rc)
+    tabq_err_from_plugin(err, rc, table, "begin");
+  return rc;
+}
+
+int tabq_txn_commit(tabq_broker *b, const char *table, tabq_pconn *c, tabq_error *err) {
+  int rc = tabq_pconn_check(c, b->drv->commit(c->conn));
+  if (rc)
+    tabq_err_from_plugin(err, rc, table, "commit");
+  return rc;
+}
+
+bool tabq_txn_rollback(tabq_broker *b, const char *table, tabq_pconn *c) {
+  int rc = b->drv->rollback(c->conn);
+  if (!rc)
+    return true;
+  /* The caller's error stays the one that made it roll back. */
+  tabq_error rb;
+  tabq_err_from_plugin(&rb, rc, table, "rollback");
+  tabq_logf(&b->log, TABQ_LOG_ERROR,
+            "table %s: a rollback failed (%s): %s; the connection is closed rather than pooled",
+            table ? table : "?", tabq_code_name(rb.code), rb.message);
+  c->suspect = c->broken = true;
+  return false;
+}
