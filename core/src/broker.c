@@ -180,6 +180,7 @@ void tabq_sub_free(tabq_subscription *s) {
     if (d->headers)
       json_decref(d->headers);
   }
+  tabq_delivery_txs_free(s);
   free(s->slots);
   tabq_coalescer_free(&s->coalescer);
   tabq_claim_spaces_free(s);

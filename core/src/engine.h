@@ -88,7 +88,8 @@ struct tabq_delivery {
   long attempt;
   tabq_value *cells; /* the projection's values, pointing into `row` */
   tabq_buf row;
-  json_t *headers; /* parsed on first use */
+  json_t *headers;    /* parsed on first use */
+  struct tabq_tx *tx; /* transactional mode: the slot's transaction handle (tx.c) */
 };
 
 /* A subscription's statements, by what they do; TABQ_NO_STMT where it needs none. */
@@ -224,6 +225,9 @@ struct tabq_subscription {
   char begin_sql[128];
   uint32_t claim_flags; /* the RowLock or Lease table's flags (TABQ_CLAIM_*) */
   bool serial;          /* claims run one at a time, one claimer serving every idle worker */
+  /* Transactional mode in the lease form: each delivery in work holds a connection for its
+   * transaction, counted in the broker's budget as an advisory delivery's is. */
+  bool tx_conn;
   uint32_t server_version;
   char server_version_text[64];
   char database[128]; /* the connection's current database, "" when the driver does not say */
@@ -399,6 +403,19 @@ void tabq_advisory_release_all(tabq_subscription *s);
 
 /* tx.c: frees every transaction handle (tabq_close). */
 void tabq_txs_free(tabq_broker *b);
+/* Transactional mode: a handle per delivery slot (subscribe), freed with the subscription. */
+int tabq_delivery_txs_init(tabq_subscription *s, tabq_error *err);
+void tabq_delivery_txs_free(tabq_subscription *s);
+/* Opens the delivery's transaction before its handler runs: a savepoint in the claim's
+ * transaction (row lock), a transaction on a pooled connection (lease) or on the key's
+ * connection (advisory). */
+int tabq_delivery_tx_open(tabq_delivery *d, tabq_error *err);
+/* The connection the delivery's transaction runs on. */
+tabq_pconn *tabq_tx_conn(const tabq_tx *tx);
+/* Ends the handle once its transaction ended (committed: `woke` runs the publishes' wake-ups). */
+void tabq_tx_close(tabq_tx *tx, bool wake);
+/* Whether the delivery's transaction is open. */
+bool tabq_tx_open(const tabq_tx *tx);
 
 /* conn_budget.c */
 /* Connections claims may still take, over the broker. */

@@ -191,7 +191,8 @@ void tabq_advisory_release_all(tabq_subscription *s) {
   for (unsigned i = 0; i < s->nslots; i++) {
     tabq_delivery *d = &s->slots[i];
     pthread_mutex_lock(&d->mu); /* waits for a settlement in flight */
-    bool held = d->in_work && d->conn;
+    /* A handler's own transaction runs on the key's connection: its settlement releases it. */
+    bool held = d->in_work && d->conn && !tabq_tx_open(d->tx);
     if (held) {
       if (tabq_advisory_release(d))
         released++;

@@ -264,6 +264,72 @@ int tabq_settle_advisory(tabq_delivery *d, tabq_outcome o, action *a, tabq_error
   return rc;
 }
 
+/* Rolls back what a delivery's handler wrote: to the savepoint after the claim (row lock: the
+ * counted attempt stays), else its whole transaction (lease: and its connection goes back). */
+static int undo_handler(tabq_delivery *d, tabq_error *err) {
+  tabq_subscription *s = d->sub;
+  tabq_broker *b = s->b;
+  tabq_pconn *c = tabq_tx_conn(d->tx);
+  int rc = TABQ_OK;
+  if (s->ops->claim_txn) {
+    if ((rc = tabq_pconn_check(c, b->drv->exec(c->conn, "ROLLBACK TO SAVEPOINT tabq_handler"))))
+      tabq_err_from_plugin(err, rc, s->t->name, "rollback to savepoint");
+  } else {
+    tabq_txn_rollback(b, s->t->name, c);
+  }
+  tabq_tx_close(d->tx, false);
+  if (s->tx_conn) { /* lease: the transaction's own connection */
+    tabq_pool_release(&b->pool, c);
+    tabq_sub_unhold(s, 1);
+  }
+  return rc;
+}
+
+/* Transactional mode (SPEC 7): an ack settles inside the delivery's transaction and commits the
+ * handler's writes with it (the lease form first confirms its token: a lost lease rolls it all
+ * back with LEASE_LOST); any other outcome rolls the handler's writes back, then settles as
+ * without the mode. */
+static int settle_tx(tabq_delivery *d, tabq_outcome o, action *a, tabq_error *err) {
+  tabq_subscription *s = d->sub;
+  tabq_broker *b = s->b;
+  *a = choose(d, o);
+  if (*a != ACT_ACK) {
+    int rc = undo_handler(d, err);
+    if (rc) { /* the savepoint is beyond reach: end the claim's transaction, the row returns */
+      tabq_error ignored;
+      s->ops->settle(d, tabq_no_outcome(), a, &ignored);
+      return rc;
+    }
+    return s->ops->settle(d, o, a, err);
+  }
+  tabq_pconn *c = tabq_tx_conn(d->tx);
+  pthread_mutex_lock(&d->mu);
+  int rc;
+  if (!d->in_work) {
+    rc = not_in_work(d, err);
+    tabq_txn_rollback(b, s->t->name, c);
+  } else {
+    tabq_bind v = {.id = d->id, .token = d->token};
+    rc = s->ops->tokens ? confirm_lease(d, c, &v, err) : TABQ_OK;
+    if (!rc)
+      rc = run_action(d, ACT_ACK, o, c, true, err);
+    rc = finish_transaction(s, c, rc, err);
+    leave_work(d);
+  }
+  tabq_tx_close(d->tx, rc == TABQ_OK);
+  if (s->ops->claim_txn)
+    d->conn = NULL;
+  else if (!s->tx_conn) { /* advisory: the key's release, on the same connection */
+    d->gone = !rc;
+    tabq_advisory_release(d);
+  }
+  pthread_mutex_unlock(&d->mu);
+  if (s->ops->claim_txn || s->tx_conn)
+    tabq_pool_release(&b->pool, c);
+  tabq_sub_unhold(s, 1);
+  return rc;
+}
+
 int tabq_settle_lost(tabq_subscription *s, const char *what, tabq_error *err) {
   return expect_one(s, 0, what, err);
 }
@@ -279,6 +345,8 @@ int tabq_settle(tabq_delivery *d, tabq_outcome o, tabq_error *err) {
   }
   if (settled)
     ; /* with the acks of other workers (coalesce_acks) */
+  else if (tabq_tx_open(d->tx))
+    rc = settle_tx(d, o, &a, err);
   else
     rc = s->ops->settle(d, o, &a, err);
   if (rc == TABQ_INVALID || rc == TABQ_CLOSED)

@@ -50,6 +50,14 @@ static int check_mount(const tabq_table *t, const tabq_subscription_options *o, 
     return mount_broken(err, t,
                         "coalesce_acks serves the lease form: a row lock or advisory delivery "
                         "settles on the connection that holds it");
+  if (o->transactional && o->batch_handler)
+    return mount_broken(err, t,
+                        "transactional serves a handler of one delivery: a batch has no one "
+                        "transaction of its handler's");
+  if (o->transactional && o->coalesce_acks)
+    return mount_broken(err, t,
+                        "transactional and coalesce_acks exclude each other: a transactional "
+                        "ack commits in the delivery's own transaction");
   if (o->coalesce_window_us && !o->coalesce_acks)
     return mount_broken(err, t, "coalesce_window_us needs coalesce_acks");
   if (o->coalesce_window_us > 1000000)
@@ -218,6 +226,8 @@ static int allocate(tabq_subscription *s, tabq_error *err) {
   }
   if (s->o.coalesce_acks && tabq_coalescer_init(&s->coalescer, s->nslots, s->o.coalesce_window_us))
     return tabq_err_set(err, TABQ_NOMEM, s->t->name, NULL, "cannot allocate the ack coalescer");
+  if (s->o.transactional)
+    return tabq_delivery_txs_init(s, err);
   return TABQ_OK;
 }
 
@@ -245,6 +255,7 @@ static tabq_subscription *new_subscription(tabq_broker *b, const tabq_table *t,
   s->o = *o;
   s->form = tabq_table_form(t);
   s->ops = ops_of(s->form);
+  s->tx_conn = o->transactional && !s->ops->holds_conn; /* lease: a connection each */
   s->claim = s->ops->claim;
   for (int i = 0; i < SQ_COUNT; i++)
     s->st[i] = TABQ_NO_STMT;
@@ -330,7 +341,7 @@ int tabq_sub_open(tabq_broker *b, const tabq_table *table, const tabq_subscripti
   pthread_mutex_lock(&b->mu);
   s->next = b->subs;
   b->subs = s;
-  if (s->ops->holds_conn)
+  if (s->ops->holds_conn || s->tx_conn)
     atomic_fetch_add(&b->conn_subs, 1);
   pthread_mutex_unlock(&b->mu);
   if (out)

@@ -25,6 +25,7 @@ struct tabq_tx {
   tabq_pconn *c;
   pthread_t owner;
   bool open;
+  tabq_delivery *d; /* a delivery's transaction (transactional mode), else NULL */
   tabq_buf wakes;   /* tx_wake entries */
   tabq_buf groups;  /* their groups, NUL-terminated one after another */
   tabq_buf headers; /* a publish's headers, reused */
@@ -113,10 +114,8 @@ int tabq_begin(tabq_broker *b, tabq_tx **out, tabq_error *err) {
     rc = tabq_err_set(err, TABQ_NOMEM, NULL, "begin", "cannot allocate a transaction");
   tabq_pconn *c = NULL;
   if (!rc && !(rc = tabq_pool_acquire(&b->pool, &c, err)) &&
-      (rc = tabq_pconn_check(c, b->drv->begin(c->conn, b->tx_begin_sql)))) {
-    tabq_err_from_plugin(err, rc, NULL, "begin");
+      (rc = tabq_txn_begin(b, NULL, c, b->tx_begin_sql, err)))
     tabq_pool_release(&b->pool, c);
-  }
   if (rc) {
     if (tx)
       give_back(tx);
@@ -136,6 +135,11 @@ static int usable(const tabq_tx *tx, const char *call, tabq_error *err) {
   tabq_err_clear(err);
   if (!tx)
     return tabq_err_set(err, TABQ_INVALID, NULL, call, "%s needs a transaction", call);
+  if (tx->d && !tx->open)
+    return tabq_err_set(err, TABQ_TRANSACTION_HELD, tx->d->sub->t->name, call,
+                        "%s: the delivery's transaction ended with its settlement; a handler "
+                        "uses it only until it returns",
+                        call);
   if (!tx->open || !pthread_equal(tx->owner, pthread_self()))
     return tabq_err_set(err, TABQ_INVALID, NULL, call, "%s: the transaction %s", call,
                         !tx->open ? "has ended (committed or rolled back)"
@@ -240,6 +244,16 @@ int tabq_publish_tx(tabq_tx *tx, const tabq_table *table, const tabq_message *me
   return rc;
 }
 
+/* The wake-ups of the rows the transaction published, after its commit. */
+static void wake_all(tabq_tx *tx) {
+  for (size_t at = 0; at < tx->wakes.len; at += sizeof(tx_wake)) {
+    tx_wake w;
+    memcpy(&w, tx->wakes.p + at, sizeof w);
+    tabq_publish_wake(tx->b, w.t, w.has_group ? tx->groups.p + w.group_at : NULL);
+  }
+  tx->wakes.len = tx->groups.len = 0;
+}
+
 /* Ends the handle: the connection back to the pool, the handle to the broker's free list. */
 static void end(tabq_tx *tx) {
   tabq_pool_release(&tx->b->pool, tx->c);
@@ -248,22 +262,26 @@ static void end(tabq_tx *tx) {
   give_back(tx);
 }
 
+/* A delivery's transaction ends with its settlement, not by the handler's hand. */
+static int bound(const tabq_tx *tx, const char *call, tabq_error *err) {
+  return tabq_err_set(err, TABQ_INVALID, tx->d->sub->t->name, call,
+                      "%s: a delivery's transaction ends with its settlement: return the "
+                      "outcome (an ack commits the handler's writes, any other rolls them back)",
+                      call);
+}
+
 int tabq_commit(tabq_tx *tx, tabq_error *err) {
   int rc = usable(tx, "tabq_commit", err);
   if (rc)
     return rc;
+  if (tx->d)
+    return bound(tx, "tabq_commit", err);
   tabq_broker *b = tx->b;
   const tabq_logger *outer = tabq_log_enter(&b->log);
-  if ((rc = tabq_pconn_check(tx->c, b->drv->commit(tx->c->conn)))) {
-    tabq_err_from_plugin(err, rc, NULL, "commit");
-    b->drv->rollback(tx->c->conn);
-  } else {
-    for (size_t at = 0; at < tx->wakes.len; at += sizeof(tx_wake)) {
-      tx_wake w;
-      memcpy(&w, tx->wakes.p + at, sizeof w);
-      tabq_publish_wake(b, w.t, w.has_group ? tx->groups.p + w.group_at : NULL);
-    }
-  }
+  if ((rc = tabq_txn_commit(b, NULL, tx->c, err)))
+    tabq_txn_rollback(b, NULL, tx->c);
+  else
+    wake_all(tx);
   end(tx);
   tabq_log_leave(outer);
   return rc;
@@ -273,9 +291,87 @@ int tabq_rollback(tabq_tx *tx, tabq_error *err) {
   int rc = usable(tx, "tabq_rollback", err);
   if (rc)
     return rc;
-  tabq_broker *b = tx->b;
-  if ((rc = tabq_pconn_check(tx->c, b->drv->rollback(tx->c->conn))))
-    tabq_err_from_plugin(err, rc, NULL, "rollback");
+  if (tx->d)
+    return bound(tx, "tabq_rollback", err);
+  if (!tabq_txn_rollback(tx->b, NULL, tx->c))
+    rc = tabq_err_set(err, TABQ_BACKEND, NULL, "rollback",
+                      "the rollback failed; the connection is closed, which ends the transaction");
   end(tx);
   return rc;
+}
+
+/* ---- A delivery's transaction (transactional mode) ---------------------------------------- */
+
+/* The savepoint a row lock delivery's transaction rolls back to for any outcome but an ack: the
+ * claim's writes (the counted attempt) before it stay. */
+static const char *const savepoint = "SAVEPOINT tabq_handler";
+
+int tabq_delivery_txs_init(tabq_subscription *s, tabq_error *err) {
+  for (unsigned i = 0; i < s->nslots; i++) {
+    tabq_tx *tx = calloc(1, sizeof *tx);
+    if (!tx)
+      return tabq_err_set(err, TABQ_NOMEM, s->t->name, NULL, "cannot allocate the transactions");
+    tx->b = s->b;
+    tx->d = &s->slots[i];
+    s->slots[i].tx = tx;
+  }
+  return TABQ_OK;
+}
+
+void tabq_delivery_txs_free(tabq_subscription *s) {
+  for (unsigned i = 0; s->slots && i < s->nslots; i++) {
+    tabq_tx *tx = s->slots[i].tx;
+    if (!tx)
+      continue;
+    tabq_buf_free(&tx->wakes);
+    tabq_buf_free(&tx->groups);
+    tabq_buf_free(&tx->headers);
+    free(tx);
+    s->slots[i].tx = NULL;
+  }
+}
+
+int tabq_delivery_tx_open(tabq_delivery *d, tabq_error *err) {
+  tabq_subscription *s = d->sub;
+  tabq_broker *b = s->b;
+  tabq_tx *tx = d->tx;
+  tabq_pconn *c = d->conn;
+  int rc;
+  if (s->ops->claim_txn) {
+    if ((rc = tabq_pconn_check(c, b->drv->exec(c->conn, savepoint))))
+      tabq_err_from_plugin(err, rc, s->t->name, "savepoint");
+  } else if (!c) { /* lease: a connection of its own, reserved by the claim */
+    if (!(rc = tabq_pool_acquire(&b->pool, &c, err)) &&
+        (rc = tabq_txn_begin(b, s->t->name, c, s->begin_sql, err)))
+      tabq_pool_release(&b->pool, c);
+  } else {
+    rc = tabq_txn_begin(b, s->t->name, c, s->begin_sql, err);
+  }
+  if (rc)
+    return rc;
+  tx->c = c;
+  tx->owner = pthread_self();
+  tx->wakes.len = tx->groups.len = 0;
+  tx->open = true;
+  return TABQ_OK;
+}
+
+tabq_pconn *tabq_tx_conn(const tabq_tx *tx) {
+  return tx->c;
+}
+
+bool tabq_tx_open(const tabq_tx *tx) {
+  return tx && tx->open;
+}
+
+void tabq_tx_close(tabq_tx *tx, bool wake) {
+  if (wake)
+    wake_all(tx);
+  tx->wakes.len = tx->groups.len = 0;
+  tx->c = NULL;
+  tx->open = false;
+}
+
+tabq_tx *tabq_delivery_tx(tabq_delivery *d) {
+  return d && d->tx && d->tx->open ? d->tx : NULL;
 }

@@ -33,6 +33,16 @@ static void push_ready(tabq_subscription *s, tabq_delivery *d) {
   s->ready_count++;
 }
 
+/* Whether deliveries hold a connection, and one each: the form's answer, or transactional mode
+ * in the lease form (each delivery's transaction on a connection of its own). */
+static bool holds_conn(const tabq_subscription *s) {
+  return s->ops->holds_conn || s->tx_conn;
+}
+
+static bool conn_per_row(const tabq_subscription *s) {
+  return s->ops->conn_per_row || s->tx_conn;
+}
+
 /* How many rows this claim may take: one batch; or, serial, one per idle worker not already
  * served by a ready row; or one for this worker. */
 static unsigned claim_limit(const tabq_subscription *s) {
@@ -46,10 +56,10 @@ static unsigned claim_limit(const tabq_subscription *s) {
     want = 1;
   if (want > s->nfree)
     want = s->nfree;
-  if (s->ops->holds_conn) {
+  if (holds_conn(s)) {
     unsigned room = tabq_budget_room(s->b);
     /* A row lock claim holds one connection for all its rows; an advisory one, one per row. */
-    if (s->ops->conn_per_row && want > room)
+    if (conn_per_row(s) && want > room)
       want = room;
     else if (!room)
       want = 0;
@@ -59,14 +69,24 @@ static unsigned claim_limit(const tabq_subscription *s) {
 
 /* The connections a claim of `limit` rows may take at most. */
 static unsigned reservation(const tabq_subscription *s, unsigned limit) {
-  if (!s->ops->holds_conn)
+  if (!holds_conn(s))
     return 0;
-  return s->ops->conn_per_row ? limit : 1;
+  return conn_per_row(s) ? limit : 1;
 }
 
 static void handle_one(tabq_subscription *s, tabq_delivery *d) {
-  tabq_outcome o = s->o.handler(d, s->o.user);
-  tabq_settle_returned(d, o);
+  tabq_error err;
+  if (s->o.transactional && tabq_delivery_tx_open(d, &err)) {
+    /* No transaction for the handler: the row goes back (its attempt counted) for a later try. */
+    tabq_logf(&s->b->log, TABQ_LOG_ERROR,
+              "table %s: the delivery's transaction did not open (%s): %s; the row is released",
+              s->t->name, tabq_code_name(err.code), err.message);
+    if (s->tx_conn)
+      tabq_sub_unhold(s, 1);
+    tabq_settle_returned(d, tabq_no_outcome());
+  } else {
+    tabq_settle_returned(d, s->o.handler(d, s->o.user));
+  }
   tabq_delivery_done(d);
 }
 
@@ -85,7 +105,7 @@ static void claim_round(worker *w, unsigned limit) {
   tabq_subscription *s = w->s;
   unsigned want = reservation(s, limit), reserved = want ? tabq_budget_take(s->b, want) : 0;
   if (reserved < want) { /* another subscription took the room meanwhile */
-    if (!reserved || !s->ops->conn_per_row) {
+    if (!reserved || !conn_per_row(s)) {
       tabq_budget_put(s->b, reserved); /* s->mu held: no wake-ups from here */
       return;
     }
@@ -104,7 +124,7 @@ static void claim_round(worker *w, unsigned limit) {
   if (rc)
     tabq_logf(&s->b->log, TABQ_LOG_ERROR, "claim on table %s failed (%s): %s", s->t->name,
               tabq_code_name(err.code), err.message);
-  unsigned held = !s->ops->holds_conn || !got ? 0 : s->ops->conn_per_row ? got : 1;
+  unsigned held = !holds_conn(s) || !got ? 0 : conn_per_row(s) ? got : 1;
   tabq_budget_give(s->b, s, reserved - held); /* the deliveries keep what they hold */
 
   pthread_mutex_lock(&s->mu);
@@ -253,6 +273,8 @@ void tabq_workers_stop(tabq_subscription *s) {
     tabq_delivery *d = pop_ready(s);
     tabq_settle_returned(d, tabq_no_outcome());
     tabq_delivery_done(d);
+    if (s->tx_conn) /* the connection its transaction would have taken */
+      tabq_sub_unhold(s, 1);
     s->free_slots[s->nfree++] = d;
   }
   if (s->ops->stop)

@@ -8,7 +8,10 @@
  *   run     - in the handler: "claimed ID", 300 ms of work, ack; tabq_run() until SIGTERM, then
  *             "stopped ACKED"
  *   drain   - four workers print each id they ack, one a line, until "stop" on stdin
- *   publish - publishes one row to queue q with listen_notify, and exits */
+ *   publish - publishes one row to queue q with listen_notify, and exits
+ *   tx-crash - transactional, lease 1 s; in the handler: a business row into {dead} in the
+ *             delivery's transaction, "claimed ID", then waits forever (SIGKILLed mid-transaction)
+ */
 #include <pthread.h>
 #include <signal.h>
 #include <stdatomic.h>
@@ -24,6 +27,21 @@ static atomic_bool done;
 static tabq_outcome crash_handler(tabq_delivery *d, void *user) {
   (void)user;
   printf("claimed %lld %ld\n", (long long)tabq_delivery_id(d), tabq_delivery_attempt(d));
+  fflush(stdout);
+  for (;;)
+    pause();
+  return tabq_ack();
+}
+
+static tabq_outcome tx_crash_handler(tabq_delivery *d, void *user) {
+  (void)user;
+  char sql[256];
+  snprintf(sql, sizeof sql, "INSERT INTO %s (id, queue, payload) VALUES (77, 'biz', 'x')",
+           dead_name());
+  tabq_error err;
+  if (tabq_tx_exec(tabq_delivery_tx(d), sql, NULL, 0, NULL, &err))
+    fprintf(stderr, "child: %s\n", err.message);
+  printf("claimed %lld\n", (long long)tabq_delivery_id(d));
   fflush(stdout);
   for (;;)
     pause();
@@ -105,7 +123,10 @@ int child_main(const char *mode, const char *url, tabq_form form, const char *jo
     o.handler = crash_handler;
   else if (!strcmp(mode, "lapse"))
     o.handler = lapse_handler;
-  else if (!strcmp(mode, "drain")) {
+  else if (!strcmp(mode, "tx-crash")) {
+    o.handler = tx_crash_handler;
+    o.transactional = true;
+  } else if (!strcmp(mode, "drain")) {
     o.handler = drain_handler;
     o.workers = 4;
     o.lease_s = 10;

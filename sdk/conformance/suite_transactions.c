@@ -2,9 +2,12 @@
  * tabq_tx_exec and a job published with tabq_publish_tx commit together or not at all; the job's
  * wake-up comes with the commit and never with a rollback; a transaction is used by its own
  * thread and not after its end. The business row goes into the test's {dead} table, which has
- * the queue table's columns and nothing reads during these tests. */
+ * the queue table's columns and nothing reads during these tests. Transactional mode: the
+ * handler's business row and job commit with an ack and never with another outcome, a lost
+ * lease or a killed process; the handle is the handler's until its settlement. */
 #include <CUnit/CUnit.h>
 #include <pthread.h>
+#include <signal.h>
 #include <stdio.h>
 #include <string.h>
 #include <tabq/sql.h>
@@ -149,7 +152,247 @@ static void used_by_its_thread_until_its_end(void) {
   close_broker(b);
 }
 
+/* ---- Transactional mode: the handler's writes ride in its delivery's transaction ---------- */
+
+/* Each row's payload names what its handler returns after writing a business row (id = row id
+ * * 10 + attempt) and publishing a job to queue "next" in the delivery's transaction: "ack";
+ * "retry" (then ack at the second attempt); "drop"; "later" (retry_after a minute). */
+static tabq_outcome write_then(tabq_delivery *d, void *user) {
+  (void)user;
+  tabq_tx *tx = tabq_delivery_tx(d);
+  long long id = tabq_delivery_id(d) * 10 + tabq_delivery_attempt(d);
+  char sql[512];
+  business_insert(sql, sizeof sql);
+  tabq_value params[] = {tabq_int(id), tabq_bytes("order", 5)};
+  tabq_error e;
+  if (tabq_tx_exec(tx, sql, params, 2, NULL, &e))
+    fprintf(stderr, "\ntabq_tx_exec in the handler: %s\n", e.message);
+  tabq_message m = message("next", "job", 3);
+  if (tabq_publish_tx(tx, jobs_table(), &m, &e))
+    fprintf(stderr, "\ntabq_publish_tx in the handler: %s\n", e.message);
+  size_t len;
+  const char *what = tabq_delivery_payload(d, &len);
+  if (len == 5 && !memcmp(what, "retry", 5) && tabq_delivery_attempt(d) == 1)
+    return tabq_retry();
+  if (len == 4 && !memcmp(what, "drop", 4))
+    return tabq_drop();
+  if (len == 5 && !memcmp(what, "later", 5))
+    return tabq_retry_after(60000);
+  return tabq_ack();
+}
+
+/* An ack commits the handler's row and job with the settlement; retry, drop and retry_after
+ * leave neither, and the attempt still counts. */
+static void transactional_outcomes(void) {
+  fresh_db();
+  tabq_broker *b = connect_broker(50);
+  static const char *const what[] = {"ack", "retry", "drop", "later"};
+  for (int i = 0; i < 4; i++) {
+    tabq_message m = message("q", what[i], strlen(what[i]));
+    CU_ASSERT_EQUAL_FATAL(tabq_publish(b, jobs_table(), &m, &err), TABQ_OK);
+  }
+  tabq_subscription_options o = sub_options("q", write_then, NULL);
+  o.transactional = true;
+  tabq_subscription *s;
+  CU_ASSERT_EQUAL_FATAL(tabq_subscribe(b, jobs_table(), &o, &s, &err), TABQ_OK);
+  /* Left in q: the "later" row alone, its attempt counted. */
+  CU_ASSERT(wait_count("SELECT count(*) FROM {jobs} WHERE queue = 'q'", 1, 10000));
+  tabq_stats st;
+  stats_after(s, 5, &st);
+  tabq_shutdown(b);
+  CU_ASSERT_EQUAL(db_int("SELECT attempt FROM {jobs} WHERE queue = 'q'"), 2);
+  /* The business rows of the ack (row 1, attempt 1) and of the retried row's second attempt
+   * (row 2, attempt 2), and a job for each: nothing of the retry, the drop, the later. */
+  CU_ASSERT_EQUAL(db_int("SELECT count(*) FROM {dead}"), 2);
+  CU_ASSERT_EQUAL(db_int("SELECT count(*) FROM {dead} WHERE id IN (11, 22)"), 2);
+  CU_ASSERT_EQUAL(db_int("SELECT count(*) FROM {jobs} WHERE queue = 'next'"), 2);
+  close_broker(b);
+}
+
+/* The lease form: a handler whose lease is taken away before its ack commits nothing of its
+ * own: the ack fails with LEASE_LOST and its business row rolls back. */
+static struct {
+  pthread_mutex_t mu;
+  pthread_cond_t cv;
+  bool in, go;
+  int settled, calls;
+} lapse = {.mu = PTHREAD_MUTEX_INITIALIZER, .cv = PTHREAD_COND_INITIALIZER};
+
+static tabq_outcome write_then_wait(tabq_delivery *d, void *user) {
+  (void)user;
+  pthread_mutex_lock(&lapse.mu);
+  bool first = lapse.calls++ == 0;
+  pthread_mutex_unlock(&lapse.mu);
+  if (!first)
+    return tabq_ack(); /* claimed again after its loss: nothing written */
+  char sql[512];
+  business_insert(sql, sizeof sql);
+  tabq_value params[] = {tabq_int(5), tabq_bytes("order", 5)};
+  tabq_error e;
+  tabq_tx_exec(tabq_delivery_tx(d), sql, params, 2, NULL, &e);
+  pthread_mutex_lock(&lapse.mu);
+  lapse.in = true;
+  pthread_cond_broadcast(&lapse.cv);
+  for (int waited = 0; !lapse.go && waited < 10000; waited += 10) { /* never for ever */
+    pthread_mutex_unlock(&lapse.mu);
+    sleep_ms(10);
+    pthread_mutex_lock(&lapse.mu);
+  }
+  pthread_mutex_unlock(&lapse.mu);
+  int rc = tabq_delivery_settle(d, tabq_ack(), &e);
+  pthread_mutex_lock(&lapse.mu);
+  lapse.settled = rc;
+  pthread_mutex_unlock(&lapse.mu);
+  return tabq_no_outcome();
+}
+
+/* A database with one writer at a time (its lease claims serial, and no row lock form: SQLite):
+ * while a handler's transaction is open nothing else writes, so no claim can take its row. */
+static const char *needs_other_writers(void) {
+  const char *why = needs_placeholder();
+  if (why)
+    return why;
+  if ((kit.plugin.desc->lease->flags & TABQ_CLAIM_SERIAL) && !kit.plugin.desc->rowlock)
+    return "one writer at a time: while the handler's transaction is open no other claim can "
+           "take its row, so the lease cannot be lost under it";
+  return NULL;
+}
+
+static void transactional_lease_lost(void) {
+  fresh_db();
+  tabq_broker *b = connect_broker(50);
+  db_fill("q", 1);
+  lapse.in = lapse.go = false;
+  lapse.calls = 0;
+  lapse.settled = -1;
+  tabq_subscription_options o = sub_options("q", write_then_wait, NULL);
+  o.transactional = true;
+  o.lease_s = 30;
+  CU_ASSERT_EQUAL_FATAL(tabq_subscribe(b, jobs_table(), &o, NULL, &err), TABQ_OK);
+  pthread_mutex_lock(&lapse.mu);
+  while (!lapse.in)
+    pthread_cond_wait(&lapse.cv, &lapse.mu);
+  pthread_mutex_unlock(&lapse.mu);
+  db_exec("UPDATE {jobs} SET locked_until = NULL"); /* as a claim after a lapse would */
+  pthread_mutex_lock(&lapse.mu);
+  lapse.go = true;
+  pthread_cond_broadcast(&lapse.cv);
+  pthread_mutex_unlock(&lapse.mu);
+  CU_ASSERT(wait_count("SELECT count(*) FROM {jobs}", 0, 10000)); /* claimed again, acked */
+  tabq_shutdown(b);
+  CU_ASSERT_EQUAL(lapse.settled, TABQ_LEASE_LOST);
+  CU_ASSERT_EQUAL(db_int("SELECT count(*) FROM {dead}"), 0);
+  close_broker(b);
+}
+
+/* A child SIGKILLed while its handler's transaction holds a business row: the row never
+ * commits, and the job returns to be claimed again. */
+static void transactional_child_killed(void) {
+  child c;
+  tabq_broker *b = child_claims_one_row(&c, "tx-crash");
+  CU_ASSERT_EQUAL(db_int("SELECT count(*) FROM {dead}"), 0); /* not committed */
+  kill(c.pid, SIGKILL);
+  child_wait(&c);
+  recorder r;
+  recorder_init(&r);
+  tabq_subscription_options o = sub_options("q", recorder_handler, &r);
+  CU_ASSERT_EQUAL_FATAL(tabq_subscribe(b, jobs_table(), &o, NULL, &err), TABQ_OK);
+  CU_ASSERT(wait_count("SELECT count(*) FROM {jobs}", 0, 15000)); /* after the lease, if any */
+  CU_ASSERT_EQUAL(db_int("SELECT count(*) FROM {dead}"), 0);
+  close_broker(b);
+  recorder_free(&r);
+}
+
+/* The handle outlives nothing: another thread is refused while the handler runs, and any call
+ * after the settlement gets TRANSACTION_HELD; the handler cannot commit it itself. */
+static struct {
+  pthread_mutex_t mu;
+  pthread_cond_t cv;
+  tabq_tx *tx;
+  int own_commit, elsewhere;
+  bool done;
+} kept = {.mu = PTHREAD_MUTEX_INITIALIZER, .cv = PTHREAD_COND_INITIALIZER};
+
+static tabq_outcome keep_the_handle(tabq_delivery *d, void *user) {
+  (void)user;
+  tabq_tx *tx = tabq_delivery_tx(d);
+  tabq_error e;
+  int own = tabq_commit(tx, &e);
+  other_thread o = {.tx = tx};
+  pthread_t t;
+  if (!pthread_create(&t, NULL, exec_elsewhere, &o))
+    pthread_join(t, NULL);
+  pthread_mutex_lock(&kept.mu);
+  kept.tx = tx;
+  kept.own_commit = own;
+  kept.elsewhere = o.rc;
+  kept.done = true;
+  pthread_cond_broadcast(&kept.cv);
+  pthread_mutex_unlock(&kept.mu);
+  return tabq_ack();
+}
+
+static void transactional_handle_rules(void) {
+  fresh_db();
+  tabq_broker *b = connect_broker(50);
+  db_fill("q", 1);
+  kept.done = false;
+  kept.tx = NULL;
+  tabq_subscription_options o = sub_options("q", keep_the_handle, NULL);
+  o.transactional = true;
+  tabq_subscription *s;
+  CU_ASSERT_EQUAL_FATAL(tabq_subscribe(b, jobs_table(), &o, &s, &err), TABQ_OK);
+  pthread_mutex_lock(&kept.mu);
+  while (!kept.done)
+    pthread_cond_wait(&kept.cv, &kept.mu);
+  pthread_mutex_unlock(&kept.mu);
+  CU_ASSERT(wait_count("SELECT count(*) FROM {jobs}", 0, 10000));
+  tabq_stats st;
+  stats_after(s, 1, &st);
+  CU_ASSERT_PTR_NOT_NULL(kept.tx);
+  CU_ASSERT_EQUAL(kept.own_commit, TABQ_INVALID);
+  CU_ASSERT_EQUAL(kept.elsewhere, TABQ_INVALID);
+  CU_ASSERT_EQUAL(tabq_tx_exec(kept.tx, "SELECT 1", NULL, 0, NULL, &err), TABQ_TRANSACTION_HELD);
+  close_broker(b);
+}
+
+static void ack_all(tabq_delivery *const *ds, size_t n, tabq_outcome *out, void *user) {
+  (void)ds, (void)user;
+  for (size_t i = 0; i < n; i++)
+    out[i] = tabq_ack();
+}
+
+/* transactional misused is refused at subscribe, naming the table and the rule. */
+static void transactional_refusals(void) {
+  fresh_db();
+  tabq_broker *b = connect_broker(50);
+  db_fill("q", 1);
+  tabq_subscription_options o = batch_options("q", ack_all, NULL, 4);
+  o.transactional = true;
+  CU_ASSERT_EQUAL(tabq_subscribe(b, jobs_table(), &o, NULL, &err), TABQ_DECLARATION);
+  CU_ASSERT_PTR_NOT_NULL(strstr(err.message, "transactional serves a handler of one delivery"));
+  CU_ASSERT_PTR_NOT_NULL(strstr(err.message, jobs_table()->name));
+  if (kit.form == TABQ_FORM_LEASE) {
+    o = sub_options("q", write_then, NULL);
+    o.transactional = o.coalesce_acks = true;
+    CU_ASSERT_EQUAL(tabq_subscribe(b, jobs_table(), &o, NULL, &err), TABQ_DECLARATION);
+    CU_ASSERT_PTR_NOT_NULL(strstr(err.message, "exclude each other"));
+  }
+  CU_ASSERT_EQUAL(db_int("SELECT count(*) FROM {jobs} WHERE attempt = 1"), 1);
+  close_broker(b);
+}
+
 const kit_test transaction_tests[] = {
+    {"transactional: an ack commits the handler's row and job, other outcomes leave none",
+     transactional_outcomes, ALL_FORMS, needs_placeholder, "transactional mode"},
+    {"transactional: a lease lost before the ack rolls the handler's writes back",
+     transactional_lease_lost, TABQ_FORM_LEASE, needs_other_writers, "transactional mode"},
+    {"transactional: a child SIGKILLed mid-transaction leaves no business row",
+     transactional_child_killed, ALL_FORMS, NULL, "transactional mode"},
+    {"transactional: the handle is the handler's, until its settlement", transactional_handle_rules,
+     ALL_FORMS, NULL, "transactional mode"},
+    {"transactional misused is refused at subscribe", transactional_refusals, ALL_FORMS, NULL,
+     "refusals at subscribe, nothing claimed"},
     {"publish in a transaction: commit keeps the business row and the job, rollback neither",
      commit_keeps_both_rollback_neither, ALL_FORMS, needs_placeholder, NULL},
     {"publish in a transaction: the wake-up comes with the commit, none with a rollback",

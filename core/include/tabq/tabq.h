@@ -75,6 +75,7 @@ TABQ_API const char *tabq_strerror(tabq_code code);
 typedef struct tabq_broker tabq_broker;
 typedef struct tabq_subscription tabq_subscription;
 typedef struct tabq_delivery tabq_delivery;
+typedef struct tabq_tx tabq_tx; /* a transaction: the service's own or a delivery's */
 
 typedef void (*tabq_log_fn)(int level, const char *message, void *user);
 
@@ -188,6 +189,10 @@ typedef struct tabq_subscription_options {
    * wait; acks that come while one commits go together in the next). */
   bool coalesce_acks;
   unsigned coalesce_window_us; /* at most 1,000,000 */
+  /* Transactional mode (docs/transactions.md): the handler runs its own SQL and publishes in
+   * its delivery's transaction (tabq_delivery_tx); an ack commits them with the settlement, any
+   * other outcome rolls them back first. Not with a batch handler nor coalesce_acks. */
+  bool transactional;
 } tabq_subscription_options;
 
 #define TABQ_SUBSCRIPTION_OPTIONS_INIT TABQ_SIZED_INIT(tabq_subscription_options)
@@ -252,6 +257,11 @@ TABQ_API bool tabq_delivery_held(tabq_delivery *d);
 /* Lease form: the lease token, the expiry the row holds now in microseconds since 1970 UTC
  * (extensions move it); 0 in the other forms or once settled. */
 TABQ_API int64_t tabq_delivery_lease_token(tabq_delivery *d);
+/* Transactional mode: the delivery's transaction, for tabq_tx_exec, tabq_tx_query and
+ * tabq_publish_tx from the handler's thread while the handler runs (NULL without the mode). It
+ * ends with the settlement: the handler returns its outcome (or settles), it does not commit; a
+ * call on it after that fails with TABQ_TRANSACTION_HELD. */
+TABQ_API tabq_tx *tabq_delivery_tx(tabq_delivery *d);
 
 /* ---- Publishing ---------------------------------------------------------------------------- */
 
@@ -308,7 +318,6 @@ TABQ_API int tabq_insert_sql(tabq_broker *b, const tabq_table *table, char *buf,
  * commit. A transaction is used from the thread that began it; after its commit or rollback the
  * handle is ended and every call on it fails with TABQ_INVALID (it stays readable memory until
  * the broker closes, so a late call is an error, never a crash). */
-typedef struct tabq_tx tabq_tx;
 
 /* Begins a transaction on a pooled connection, at the database's default isolation (SQLite:
  * BEGIN IMMEDIATE). It holds the connection until its commit or rollback. */
