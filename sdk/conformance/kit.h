@@ -31,6 +31,9 @@ typedef struct kit_plugin {
   bool placeholder;  /* ABI 1.1 Dialect.placeholder: custom events */
   bool fetch_by_ids; /* Dialect.fetch: a claim of the service's own needs no fetch of its own */
   bool listen;       /* Driver.listen and wait_notify, Dialect.channel: LISTEN/NOTIFY wake-ups */
+  /* Advisory keys kept in the process (TABQ_ADVISORY_PROCESS_KEYS): one process at a time serves
+   * advisory subscriptions on a database, a second is refused at subscribe. */
+  bool process_keys;
 } kit_plugin;
 
 /* Loads the plugin file (or finds the one serving `scheme`, as tabq's loader does) and reads its
