@@ -129,6 +129,9 @@ long long db_int(const char *sql);
 void db_text(const char *sql, char *buf, size_t cap);
 /* Writes n rows to `queue` directly, payloads "job-1".."job-<n>". */
 void db_fill(const char *queue, int n);
+/* The first cell of the first row as a time, in ms after the client's clock (negative: before);
+ * LLONG_MIN with no row, NULL or a cell that is no time. */
+long long db_ms_from_now(const char *sql);
 /* Rows of {jobs} whose retry_after lies more than `ms` after the client's clock. */
 long long db_due_after(int ms);
 /* The lease of the {jobs} row, to compare a token before and after. */
