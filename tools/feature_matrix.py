@@ -106,7 +106,7 @@ def matrix(kit, results_dir):
     lines.append("✓ every test of the feature ran on that database and form and passed; ✗ one "
                  "failed; part (n): the tests of note n were skipped, the others passed; · the "
                  "feature has no test in that form; – not run. A database and form without a "
-                 "column is one its dialect does not serve (SQLite: row lock and advisory).")
+                 "column is one its dialect does not serve (SQLite: row lock).")
     for i, text in enumerate(notes, 1):
         lines.append("")
         lines.append("%d. %s" % (i, text))

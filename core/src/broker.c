@@ -171,6 +171,7 @@ static void shut_down(tabq_broker *b) {
 }
 
 void tabq_sub_free(tabq_subscription *s) {
+  tabq_pkeys_close(s);
   for (unsigned i = 0; s->slots && i < s->nslots; i++) {
     tabq_delivery *d = &s->slots[i];
     pthread_mutex_destroy(&d->mu);

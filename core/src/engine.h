@@ -3,6 +3,7 @@
 #define TABQ_ENGINE_H
 
 #include <jansson.h>
+#include <limits.h>
 #include <pthread.h>
 #include <stdatomic.h>
 #include <stdbool.h>
@@ -230,7 +231,9 @@ struct tabq_subscription {
   bool tx_conn;
   uint32_t server_version;
   char server_version_text[64];
-  char database[128]; /* the connection's current database, "" when the driver does not say */
+  /* The connection's current database, "" when the driver does not say: a file's path (SQLite)
+   * as well as a name. */
+  char database[PATH_MAX];
   /* Claims up to `limit` rows into `slots`; `ids` is the claimer's own room for `limit` ids,
    * where a claim's stamps run as one statement (SQ_STAMP_IDS), else NULL. */
   int (*claim)(tabq_subscription *s, tabq_delivery **slots, int64_t *ids, unsigned limit,
@@ -279,6 +282,7 @@ struct tabq_subscription {
         extensions, claims, shutdown_released, shutdown_closed, coalesced;
   } stats;
   tabq_coalescer coalescer;
+  struct tabq_pkeys *pkeys; /* process_keys.c: advisory keys kept in the process, else NULL */
 };
 
 /* subscription.c */
@@ -416,6 +420,22 @@ tabq_pconn *tabq_tx_conn(const tabq_tx *tx);
 void tabq_tx_close(tabq_tx *tx, bool wake);
 /* Whether the delivery's transaction is open. */
 bool tabq_tx_open(const tabq_tx *tx);
+
+/* process_keys.c: advisory keys kept in the process, for a dialect with
+ * TABQ_ADVISORY_PROCESS_KEYS (no session locks), unless the service locks with its own
+ * statements. One registry per database file (s->database), shared by the process's
+ * subscriptions; a second process serving advisory subscriptions on the file is refused. */
+typedef struct tabq_pkeys tabq_pkeys;
+/* Joins the file's registry with an entry per delivery slot (s->pkeys). */
+int tabq_pkeys_open(tabq_subscription *s, tabq_error *err);
+/* Leaves it, releasing what the subscription still holds; the last one frees the lock file. */
+void tabq_pkeys_close(tabq_subscription *s);
+/* Takes `key` for delivery d: *locked false when another delivery of the process holds it.
+ * TABQ_NOMEM only when the key is longer than any d held before. */
+int tabq_pkeys_lock(tabq_subscription *s, const tabq_delivery *d, const char *key, size_t n,
+                    bool *locked);
+/* Releases d's key, if it holds one; nothing without a registry. */
+void tabq_pkeys_release(tabq_subscription *s, const tabq_delivery *d);
 
 /* conn_budget.c */
 /* Connections claims may still take, over the broker. */

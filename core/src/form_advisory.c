@@ -1,7 +1,8 @@
 /* The advisory lock form (SPEC 3.3): a lock on each row's key, held by the connection serving
  * the delivery, with no transaction open. A claim reads candidates (due rows in claim order with
  * their rendered keys), locks each key without waiting on its own connection, skips keys held
- * elsewhere, then takes the row while it is still claimable. */
+ * elsewhere, then takes the row while it is still claimable. A database without session locks
+ * (TABQ_ADVISORY_PROCESS_KEYS) has its keys kept in the process instead (process_keys.c). */
 #include <stdlib.h>
 #include <string.h>
 
@@ -17,9 +18,13 @@ int tabq_advisory_open(tabq_subscription *s, tabq_error *err) {
   const tabq_advisory_v1 *adv = b->plugin.plugin->advisory;
   tabq_build build = tabq_sub_build(s);
   int rc = tabq_sub_stmt(s, adv->candidates, "candidates", SQ_CANDIDATES, err);
-  if (!rc)
+  /* A database without session locks: the process keeps the keys, unless the service locks
+   * with statements of its own. */
+  if (!rc && (adv->flags & TABQ_ADVISORY_PROCESS_KEYS) && !tabq_sub_own(s, SQ_LOCK))
+    rc = tabq_pkeys_open(s, err);
+  else if (!rc)
     rc = tabq_sub_stmt(s, adv->lock, "lock", SQ_LOCK, err);
-  if (!rc)
+  if (!rc && !s->pkeys)
     rc = tabq_sub_stmt(s, adv->unlock, "unlock", SQ_UNLOCK, err);
   if (!rc)
     rc = tabq_stmt_build(&b->stmts, b->host, adv->take, &build, "take", &s->st[SQ_TAKE], err);
@@ -47,6 +52,28 @@ static int ask(tabq_subscription *s, tabq_pconn *c, unsigned stmt, const tabq_va
     return rc;
   *yes = row && answer.type == TABQ_T_INT && answer.u.i != 0;
   return TABQ_OK;
+}
+
+/* Locks a key for delivery d: in the process's registry, or on the connection. */
+static int lock_key(tabq_subscription *s, tabq_pconn *c, const tabq_delivery *d,
+                    const tabq_value *key, bool *locked, tabq_error *err) {
+  if (!s->pkeys)
+    return ask(s, c, s->st[SQ_LOCK], key, locked, err);
+  if (tabq_pkeys_lock(s, d, key->u.buf.ptr, key->u.buf.len, locked))
+    return tabq_err_set(err, TABQ_NOMEM, s->t->name, "lock", "cannot hold the advisory key");
+  return TABQ_OK;
+}
+
+/* Releases delivery d's key: false when the database did not confirm it. */
+static bool unlock_key(tabq_subscription *s, tabq_pconn *c, const tabq_delivery *d,
+                       const tabq_value *key, int *rc, tabq_error *err) {
+  bool released = true;
+  *rc = TABQ_OK;
+  if (s->pkeys)
+    tabq_pkeys_release(s, d);
+  else
+    *rc = ask(s, c, s->st[SQ_UNLOCK], key, &released, err);
+  return !*rc && released;
 }
 
 /* Due rows with their keys, in claim order. */
@@ -136,7 +163,7 @@ int tabq_advisory_claim(tabq_subscription *s, tabq_delivery **slots, int64_t *id
       if (!c && (rc = tabq_pool_acquire(&b->pool, &c, err)))
         break;
       bool locked = false, taken = false;
-      if ((rc = ask(s, c, s->st[SQ_LOCK], &key, &locked, err)) || !locked)
+      if ((rc = lock_key(s, c, slots[*got], &key, &locked, err)) || !locked)
         continue; /* held elsewhere (or failed): pass it over */
       unsigned one = 1;
       if (!(rc = take(s, sp, c, k, slots[*got], &taken, err)) && taken &&
@@ -151,8 +178,8 @@ int tabq_advisory_claim(tabq_subscription *s, tabq_delivery **slots, int64_t *id
       /* Settled meanwhile (or not stamped): release the key; a release not confirmed ends the
        * session. */
       tabq_delivery_unclaim(&slots[*got], 1);
-      bool released = false;
-      if (ask(s, c, s->st[SQ_UNLOCK], &key, &released, err) || !released) {
+      int unlock_rc;
+      if (!unlock_key(s, c, slots[*got], &key, &unlock_rc, err)) {
         tabq_pool_discard(&b->pool, c);
         c = NULL;
       }
@@ -171,10 +198,10 @@ int tabq_advisory_claim(tabq_subscription *s, tabq_delivery **slots, int64_t *id
 bool tabq_advisory_release(tabq_delivery *d) {
   tabq_subscription *s = d->sub;
   tabq_value key = tabq_text(d->key.p, d->key.len);
-  bool released = false;
   tabq_error err;
-  int rc = ask(s, d->conn, s->st[SQ_UNLOCK], &key, &released, &err);
-  if (rc || !released) {
+  int rc;
+  bool released = unlock_key(s, d->conn, d, &key, &rc, &err);
+  if (!released) {
     tabq_logf(&s->b->log, TABQ_LOG_WARN,
               "table %s: the release of key '%s' was not confirmed%s%s; closing its connection",
               s->t->name, d->key.p, rc ? ": " : "", rc ? err.message : "");
@@ -183,7 +210,7 @@ bool tabq_advisory_release(tabq_delivery *d) {
     tabq_pool_release(&s->b->pool, d->conn);
   }
   d->conn = NULL;
-  return !rc && released;
+  return released;
 }
 
 void tabq_advisory_release_all(tabq_subscription *s) {
@@ -218,22 +245,12 @@ static bool served(const tabq_plugin *p) {
   return p->advisory != NULL;
 }
 
-static int check(tabq_subscription *s, tabq_error *err) {
-  const tabq_plugin *p = s->b->plugin.plugin;
-  if (p->advisory->flags & TABQ_ADVISORY_PROCESS_KEYS)
-    return tabq_err_set(err, TABQ_DIALECT, s->t->name, NULL,
-                        "table %s: this tabq does not yet keep advisory keys in the process, which "
-                        "the %s dialect needs (TABQ_ADVISORY_PROCESS_KEYS)",
-                        s->t->name, p->name);
-  return TABQ_OK;
-}
-
 /* Each delivery holds its key's session, one connection a row, released at settlement or at
  * shutdown. */
 const tabq_form_ops tabq_advisory_ops = {
     .name = "advisory lock",
     .served = served,
-    .check = check,
+    .check = NULL, /* TABQ_ADVISORY_PROCESS_KEYS: the keys are kept in the process */
     .open = tabq_advisory_open,
     .claim = tabq_advisory_claim,
     .settle = tabq_settle_advisory,

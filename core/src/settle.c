@@ -253,6 +253,7 @@ int tabq_settle_advisory(tabq_delivery *d, tabq_outcome o, action *a, tabq_error
     /* Dropped unsettled: end the session, which ends its lock, without waiting on a statement. */
     tabq_pool_discard(&s->b->pool, d->conn);
     d->conn = NULL;
+    tabq_pkeys_release(s, d); /* a key the process keeps goes with it */
   } else {
     rc = run_action(d, *a, o, d->conn, false, err);
     d->gone = !rc && takes_row_off(*a);

@@ -704,6 +704,20 @@ static int sqlite_server_version(tabq_conn *c, char *text, size_t cap, uint32_t 
   return TABQ_OK;
 }
 
+/* The main database's file, as SQLite resolved it: the advisory form keeps its keys by file.
+ * An in-memory or temporary database has none: "". */
+static int sqlite_database(tabq_conn *c, char *out, size_t cap) {
+  const char *file = sqlite3_db_filename(c->db, "main");
+  if (!file)
+    file = "";
+  size_t n = strlen(file);
+  if (n >= cap)
+    return host()->fail(TABQ_INVALID, NULL, 0, "the database file name %s is longer than %zu bytes",
+                        file, cap - 1);
+  memcpy(out, file, n + 1);
+  return TABQ_OK;
+}
+
 static bool sqlite_alive(tabq_conn *c) {
   return c && !c->broken;
 }
@@ -728,4 +742,5 @@ const tabq_driver_v1 tabq_sqlite_driver = {
     .alive = sqlite_alive,
     .listen = NULL,
     .wait_notify = NULL,
+    .database = sqlite_database,
 };

@@ -42,7 +42,7 @@ static const tabq_plugin descriptor = {
     .dialect = &tabq_sqlite_dialect,
     .rowlock = NULL, /* SQLite has no FOR UPDATE SKIP LOCKED */
     .lease = &tabq_sqlite_lease,
-    .advisory = NULL,
+    .advisory = &tabq_sqlite_advisory, /* keys kept by the core (TABQ_ADVISORY_PROCESS_KEYS) */
     .byname = &byname,
 };
 

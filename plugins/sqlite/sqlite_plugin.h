@@ -24,6 +24,7 @@ void tabq_sqlite_set_host(const tabq_host *host);
 extern const tabq_driver_v1 tabq_sqlite_driver;
 extern const tabq_dialect_v1 tabq_sqlite_dialect;
 extern const tabq_lease_v1 tabq_sqlite_lease;
+extern const tabq_advisory_v1 tabq_sqlite_advisory;
 
 /* ---- sqltime.c: times as fixed-width UTC text ----------------------------------------------- */
 

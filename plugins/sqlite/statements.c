@@ -1,4 +1,4 @@
-/* tabq — the SQLite dialect's statements: the shared ones and the lease form.
+/* tabq — the SQLite dialect's statements: the shared ones, the lease and advisory forms.
  *
  * Identifiers are quoted with ", placeholders are ?N (a repeated parameter reuses its number).
  * Times are fixed-width UTC text (sqltime.c), so every comparison below is a text comparison
@@ -12,13 +12,16 @@ static const tabq_host *host(void) {
   return tabq_sqlite_host();
 }
 
-/* check refuses the database clock (SQLite keeps times computed on the host), so "now" is
- * always bound. */
+/* The database clock (advisory tables; a lease's expiry is the host's): strftime's %f has
+ * milliseconds, so three zeros make the text the fixed width the host writes (sqltime.c), and
+ * text order stays time order. SQLite reads 'now' once per statement step. */
+#define DB_NOW "(strftime('%Y-%m-%d %H:%M:%f', 'now') || '000')"
+
 static const tabq_sql_style style = {
     .host = tabq_sqlite_host,
     .quote = '"',
     .placeholder = TABQ_PH_QNUMBER,
-    .db_now = NULL,
+    .db_now = DB_NOW,
     .empty_insert = NULL, /* " DEFAULT VALUES" */
     .product = "SQLite",
 };
@@ -30,14 +33,10 @@ static int check(const tabq_build *b) {
   if (b->form == TABQ_FORM_ROWLOCK)
     return host()->fail(TABQ_DIALECT, NULL, 0,
                         "table %s: SQLite has no FOR UPDATE SKIP LOCKED, so the sqlite dialect "
-                        "serves the lease form only; declare locked_until",
+                        "serves the lease and advisory lock forms; declare locked_until, or an "
+                        "advisory_lock key",
                         t->name);
-  if (b->form == TABQ_FORM_ADVISORY)
-    return host()->fail(TABQ_DIALECT, NULL, 0,
-                        "table %s: the sqlite dialect does not build the advisory lock form yet; "
-                        "declare locked_until for the lease form",
-                        t->name);
-  if (b->form != TABQ_FORM_LEASE)
+  if (b->form != TABQ_FORM_LEASE && b->form != TABQ_FORM_ADVISORY)
     return host()->fail(TABQ_DIALECT, NULL, 0, "table %s: unknown form %d", t->name, (int)b->form);
   if (t->isolation != TABQ_ISOLATION_DEFAULT)
     return host()->fail(TABQ_DIALECT, NULL, 0,
@@ -47,10 +46,11 @@ static int check(const tabq_build *b) {
                         "MySQL/MariaDB open read uncommitted, read committed, repeatable read "
                         "and serializable",
                         t->name);
-  if (t->clock == TABQ_CLOCK_DATABASE)
+  if (t->clock == TABQ_CLOCK_DATABASE && b->form != TABQ_FORM_ADVISORY)
     return host()->fail(TABQ_DIALECT, NULL, 0,
-                        "table %s: the sqlite dialect reads no database clock; SQLite keeps "
-                        "times as text computed on the host, so declare the host clock",
+                        "table %s: the sqlite dialect reads the database clock in the advisory "
+                        "form only; a lease's expiry is computed on the host, so declare the "
+                        "host clock",
                         t->name);
   if (t->mode > TABQ_SQLITE_EXCLUSIVE)
     return host()->fail(TABQ_DIALECT, NULL, 0, "table %s: unknown SQLite mode %d", t->name,
@@ -102,25 +102,10 @@ static int column_default(const tabq_build *b, const char *column, tabq_stmt *ou
   return out->status;
 }
 
-/* retry and retry_after. The dialect serves the lease form alone, so its refusal names what the
- * table lacks, before the shared builder's refusals, which speak of the other forms. */
-static int requeue(const tabq_build *b, tabq_stmt *out, bool delayed, const char *what) {
-  const tabq_table *t = b->table;
-  if (!t->locked_until.name && !(delayed && t->retry_after.name))
-    return host()->fail(TABQ_DIALECT, NULL, 0,
-                        "table %s: the sqlite dialect builds %s only for a table with "
-                        "locked_until%s",
-                        t->name, what, delayed ? " or retry_after" : "");
-  return delayed ? tabq_sqlb_retry_after(&style, b, out) : tabq_sqlb_retry(&style, b, out);
-}
-
-static int retry(const tabq_build *b, tabq_stmt *out) {
-  return requeue(b, out, false, "retry");
-}
-
-static int retry_after(const tabq_build *b, tabq_stmt *out) {
-  return requeue(b, out, true, "retry_after");
-}
+/* retry and retry_after: the shared builders refuse a retry statement outside the lease form
+ * (the key's release returns the row there). */
+TABQ_SQLB_MEMBER(style, retry)
+TABQ_SQLB_MEMBER(style, retry_after)
 
 static int dead_letter_table(const tabq_build *b, tabq_stmt *copy, tabq_stmt *remove) {
   return tabq_sqlb_dead_letter_table(&style, b, copy, remove);
@@ -245,4 +230,64 @@ const tabq_lease_v1 tabq_sqlite_lease = {
     .lease_one = lease_one,
     .claim_one = lease_claim_one,
     .stamp_ids = lease_stamp_ids,
+};
+
+/* ---- Advisory ----------------------------------------------------------------------------- */
+
+/* One part of the key template as a text expression: a literal part as a string literal, a
+ * {column} as the column's text, joined with ||. A NULL column reads as empty text, so the key
+ * itself is never NULL. */
+static void key_part(tabq_stmt *st, const char *text, size_t n, bool column, unsigned index,
+                     void *ctx) {
+  (void)ctx;
+  if (index)
+    tabq_sql_raw(st, " || ");
+  if (!column) {
+    literal(st, text, n);
+    return;
+  }
+  tabq_sql_raw(st, "coalesce(CAST(");
+  tabq_sqlb_name(&style, st, text, n);
+  tabq_sql_raw(st, " AS TEXT), '')");
+}
+
+static int key_expr(const tabq_build *b, tabq_stmt *st) {
+  return tabq_sqlb_key_template(&style, b, st, key_part, NULL);
+}
+
+/* Due rows in claim order with their keys; the core then takes each key in its registry. */
+static int advisory_candidates(const tabq_build *b, tabq_stmt *out) {
+  return tabq_sqlb_candidates(&style, b, out, key_expr);
+}
+
+/* The row once its key is held, while it is still due: one UPDATE .. RETURNING counts the
+ * attempt and reads the row, so a row settled between the candidates and the lock comes back
+ * empty. Without an attempt column it only reads. */
+static int advisory_take(const tabq_build *b, tabq_stmt *out) {
+  const tabq_table *t = b->table;
+  if (t->attempt.name) {
+    tabq_sqlb_update(&style, out, t);
+    tabq_sqlb_count_attempt(&style, out, t);
+  } else {
+    tabq_sqlb_select_projection(&style, out, t, false);
+  }
+  tabq_sqlb_where_id(&style, out, t);
+  tabq_sqlb_due(&style, b, out, " AND ");
+  if (t->attempt.name) {
+    tabq_sql_raw(out, " RETURNING ");
+    tabq_sqlb_projection(&style, out, t, false);
+  }
+  return tabq_sqlb_finish(&style, b, out, "take");
+}
+
+/* SQLite has no session locks: the core keeps the keys in work in its own registry, by
+ * database file, and refuses a second process on the file. */
+const tabq_advisory_v1 tabq_sqlite_advisory = {
+    .size = sizeof(tabq_advisory_v1),
+    .version = 1,
+    .flags = TABQ_ADVISORY_PROCESS_KEYS,
+    .candidates = advisory_candidates,
+    .lock = NULL,
+    .unlock = NULL,
+    .take = advisory_take,
 };

@@ -238,6 +238,18 @@ static int64_t client_now_us(void) {
   return (int64_t)ts.tv_sec * 1000000 + ts.tv_nsec / 1000;
 }
 
+long long db_ms_from_now(const char *sql) {
+  bool row = false;
+  tabq_prepared *p = query(sql, &row);
+  long long ms = LLONG_MIN;
+  tabq_value cell;
+  int64_t at;
+  if (row && kit.plugin.driver->cell(p, 0, &cell) == TABQ_OK && cell_time_us(&cell, &at))
+    ms = (long long)((at - client_now_us()) / 1000);
+  kit.plugin.driver->finalize(p);
+  return ms;
+}
+
 long long db_due_after(int ms) {
   bool row = false;
   tabq_prepared *p = query("SELECT retry_after FROM {jobs}", &row);

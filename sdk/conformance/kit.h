@@ -31,6 +31,9 @@ typedef struct kit_plugin {
   bool placeholder;  /* ABI 1.1 Dialect.placeholder: custom events */
   bool fetch_by_ids; /* Dialect.fetch: a claim of the service's own needs no fetch of its own */
   bool listen;       /* Driver.listen and wait_notify, Dialect.channel: LISTEN/NOTIFY wake-ups */
+  /* Advisory keys kept in the process (TABQ_ADVISORY_PROCESS_KEYS): one process at a time serves
+   * advisory subscriptions on a database, a second is refused at subscribe. */
+  bool process_keys;
 } kit_plugin;
 
 /* Loads the plugin file (or finds the one serving `scheme`, as tabq's loader does) and reads its
@@ -126,6 +129,9 @@ long long db_int(const char *sql);
 void db_text(const char *sql, char *buf, size_t cap);
 /* Writes n rows to `queue` directly, payloads "job-1".."job-<n>". */
 void db_fill(const char *queue, int n);
+/* The first cell of the first row as a time, in ms after the client's clock (negative: before);
+ * LLONG_MIN with no row, NULL or a cell that is no time. */
+long long db_ms_from_now(const char *sql);
 /* Rows of {jobs} whose retry_after lies more than `ms` after the client's clock. */
 long long db_due_after(int ms);
 /* The lease of the {jobs} row, to compare a token before and after. */

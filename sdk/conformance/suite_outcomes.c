@@ -392,6 +392,39 @@ static void insert_sql_is_rendered(void) {
   end();
 }
 
+static tabq_outcome delay_briefly_then_ack(recorder *r, tabq_delivery *d, unsigned call) {
+  (void)r, (void)d;
+  return call == 0 ? tabq_retry_after(300) : tabq_ack();
+}
+
+/* A table on the database clock: every "now" of its statements is the server's (claims, takes,
+ * processed_at); a retry time is still the host's now plus the delay. Same machine, so the two
+ * clocks agree closely: the checks hold with minutes to spare, and catch a "now" the statements
+ * misread (a wrong zone, a time text of another width, a transaction's start). */
+static void database_clock(void) {
+  begin(50);
+  static tabq_table t;
+  t = *marked_table();
+  t.clock = TABQ_CLOCK_DATABASE;
+  tabq_message later = message("q", "later", 5);
+  later.delay_ms = 3600 * 1000; /* due in an hour by either clock */
+  CU_ASSERT_EQUAL_FATAL(tabq_publish(broker, &t, &later, &err), TABQ_OK);
+  publish_n(broker, "q", 1);
+  rec.script = delay_briefly_then_ack;
+  mount(&t, plain());
+  CU_ASSERT(recorder_wait(&rec, 2, 10000));
+  CU_ASSERT_STRING_EQUAL(rec.payloads[0], "job-0");
+  CU_ASSERT_EQUAL(rec.ids[0], rec.ids[1]); /* back once its retry time passed */
+  CU_ASSERT_EQUAL(rec.attempts[1], 2);
+  CU_ASSERT(wait_count("SELECT count(*) FROM {jobs} WHERE processed_at IS NOT NULL", 1, 10000));
+  long long ms = db_ms_from_now("SELECT processed_at FROM {jobs} WHERE processed_at IS NOT NULL");
+  CU_ASSERT(ms > -300000 && ms < 300000);
+  sleep_ms(300); /* several poll intervals: the row due in an hour stays */
+  CU_ASSERT_EQUAL(recorder_calls(&rec), 2);
+  CU_ASSERT_EQUAL(db_int("SELECT count(*) FROM {jobs} WHERE processed_at IS NULL"), 1);
+  end();
+}
+
 static void wake_on_publish(void) {
   begin(60000); /* a poll interval no test would wait out */
   mount(jobs_table(), plain());
@@ -509,5 +542,8 @@ const kit_test outcome_tests[] = {
     {"insert SQL is rendered", insert_sql_is_rendered, ALL_FORMS, NULL, NULL},
     {"a publish wakes the subscription", wake_on_publish, ALL_FORMS, NULL,
      "wake-ups (in process, LISTEN/NOTIFY)"},
+    /* A lease's expiry is the host's: a lease table on the database clock is refused. */
+    {"clock = database: due rows and retry_after by the database's clock", database_clock,
+     TABQ_FORM_ROWLOCK | TABQ_FORM_ADVISORY, NULL, "clock = database"},
     {NULL, NULL, 0, NULL, NULL},
 };

@@ -1,8 +1,11 @@
-/* The other process of the database-specific crash test: it claims from the jobs table and, in
- * the handler, prints "claimed ID ATTEMPT" and waits forever, so the test can kill it at a known
- * point (the conformance kit has the other child modes).
+/* The other process of the database-specific tests (the conformance kit has the other child
+ * modes):
  *
- *   child crash URL
+ *   child crash URL      - claims from the jobs table and, in the handler, prints "claimed ID
+ *                          ATTEMPT" and waits forever, so the test can kill it at a known point
+ *   child subscribe URL  - subscribes to the jobs table, acking every row, and prints
+ *                          "subscribed", or "refused CODE MESSAGE" and exits 4; then waits for a
+ *                          line on stdin, closes and exits 0
  * The form and database follow TABQ_TEST_FORM and TABQ_TEST_DB, as in the parent. */
 #include <stdio.h>
 #include <string.h>
@@ -20,8 +23,14 @@ static tabq_outcome crash_handler(tabq_delivery *d, void *user) {
   return tabq_ack();
 }
 
+static tabq_outcome ack_handler(tabq_delivery *d, void *user) {
+  (void)d, (void)user;
+  return tabq_ack();
+}
+
 int main(int argc, char **argv) {
-  if (argc != 3 || strcmp(argv[1], "crash"))
+  bool subscribe = argc == 3 && !strcmp(argv[1], "subscribe");
+  if (argc != 3 || (strcmp(argv[1], "crash") && !subscribe))
     return 2;
   tabq_broker_options bo = {
       .size = sizeof(tabq_broker_options), .poll_interval_ms = 50, .pool_size = 4};
@@ -34,10 +43,22 @@ int main(int argc, char **argv) {
   tabq_subscription_options o = {.size = sizeof(tabq_subscription_options),
                                  .queue = "q",
                                  .lease_s = 1,
-                                 .handler = crash_handler};
+                                 .handler = subscribe ? ack_handler : crash_handler};
   if (tabq_subscribe(b, jobs_table(), &o, NULL, &err)) {
+    if (subscribe)
+      printf("refused %d %s\n", (int)err.code, err.message);
+    fflush(stdout);
     fprintf(stderr, "child: %s\n", err.message);
     return 4;
+  }
+  if (subscribe) {
+    printf("subscribed\n");
+    fflush(stdout);
+    char line[32];
+    if (!fgets(line, sizeof line, stdin))
+      line[0] = '\0';
+    tabq_close(b);
+    return 0;
   }
   for (;;)
     pause();

@@ -269,6 +269,8 @@ void testdb_remove(testdb *db) {
   unlink(side);
   snprintf(side, sizeof side, "%s-shm", db->path);
   unlink(side);
+  snprintf(side, sizeof side, "%s-tabq-advisory", db->path); /* the advisory form's lock file */
+  unlink(side);
 }
 
 static sqlite3_stmt *query(const testdb *db, sqlite3 **conn, const char *sql) {

@@ -26,7 +26,11 @@ static void test_entry(void) {
   CU_ASSERT_PTR_EQUAL(pl->dialect, dia);
   CU_ASSERT_PTR_EQUAL(pl->lease, lease);
   CU_ASSERT_PTR_NULL(pl->rowlock);
-  CU_ASSERT_PTR_NULL(pl->advisory);
+  CU_ASSERT_PTR_NOT_NULL_FATAL(pl->advisory);
+  /* No session locks: the core keeps the keys, so there is no lock or unlock to build. */
+  CU_ASSERT_EQUAL(pl->advisory->flags, TABQ_ADVISORY_PROCESS_KEYS);
+  CU_ASSERT_PTR_NULL(pl->advisory->lock);
+  CU_ASSERT_PTR_NULL(pl->advisory->unlock);
   CU_ASSERT_PTR_NOT_NULL_FATAL(pl->byname);
   CU_ASSERT_EQUAL(pl->byname->size, sizeof(tabq_byname_v1));
   CU_ASSERT_EQUAL(pl->byname->version, 1);
@@ -264,6 +268,39 @@ static void test_dead_letter_table(void) {
   tabq_sql_free(&remove);
 }
 
+/* The advisory form: candidates with their rendered keys, and the take that counts the attempt
+ * while the row is still due; on the database clock "now" is SQLite's, at full width. */
+static void test_advisory(void) {
+  const tabq_advisory_v1 *a = tabq_plugin_entry(&test_host, TABQ_ABI_VERSION)->advisory;
+  tabq_table t = jobs;
+  t.locked_until.name = NULL;
+  t.advisory_lock = "job-{queue}-{id}";
+  tabq_build b = {.table = &t, .form = TABQ_FORM_ADVISORY};
+  expect_built(a->candidates, &b,
+               "SELECT \"id\", 'job-' || coalesce(CAST(\"queue\" AS TEXT), '') || '-' || "
+               "coalesce(CAST(\"id\" AS TEXT), '') FROM \"jobs\" WHERE (\"retry_after\" IS NULL OR "
+               "\"retry_after\" <= ?1) AND \"processed_at\" IS NULL AND \"queue\" = ?2 ORDER BY "
+               "\"priority\", \"retry_after\", \"id\" LIMIT ?3",
+               TABQ_P_NOW, TABQ_P_GROUP, TABQ_P_LIMIT, 0);
+  expect_built(a->take, &b,
+               "UPDATE \"jobs\" SET \"attempt\" = \"attempt\" + 1 WHERE \"id\" = ?1 AND "
+               "(\"retry_after\" IS NULL OR \"retry_after\" <= ?2) AND \"processed_at\" IS NULL "
+               "AND \"queue\" = ?3 RETURNING \"id\", \"attempt\", \"queue\", \"pkey\", "
+               "\"headers\", \"payload\", \"title\", \"size\"",
+               TABQ_P_ID, TABQ_P_NOW, TABQ_P_GROUP, 0);
+  t.clock = TABQ_CLOCK_DATABASE;
+  expect_built(a->take, &b,
+               "UPDATE \"jobs\" SET \"attempt\" = \"attempt\" + 1 WHERE \"id\" = ?1 AND "
+               "(\"retry_after\" IS NULL OR \"retry_after\" <= (strftime('%Y-%m-%d %H:%M:%f', "
+               "'now') || '000')) AND \"processed_at\" IS NULL AND \"queue\" = ?2 RETURNING "
+               "\"id\", \"attempt\", \"queue\", \"pkey\", \"headers\", \"payload\", \"title\", "
+               "\"size\"",
+               TABQ_P_ID, TABQ_P_GROUP, 0);
+  /* Without an attempt column the take only reads. */
+  expect_built(a->take, &(tabq_build){.table = &adv, .form = TABQ_FORM_ADVISORY},
+               "SELECT \"id\" FROM \"adv_jobs\" WHERE \"id\" = ?1", TABQ_P_ID, 0);
+}
+
 static void test_begin(void) {
   static const char *const want[] = {"BEGIN IMMEDIATE", "BEGIN DEFERRED", "BEGIN IMMEDIATE",
                                      "BEGIN EXCLUSIVE"};
@@ -282,14 +319,16 @@ static void test_check(void) {
   b = (tabq_build){.table = &plain, .form = TABQ_FORM_ROWLOCK};
   CU_ASSERT_EQUAL(dia->check(&b), TABQ_DIALECT);
   MSG_HAS("plain_jobs");
-  MSG_HAS("serves the lease form only");
+  MSG_HAS("serves the lease and advisory lock forms");
   MSG_HAS("locked_until");
-  MSG_LACKS("advisory"); /* a form it would then refuse */
+  MSG_HAS("advisory_lock");
 
   b = (tabq_build){.table = &adv, .form = TABQ_FORM_ADVISORY};
-  CU_ASSERT_EQUAL(dia->check(&b), TABQ_DIALECT);
-  MSG_HAS("adv_jobs");
-  MSG_HAS("the sqlite dialect does not build the advisory lock form yet");
+  CU_ASSERT_EQUAL(dia->check(&b), TABQ_OK);
+  tabq_table on_db = adv;
+  on_db.clock = TABQ_CLOCK_DATABASE; /* the database clock serves the advisory form */
+  b.table = &on_db;
+  CU_ASSERT_EQUAL(dia->check(&b), TABQ_OK);
 
   tabq_table t = jobs;
   t.isolation = TABQ_ISOLATION_SERIALIZABLE;
@@ -306,6 +345,7 @@ static void test_check(void) {
   b = lease_of(&t);
   CU_ASSERT_EQUAL(dia->check(&b), TABQ_DIALECT);
   MSG_HAS("jobs");
+  MSG_HAS("advisory form only");
 
   t = jobs;
   t.mode = TABQ_SQLITE_IMMEDIATE;
@@ -412,6 +452,7 @@ static CU_TestInfo text_tests[] = {
     {"extend and release", test_extend_release},
     {"settlements", test_settlements},
     {"dead letter into a table", test_dead_letter_table},
+    {"advisory candidates and take", test_advisory},
     {"begin", test_begin},
     {"check refusals", test_check},
     {"time text", test_time_text},
