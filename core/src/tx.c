@@ -24,7 +24,7 @@ struct tabq_tx {
   tabq_broker *b;
   tabq_pconn *c;
   pthread_t owner;
-  bool open;
+  atomic_bool open; /* read by the shutdown path while a handler runs */
   tabq_delivery *d; /* a delivery's transaction (transactional mode), else NULL */
   tabq_buf wakes;   /* tx_wake entries */
   tabq_buf groups;  /* their groups, NUL-terminated one after another */
@@ -85,7 +85,7 @@ static void give_back(tabq_tx *tx) {
 void tabq_txs_free(tabq_broker *b) {
   for (tabq_tx *tx = b->txs, *next; tx; tx = next) {
     next = tx->next;
-    if (tx->open && tx->c) { /* never ended: its connection goes with the pool */
+    if (atomic_load(&tx->open) && tx->c) { /* never ended: its connection goes with the pool */
       b->drv->rollback(tx->c->conn);
       tabq_pool_release(&b->pool, tx->c);
     }
@@ -122,7 +122,7 @@ int tabq_begin(tabq_broker *b, tabq_tx **out, tabq_error *err) {
   } else {
     tx->c = c;
     tx->owner = pthread_self();
-    tx->open = true;
+    atomic_store(&tx->open, true);
     tx->wakes.len = tx->groups.len = 0;
     *out = tx;
   }
@@ -135,16 +135,17 @@ static int usable(const tabq_tx *tx, const char *call, tabq_error *err) {
   tabq_err_clear(err);
   if (!tx)
     return tabq_err_set(err, TABQ_INVALID, NULL, call, "%s needs a transaction", call);
-  if (tx->d && !tx->open)
+  if (tx->d && !atomic_load(&tx->open))
     return tabq_err_set(err, TABQ_TRANSACTION_HELD, tx->d->sub->t->name, call,
                         "%s: the delivery's transaction ended with its settlement; a handler "
                         "uses it only until it returns",
                         call);
-  if (!tx->open || !pthread_equal(tx->owner, pthread_self()))
+  if (!atomic_load(&tx->open) || !pthread_equal(tx->owner, pthread_self()))
     return tabq_err_set(err, TABQ_INVALID, NULL, call, "%s: the transaction %s", call,
-                        !tx->open ? "has ended (committed or rolled back)"
-                                  : "belongs to another thread (a transaction is used from the "
-                                    "thread that began it)");
+                        !atomic_load(&tx->open)
+                            ? "has ended (committed or rolled back)"
+                            : "belongs to another thread (a transaction is used from the "
+                              "thread that began it)");
   return TABQ_OK;
 }
 
@@ -258,7 +259,7 @@ static void wake_all(tabq_tx *tx) {
 static void end(tabq_tx *tx) {
   tabq_pool_release(&tx->b->pool, tx->c);
   tx->c = NULL;
-  tx->open = false;
+  atomic_store(&tx->open, false);
   give_back(tx);
 }
 
@@ -352,7 +353,7 @@ int tabq_delivery_tx_open(tabq_delivery *d, tabq_error *err) {
   tx->c = c;
   tx->owner = pthread_self();
   tx->wakes.len = tx->groups.len = 0;
-  tx->open = true;
+  atomic_store(&tx->open, true);
   return TABQ_OK;
 }
 
@@ -361,7 +362,7 @@ tabq_pconn *tabq_tx_conn(const tabq_tx *tx) {
 }
 
 bool tabq_tx_open(const tabq_tx *tx) {
-  return tx && tx->open;
+  return tx && atomic_load(&tx->open);
 }
 
 void tabq_tx_close(tabq_tx *tx, bool wake) {
@@ -369,9 +370,9 @@ void tabq_tx_close(tabq_tx *tx, bool wake) {
     wake_all(tx);
   tx->wakes.len = tx->groups.len = 0;
   tx->c = NULL;
-  tx->open = false;
+  atomic_store(&tx->open, false);
 }
 
 tabq_tx *tabq_delivery_tx(tabq_delivery *d) {
-  return d && d->tx && d->tx->open ? d->tx : NULL;
+  return d && d->tx && atomic_load(&d->tx->open) ? d->tx : NULL;
 }
