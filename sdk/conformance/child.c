@@ -134,6 +134,7 @@ int child_main(const char *mode, const char *url, tabq_form form, const char *jo
   tabq_subscription *s;
   if (tabq_subscribe(b, jobs_table(), &o, &s, &err)) {
     fprintf(stderr, "child: %s\n", err.message);
+    tabq_close(b);
     return 4;
   }
   if (!strcmp(mode, "run")) {

@@ -49,6 +49,7 @@ int main(int argc, char **argv) {
       printf("refused %d %s\n", (int)err.code, err.message);
     fflush(stdout);
     fprintf(stderr, "child: %s\n", err.message);
+    tabq_close(b);
     return 4;
   }
   if (subscribe) {
