@@ -155,3 +155,55 @@ int tabq_refetch(tabq_subscription *s, tabq_pconn *c, tabq_delivery **slots, uns
       s->refetch[i].id.u.buf.ptr = buf->p + s->refetch[i].id_at;
   return tabq_fetch_into(s, c, s->refetch, n, slots, got, token, conn, err);
 }
+
+/* Whether delivery d's row is in work here already, in a slot outside this claim's `n`. */
+static tabq_delivery *in_work_elsewhere(tabq_subscription *s, tabq_delivery *const *claimed,
+                                        unsigned n, const tabq_delivery *d) {
+  for (unsigned i = 0; i < s->nslots; i++) {
+    tabq_delivery *e = &s->slots[i];
+    bool ours = false;
+    for (unsigned k = 0; k < n && !ours; k++)
+      ours = claimed[k] == e;
+    if (ours)
+      continue;
+    pthread_mutex_lock(&e->mu);
+    bool same = e->in_work && tabq_same_id(&e->id, &d->id);
+    pthread_mutex_unlock(&e->mu);
+    if (same)
+      return e;
+  }
+  return NULL;
+}
+
+void tabq_claim_dedup(tabq_subscription *s, tabq_delivery **slots, unsigned *got, int64_t token) {
+  for (unsigned i = 0; i < *got;) {
+    tabq_delivery *d = slots[i], *e = in_work_elsewhere(s, slots, *got, d);
+    if (!e) {
+      i++;
+      continue;
+    }
+    /* Still in work? It may have settled since: then the row is this claim's to hand out. */
+    pthread_mutex_lock(&e->mu);
+    bool running = e->in_work && tabq_same_id(&e->id, &d->id);
+    if (running && token) { /* the lease this claim wrote is the running delivery's now */
+      e->token = token;
+      e->lease_lost = false;
+    }
+    pthread_mutex_unlock(&e->mu);
+    if (!running) {
+      i++;
+      continue;
+    }
+    tabq_logf(&s->b->log, TABQ_LOG_WARN,
+              "table %s: a claim took a row that is in work here already (its %s ended under "
+              "its handler); %s",
+              s->t->name, token ? "lease" : "session",
+              token ? "the running delivery keeps it under the new lease"
+                    : "it is not handed out again");
+    /* Out of the claim, to its end, where the caller gives back the slots past *got. */
+    for (unsigned k = i; k + 1 < *got; k++)
+      slots[k] = slots[k + 1];
+    slots[--*got] = d;
+    tabq_delivery_unclaim(&slots[*got], 1);
+  }
+}

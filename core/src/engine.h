@@ -376,6 +376,10 @@ int tabq_claim_fill(tabq_delivery *d, tabq_prepared *p, int64_t token, tabq_pcon
  * delivery holds `token` and `conn` as above. */
 int tabq_claim_read(tabq_subscription *s, tabq_prepared *p, tabq_delivery **slots, unsigned limit,
                     unsigned *got, int64_t token, tabq_pconn *conn, tabq_error *err);
+/* A subscription never hands out a row it has in work already (its session or lease ended under
+ * the handler and a claim here took it again): such rows leave the claim; in the lease form the
+ * running delivery takes the new lease (`token`), so its settlement still holds the row. */
+void tabq_claim_dedup(tabq_subscription *s, tabq_delivery **slots, unsigned *got, int64_t token);
 /* A built-in claim's rows read again by the service's own fetch; the slots past *got are taken
  * out of work. */
 int tabq_refetch(tabq_subscription *s, tabq_pconn *c, tabq_delivery **slots, unsigned *got,

@@ -81,6 +81,8 @@ int tabq_lease_claim(tabq_subscription *s, tabq_delivery **slots, int64_t *ids, 
     tabq_delivery_unclaim(slots, *got);
     *got = 0;
   }
+  if (!rc && *got)
+    tabq_claim_dedup(s, slots, got, v.lease_until); /* after the commit: the lease is written */
   tabq_pool_release(&b->pool, c);
   atomic_fetch_add(&s->stats.claimed, *got);
   return rc;

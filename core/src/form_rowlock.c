@@ -53,6 +53,8 @@ int tabq_rowlock_claim(tabq_subscription *s, tabq_delivery **slots, int64_t *ids
         rc = tabq_refetch(s, c, slots, got, 0, c, err);
         dropped = !rc && !*got; /* a claimed id without a row: its drop must commit */
       }
+      if (!rc && *got)
+        tabq_claim_dedup(s, slots, got, 0);
     }
   }
   if (rc || !*got) {

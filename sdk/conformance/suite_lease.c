@@ -128,6 +128,71 @@ static void a_lost_lease_is_known_in_the_handler(void) {
   close_broker(b);
 }
 
+/* The handler holds its row until told, then acks it itself and keeps the result; every call
+ * is counted. */
+static struct {
+  pthread_mutex_t mu;
+  pthread_cond_t cv;
+  int calls, settled;
+  bool go;
+} twice = {.mu = PTHREAD_MUTEX_INITIALIZER, .cv = PTHREAD_COND_INITIALIZER};
+
+static tabq_outcome hold_then_ack(tabq_delivery *d, void *user) {
+  (void)user;
+  pthread_mutex_lock(&twice.mu);
+  bool first = twice.calls++ == 0;
+  pthread_cond_broadcast(&twice.cv);
+  for (int waited = 0; first && !twice.go && waited < 10000; waited += 10) {
+    pthread_mutex_unlock(&twice.mu);
+    sleep_ms(10);
+    pthread_mutex_lock(&twice.mu);
+  }
+  pthread_mutex_unlock(&twice.mu);
+  tabq_error e;
+  int rc = tabq_delivery_settle(d, tabq_ack(), &e);
+  if (first) {
+    pthread_mutex_lock(&twice.mu);
+    twice.settled = rc;
+    pthread_mutex_unlock(&twice.mu);
+  }
+  return tabq_no_outcome();
+}
+
+/* A lease that ends under a running handler (here taken away, as a frozen process's lapses)
+ * makes the row claimable again; this subscription's other worker claims it, but it is not
+ * handed out twice: the running delivery takes the new lease, and its ack holds. */
+static void a_row_in_work_is_not_handed_out_twice(void) {
+  fresh_db();
+  tabq_broker *b = connect_broker(50);
+  db_fill("q", 1);
+  twice.calls = 0;
+  twice.go = false;
+  twice.settled = -1;
+  tabq_subscription_options o = sub_options("q", hold_then_ack, NULL);
+  o.workers = 2;
+  o.lease_s = 30;
+  tabq_subscription *s;
+  CU_ASSERT_EQUAL_FATAL(tabq_subscribe(b, jobs_table(), &o, &s, &err), TABQ_OK);
+  pthread_mutex_lock(&twice.mu);
+  while (!twice.calls)
+    pthread_cond_wait(&twice.cv, &twice.mu);
+  pthread_mutex_unlock(&twice.mu);
+  db_exec("UPDATE {jobs} SET locked_until = NULL");
+  /* The other worker's claims take the row again (and lease it anew) within a few polls. */
+  CU_ASSERT(wait_count("SELECT count(*) FROM {jobs} WHERE locked_until IS NOT NULL", 1, 5000));
+  sleep_ms(300);
+  pthread_mutex_lock(&twice.mu);
+  int calls = twice.calls;
+  twice.go = true;
+  pthread_mutex_unlock(&twice.mu);
+  CU_ASSERT_EQUAL(calls, 1);
+  CU_ASSERT(wait_count("SELECT count(*) FROM {jobs}", 0, 10000));
+  tabq_shutdown(b);
+  CU_ASSERT_EQUAL(twice.settled, TABQ_OK);
+  CU_ASSERT_EQUAL(twice.calls, 1);
+  close_broker(b);
+}
+
 static void let_go(holder *h) {
   pthread_mutex_lock(&h->mu);
   h->release = true;
@@ -431,6 +496,8 @@ static void coalesced_acks_refusals(void) {
 }
 
 const kit_test lease_tests[] = {
+    {"a row whose lease ended under its handler is not handed out twice by its subscription",
+     a_row_in_work_is_not_handed_out_twice, TABQ_FORM_LEASE, NULL, "a delivery knows its hold"},
     {"a lease taken away: the handler learns it at the next extension",
      a_lost_lease_is_known_in_the_handler, TABQ_FORM_LEASE, NULL, "a delivery knows its hold"},
     {"coalesced acks: workers(4) handle each of 10,000 rows exactly once, acks shared",
