@@ -161,7 +161,10 @@ static tabq_delivery *in_work_elsewhere(tabq_subscription *s, tabq_delivery *con
                                         unsigned n, const tabq_delivery *d) {
   for (unsigned i = 0; i < s->nslots; i++) {
     tabq_delivery *e = &s->slots[i];
-    bool ours = false;
+    /* An integer id is compared without the lock first: most slots are not the row. */
+    if (e == d || (d->id.type == TABQ_T_INT && atomic_load(&e->work_id) != d->id.u.i))
+      continue;
+    bool ours = false; /* a row of this claim (ids within one claim differ) */
     for (unsigned k = 0; k < n && !ours; k++)
       ours = claimed[k] == e;
     if (ours)

@@ -45,6 +45,7 @@ int tabq_delivery_fill(tabq_delivery *d, const tabq_driver_v1 *drv, tabq_prepare
                    ? (long)d->cells[s->proj.attempt].u.i - 1
                    : 0;
   d->in_work = true;
+  atomic_store(&d->work_id, d->id.type == TABQ_T_INT ? d->id.u.i : 0);
   d->settled = false;
   d->gone = false;
   d->lease_lost = false;
@@ -55,6 +56,7 @@ void tabq_delivery_unclaim(tabq_delivery **slots, unsigned n) {
   for (unsigned i = 0; i < n; i++) {
     pthread_mutex_lock(&slots[i]->mu); /* the extender and shutdown read these under it */
     slots[i]->in_work = false;
+    atomic_store(&slots[i]->work_id, 0);
     slots[i]->conn = NULL;
     pthread_mutex_unlock(&slots[i]->mu);
   }

@@ -91,6 +91,9 @@ struct tabq_delivery {
   tabq_buf row;
   json_t *headers;    /* parsed on first use */
   struct tabq_tx *tx; /* transactional mode: the slot's transaction handle (tx.c) */
+  /* The integer id while in work (0 otherwise, or for a text id): a claim's check against the
+   * rows in work here reads it without the lock, then confirms a match under it (claim.c). */
+  atomic_llong work_id;
 };
 
 /* A subscription's statements, by what they do; TABQ_NO_STMT where it needs none. */

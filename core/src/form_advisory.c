@@ -226,6 +226,7 @@ void tabq_advisory_release_all(tabq_subscription *s) {
       else
         closed++;
       d->in_work = false;
+      atomic_store(&d->work_id, 0);
       d->closed = true;
     }
     pthread_mutex_unlock(&d->mu);

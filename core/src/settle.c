@@ -197,6 +197,7 @@ static int not_in_work(tabq_delivery *d, tabq_error *err) {
 
 static void leave_work(tabq_delivery *d) {
   d->in_work = false;
+  atomic_store(&d->work_id, 0);
   d->settled = true;
 }
 
