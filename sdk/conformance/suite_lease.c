@@ -292,23 +292,32 @@ static void failed_settlement_keeps_row_until_lease_ends(void) {
 
 #define MANY 10000
 
-static void four_workers_each_row_once(void) {
+/* Four workers drain MANY rows, each handled and acked exactly once; `coalesce` gathers their
+ * acks (coalesce_acks, a 2 ms window). Returns the subscription's counters. */
+static tabq_stats drain_each_row_once(bool coalesce) {
   fresh_db();
   tabq_broker *b = connect_broker(20);
   db_fill("q", MANY);
   once_reset(MANY);
   tabq_subscription_options o = sub_options("q", once_handler, NULL);
   o.workers = 4;
+  o.coalesce_acks = coalesce;
+  o.coalesce_window_us = coalesce ? 2000 : 0;
   tabq_subscription *s;
+  tabq_stats st = {0};
   CU_ASSERT_EQUAL_FATAL(tabq_subscribe(b, jobs_table(), &o, &s, &err), TABQ_OK);
   CU_ASSERT(wait_count("SELECT count(*) FROM {jobs}", 0, 120000));
   tabq_shutdown(b);
   once_check();
-  tabq_stats st;
   stats_of(s, &st);
   CU_ASSERT_EQUAL(st.acked, MANY);
   CU_ASSERT_EQUAL(st.lease_lost + st.failed, 0);
   close_broker(b);
+  return st;
+}
+
+static void four_workers_each_row_once(void) {
+  drain_each_row_once(false);
 }
 
 /* The first batch waits in its handler while the test takes the third row's lease away (as
@@ -372,25 +381,8 @@ static void batch_settles_together_and_loses_one(void) {
 /* Coalesced acks (coalesce_acks): four workers' acks settle in shared transactions, and each
  * row is still handled and acked exactly once. */
 static void coalesced_acks_each_row_once(void) {
-  fresh_db();
-  tabq_broker *b = connect_broker(20);
-  db_fill("q", MANY);
-  once_reset(MANY);
-  tabq_subscription_options o = sub_options("q", once_handler, NULL);
-  o.workers = 4;
-  o.coalesce_acks = true;
-  o.coalesce_window_us = 2000;
-  tabq_subscription *s;
-  CU_ASSERT_EQUAL_FATAL(tabq_subscribe(b, jobs_table(), &o, &s, &err), TABQ_OK);
-  CU_ASSERT(wait_count("SELECT count(*) FROM {jobs}", 0, 120000));
-  tabq_shutdown(b);
-  once_check();
-  tabq_stats st;
-  stats_of(s, &st);
-  CU_ASSERT_EQUAL(st.acked, MANY);
-  CU_ASSERT_EQUAL(st.lease_lost + st.failed, 0);
+  tabq_stats st = drain_each_row_once(true);
   CU_ASSERT(st.coalesced > 0);
-  close_broker(b);
 }
 
 /* Three handlers wait until all three hold a row, the test takes the second one's lease away,
