@@ -251,3 +251,18 @@ void tabq_buf_free(tabq_buf *b) {
   b->p = NULL;
   b->len = b->cap = 0;
 }
+
+int tabq_values_bindable(const tabq_broker *b, const tabq_value *v, size_t n, const char *table,
+                         const char *what, tabq_error *err) {
+  const tabq_plugin *drv_plugin = b->plugin.lender ? b->plugin.lender : b->plugin.plugin;
+  if (TABQ_ABI_MINOR_OF(drv_plugin->abi) >= 5)
+    return TABQ_OK;
+  for (size_t i = 0; i < n; i++)
+    if (v[i].type == TABQ_T_REAL)
+      return tabq_err_set(err, TABQ_INVALID, table, what,
+                          "value %zu is a real, which the driver of plugin %s (ABI %u.%u) cannot "
+                          "bind (reals came with ABI 1.5): pass the number as text",
+                          i, drv_plugin->name, TABQ_ABI_MAJOR_OF(drv_plugin->abi),
+                          TABQ_ABI_MINOR_OF(drv_plugin->abi));
+  return TABQ_OK;
+}

@@ -564,6 +564,10 @@ const char *tabq_headers_get(tabq_delivery *d, const char *name);
 /* The table's notification channel from the dialect (TABQ_DECLARATION when too long). */
 int tabq_channel_of(tabq_broker *b, const tabq_table *t, char *out, size_t cap, tabq_error *err);
 
+/* broker.c: refuses a real among values a driver older than ABI 1.5 would bind. */
+int tabq_values_bindable(const tabq_broker *b, const tabq_value *v, size_t n, const char *table,
+                         const char *what, tabq_error *err);
+
 /* route.c: frees the broker's routes (tabq_close). */
 void tabq_routes_free(tabq_broker *b);
 

@@ -146,6 +146,8 @@ int tabq_publish_on(tabq_broker *b, tabq_publisher *p, tabq_pconn *c, const tabq
                     tabq_buf *headers, tabq_error *err) {
   const tabq_table *t = &p->table;
   int rc = tabq_message_check(t, m, err);
+  if (!rc)
+    rc = tabq_values_bindable(b, m->data, m->ndata, t->name, "insert", err);
   headers->len = 0;
   if (!rc && t->headers.name)
     rc = tabq_headers_render(m->headers, m->nheaders, headers, err, t->name);

@@ -73,15 +73,16 @@ static int publisher_begin(tabq_broker *b, tabq_publisher *p, tabq_error *err) {
 
 /* Every message as tabq_publish checks it, its headers rendered into `headers` (reused) to
  * prove they render. Nothing is written yet. */
-static int check_all(const tabq_table *t, const tabq_message *const *msgs, size_t n,
-                     tabq_buf *headers, tabq_error *err) {
+static int check_all(const tabq_broker *b, const tabq_table *t, const tabq_message *const *msgs,
+                     size_t n, tabq_buf *headers, tabq_error *err) {
   for (size_t i = 0; i < n; i++) {
     int rc;
     tabq_message m;
     if (!msgs[i])
       rc = tabq_err_set(err, TABQ_INVALID, t->name, "insert", "the message pointer is NULL");
     else if (!(rc = TABQ_TAKE(msgs[i], &m, TABQ_MESSAGE_SIZE_1_0, t->name, err)) &&
-             !(rc = tabq_message_check(t, &m, err)) && m.nheaders)
+             !(rc = tabq_message_check(t, &m, err)) &&
+             !(rc = tabq_values_bindable(b, m.data, m.ndata, t->name, "insert", err)) && m.nheaders)
       rc = tabq_headers_render(m.headers, m.nheaders, headers, err, t->name);
     if (rc)
       return at_index(err, rc, i, n);
@@ -264,7 +265,7 @@ static int publish_many(tabq_broker *b, const tabq_table *table, const tabq_mess
   tabq_buf headers = {0};
   batch_groups g;
   batch_space x = {0};
-  if (!(rc = check_all(t, msgs, n, &headers, err)) && most_values &&
+  if (!(rc = check_all(b, t, msgs, n, &headers, err)) && most_values &&
       (!(x.values = malloc(most_values * sizeof *x.values)) ||
        !(x.json_at = malloc(most_rows * sizeof *x.json_at))))
     rc = tabq_err_set(err, TABQ_NOMEM, t->name, "insert", "cannot bind %zu values", most_values);

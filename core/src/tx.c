@@ -157,7 +157,10 @@ static int run_own(tabq_tx *tx, const char *sql, const tabq_value *params, unsig
     return tabq_err_set(err, TABQ_INVALID, NULL, "exec", "no SQL");
   if (n && !params)
     return tabq_err_set(err, TABQ_INVALID, NULL, "exec", "%u parameters but no values", n);
-  int rc = tabq_pconn_check(tx->c, drv->prepare(tx->c->conn, sql, n, "service", out));
+  int rc = tabq_values_bindable(tx->b, params, n, NULL, "exec", err);
+  if (rc)
+    return rc;
+  rc = tabq_pconn_check(tx->c, drv->prepare(tx->c->conn, sql, n, "service", out));
   if (!rc && (rc = tabq_pconn_check(tx->c, drv->execute(*out, params, n)))) {
     drv->finalize(*out);
     *out = NULL;

@@ -102,6 +102,11 @@ int tabq_my_bind_param(const tabq_value *v, MYSQL_BIND *b, tabq_my_param *slot, 
     b->buffer_type = MYSQL_TYPE_LONGLONG;
     b->buffer = &slot->u.i;
     return TABQ_OK;
+  case TABQ_T_REAL:
+    slot->u.d = v->u.r;
+    b->buffer_type = MYSQL_TYPE_DOUBLE;
+    b->buffer = &slot->u.d;
+    return TABQ_OK;
   case TABQ_T_TEXT:
   case TABQ_T_JSON:
   case TABQ_T_BYTES:
@@ -297,14 +302,11 @@ int tabq_my_cell(tabq_my_col *col, tabq_value *out, const char *name, unsigned i
     return TABQ_OK;
   }
   case TABQ_MY_R_FLOAT:
-  case TABQ_MY_R_DOUBLE: {
-    /* The fewest digits that read back as the same float or double. */
-    int n = col->reader == TABQ_MY_R_FLOAT
-                ? snprintf(col->scratch, sizeof col->scratch, "%.9g", (double)col->u.f)
-                : snprintf(col->scratch, sizeof col->scratch, "%.17g", col->u.d);
-    *out = tabq_text(col->scratch, n > 0 ? (size_t)n : 0);
+    *out = tabq_real(col->u.f);
     return TABQ_OK;
-  }
+  case TABQ_MY_R_DOUBLE:
+    *out = tabq_real(col->u.d);
+    return TABQ_OK;
   case TABQ_MY_R_TEXT:
   case TABQ_MY_R_BYTES:
   case TABQ_MY_R_JSON:

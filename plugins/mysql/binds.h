@@ -19,6 +19,7 @@
 typedef struct tabq_my_param {
   union {
     int64_t i;
+    double d;
     MYSQL_TIME t;
   } u;
   unsigned long length;
@@ -56,7 +57,6 @@ typedef struct tabq_my_col {
   } u;
   unsigned long length;
   my_bool is_null, error;
-  char scratch[32]; /* a float cell's text */
 } tabq_my_col;
 
 /* Binds value `v` as placeholder `pos` (1-based) of statement `name`. Text and bytes point at

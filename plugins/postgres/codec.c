@@ -94,8 +94,8 @@ const char *tabq_pg_type_name(Oid type, char buf[24]) {
 }
 
 static const char *value_kind(tabq_type t) {
-  static const char *const names[] = {"NULL", "integer", "text",        "bytes",
-                                      "time", "JSON",    "integer list"};
+  static const char *const names[] = {"NULL", "integer", "text",         "bytes",
+                                      "time", "JSON",    "integer list", "real"};
   return (unsigned)t < sizeof names / sizeof names[0] ? names[t] : "unknown";
 }
 
@@ -190,6 +190,26 @@ static int encode_int(const tabq_value *v, Oid type, tabq_pg_slot *slot, const c
     put_u64(slot->fixed, (uint64_t)i);
     *len = 8;
     break;
+  }
+  *data = slot->fixed;
+  return TABQ_OK;
+}
+
+/* A real, or an integer, as float4 or float8 in network order. */
+static int encode_float(const tabq_value *v, Oid type, tabq_pg_slot *slot, const char **data,
+                        int *len) {
+  double d = v->type == TABQ_T_REAL ? v->u.r : (double)v->u.i;
+  if (type == TABQ_PG_FLOAT4) {
+    float f = (float)d;
+    uint32_t bits;
+    memcpy(&bits, &f, sizeof bits);
+    put_u32(slot->fixed, bits);
+    *len = 4;
+  } else {
+    uint64_t bits;
+    memcpy(&bits, &d, sizeof bits);
+    put_u64(slot->fixed, bits);
+    *len = 8;
   }
   *data = slot->fixed;
   return TABQ_OK;
@@ -304,6 +324,11 @@ int tabq_pg_encode(const tabq_value *v, Oid type, tabq_pg_slot *slot, const char
     if (v->type != TABQ_T_TIME)
       break;
     return encode_time(v, type, slot, data, len, stmt, at);
+  case TABQ_PG_FLOAT4:
+  case TABQ_PG_FLOAT8:
+    if (v->type != TABQ_T_REAL && v->type != TABQ_T_INT)
+      break;
+    return encode_float(v, type, slot, data, len);
   case TABQ_PG_JSONB:
     if (v->type != TABQ_T_TEXT && v->type != TABQ_T_JSON)
       break;
@@ -334,18 +359,6 @@ static int malformed(Oid type, int len, const char *stmt, unsigned col) {
                       stmt, col, tabq_pg_type_name(type, buf), len);
 }
 
-/* PostgreSQL renders infinities and NaN by name; "%.17g" keeps every finite double exact. */
-static void render_float(double d, char scratch[TABQ_PG_SCRATCH]) {
-  if (d != d)
-    snprintf(scratch, TABQ_PG_SCRATCH, "NaN");
-  else if (d > 1.7976931348623157e308)
-    snprintf(scratch, TABQ_PG_SCRATCH, "Infinity");
-  else if (d < -1.7976931348623157e308)
-    snprintf(scratch, TABQ_PG_SCRATCH, "-Infinity");
-  else
-    snprintf(scratch, TABQ_PG_SCRATCH, "%.17g", d);
-}
-
 static int decode_time(const char *data, int len, Oid type, tabq_value *out, const char *stmt,
                        unsigned col) {
   if (len != 8)
@@ -366,27 +379,26 @@ static int decode_time(const char *data, int len, Oid type, tabq_value *out, con
   return TABQ_OK;
 }
 
-static int decode_float(const char *data, int len, Oid type, char scratch[TABQ_PG_SCRATCH],
-                        tabq_value *out, const char *stmt, unsigned col) {
-  double d;
+static int decode_float(const char *data, int len, Oid type, tabq_value *out, const char *stmt,
+                        unsigned col) {
   if (type == TABQ_PG_FLOAT4 && len == 4) {
     uint32_t bits = (uint32_t)get_be(data, 4);
     float f;
     memcpy(&f, &bits, sizeof f);
-    d = f;
+    *out = tabq_real(f);
   } else if (type == TABQ_PG_FLOAT8 && len == 8) {
     uint64_t bits = get_be(data, 8);
+    double d;
     memcpy(&d, &bits, sizeof d);
+    *out = tabq_real(d);
   } else {
     return malformed(type, len, stmt, col);
   }
-  render_float(d, scratch);
-  *out = tabq_text(scratch, strlen(scratch));
   return TABQ_OK;
 }
 
-int tabq_pg_decode(const char *data, int len, Oid type, char scratch[TABQ_PG_SCRATCH],
-                   tabq_value *out, const char *stmt, unsigned col) {
+int tabq_pg_decode(const char *data, int len, Oid type, tabq_value *out, const char *stmt,
+                   unsigned col) {
   if (!data) {
     *out = tabq_null();
     return TABQ_OK;
@@ -440,7 +452,7 @@ int tabq_pg_decode(const char *data, int len, Oid type, char scratch[TABQ_PG_SCR
     return decode_time(data, len, type, out, stmt, col);
   case TABQ_PG_FLOAT4:
   case TABQ_PG_FLOAT8:
-    return decode_float(data, len, type, scratch, out, stmt, col);
+    return decode_float(data, len, type, out, stmt, col);
   default: {
     char buf[24];
     return host()->fail(TABQ_INVALID, NULL, 0,

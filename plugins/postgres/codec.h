@@ -32,9 +32,6 @@ enum {
   TABQ_PG_JSONB = 3802,
 };
 
-/* Room for a float rendered with "%.17g". */
-#define TABQ_PG_SCRATCH 32
-
 /* What one parameter encodes into: small fixed-size values in `fixed`, the rest (jsonb, arrays)
  * in `heap`, grown through the host allocator only when a value is bigger than any before. */
 typedef struct tabq_pg_slot {
@@ -53,9 +50,9 @@ int tabq_pg_encode(const tabq_value *v, Oid type, tabq_pg_slot *slot, const char
                    const char *stmt, unsigned at);
 
 /* Decodes column `col` (0-based) of type `type`, `len` bytes at `data` (NULL for SQL NULL).
- * Text and bytes point into `data`; a float is rendered into `scratch`. */
-int tabq_pg_decode(const char *data, int len, Oid type, char scratch[TABQ_PG_SCRATCH],
-                   tabq_value *out, const char *stmt, unsigned col);
+ * Text and bytes point into `data`; float4 and float8 read as reals. */
+int tabq_pg_decode(const char *data, int len, Oid type, tabq_value *out, const char *stmt,
+                   unsigned col);
 
 /* "int4", "text", ... or "type OID <n>", in `buf` when the type has no name here. */
 const char *tabq_pg_type_name(Oid type, char buf[24]);

@@ -54,7 +54,6 @@ struct tabq_prepared {
   int *lengths;
   int *formats; /* all 1: binary */
   tabq_pg_slot *slots;
-  char (*scratch)[TABQ_PG_SCRATCH]; /* one per column: two float cells of a row coexist */
   char server_name[24];
   char name[32];
 };
@@ -382,8 +381,7 @@ static void free_prepared(tabq_prepared *p) {
   PQclear(p->res);
   for (unsigned i = 0; p->slots && i < p->nparams; i++)
     tabq_pg_slot_free(&p->slots[i]);
-  void *parts[] = {p->param_types, p->col_types, p->values, p->lengths,
-                   p->formats,     p->slots,     p->scratch};
+  void *parts[] = {p->param_types, p->col_types, p->values, p->lengths, p->formats, p->slots};
   for (size_t i = 0; i < sizeof parts / sizeof parts[0]; i++)
     if (parts[i])
       host()->free(parts[i]);
@@ -418,7 +416,6 @@ static tabq_prepared *new_prepared(tabq_conn *c, unsigned np, unsigned nf) {
   p->formats = zeroed(np, sizeof *p->formats, &ok);
   p->slots = zeroed(np, sizeof *p->slots, &ok);
   p->col_types = zeroed(nf, sizeof *p->col_types, &ok);
-  p->scratch = zeroed(nf, sizeof *p->scratch, &ok);
   if (!ok) {
     p->nparams = 0; /* no slot holds memory yet */
     free_prepared(p);
@@ -573,8 +570,7 @@ static int pg_cell(tabq_prepared *p, unsigned col, tabq_value *out) {
     return host()->fail(TABQ_INVALID, NULL, 0, "%s statement: no column %u", p->name, col);
   int r = p->row, f = (int)col;
   const char *data = PQgetisnull(p->res, r, f) ? NULL : PQgetvalue(p->res, r, f);
-  return tabq_pg_decode(data, PQgetlength(p->res, r, f), p->col_types[col], p->scratch[col], out,
-                        p->name, col);
+  return tabq_pg_decode(data, PQgetlength(p->res, r, f), p->col_types[col], out, p->name, col);
 }
 
 /* Rows the last execution changed or returned (its command tag's count). */

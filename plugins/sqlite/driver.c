@@ -514,6 +514,9 @@ static int bind_one(tabq_prepared *p, unsigned i, const tabq_value *v) {
     rc = v->u.buf.len == 0 ? sqlite3_bind_zeroblob(st, at, 0)
                            : sqlite3_bind_blob64(st, at, v->u.buf.ptr, v->u.buf.len, SQLITE_STATIC);
     break;
+  case TABQ_T_REAL:
+    rc = sqlite3_bind_double(st, at, v->u.r);
+    break;
   case TABQ_T_TIME:
     if (!tabq_sqlite_time_format(v->u.time_us, p->params[i].time))
       return host()->fail(TABQ_INVALID, NULL, 0,
@@ -610,6 +613,9 @@ static int sqlite_cell(tabq_prepared *p, unsigned col, tabq_value *out) {
   case SQLITE_INTEGER:
     *out = tabq_int(sqlite3_column_int64(p->stmt, c));
     return TABQ_OK;
+  case SQLITE_FLOAT:
+    *out = tabq_real(sqlite3_column_double(p->stmt, c));
+    return TABQ_OK;
   case SQLITE_BLOB: {
     const void *b = sqlite3_column_blob(p->stmt, c);
     size_t n = (size_t)sqlite3_column_bytes(p->stmt, c);
@@ -618,7 +624,7 @@ static int sqlite_cell(tabq_prepared *p, unsigned col, tabq_value *out) {
     *out = tabq_bytes(b ? b : "", n);
     return TABQ_OK;
   }
-  default: { /* TEXT, and FLOAT as SQLite renders it */
+  default: { /* TEXT */
     const unsigned char *t = sqlite3_column_text(p->stmt, c);
     size_t n = (size_t)sqlite3_column_bytes(p->stmt, c);
     if (!t)

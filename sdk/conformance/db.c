@@ -169,6 +169,9 @@ static void cell_text(const tabq_value *v, char *buf, size_t cap) {
   case TABQ_T_TIME:
     snprintf(buf, cap, "%lld us", (long long)v->u.time_us);
     break;
+  case TABQ_T_REAL:
+    snprintf(buf, cap, "%.17g", v->u.r);
+    break;
   case TABQ_T_TEXT:
   case TABQ_T_BYTES:
   case TABQ_T_JSON:

@@ -200,13 +200,15 @@ static void test_connection(void) {
   CU_ASSERT_EQUAL(drv->cell(p, 1, &v), TABQ_INVALID);
   drv->finalize(p);
 
-  /* A float reads as SQLite's text. */
-  CU_ASSERT_EQUAL_FATAL(drv->prepare(g_conn, "SELECT 1.5", 0, "query", &p), TABQ_OK);
-  CU_ASSERT_EQUAL(drv->execute(p, NULL, 0), TABQ_OK);
+  /* A float reads as a real, and a real binds (ABI 1.5). */
+  CU_ASSERT_EQUAL_FATAL(drv->prepare(g_conn, "SELECT 1.5, ?", 1, "query", &p), TABQ_OK);
+  tabq_value quarter = tabq_real(0.25);
+  CU_ASSERT_EQUAL(drv->execute(p, &quarter, 1), TABQ_OK);
   CU_ASSERT_EQUAL(drv->next(p, &row), TABQ_OK);
   CU_ASSERT_EQUAL(drv->cell(p, 0, &v), TABQ_OK);
-  CU_ASSERT_EQUAL(v.type, TABQ_T_TEXT);
-  CU_ASSERT(v.u.buf.len == 3 && memcmp(v.u.buf.ptr, "1.5", 3) == 0);
+  CU_ASSERT(v.type == TABQ_T_REAL && v.u.r == 1.5);
+  CU_ASSERT_EQUAL(drv->cell(p, 1, &v), TABQ_OK);
+  CU_ASSERT(v.type == TABQ_T_REAL && v.u.r == 0.25);
   drv->finalize(p);
 
   CU_ASSERT_EQUAL(drv->prepare(g_conn, "SELECT ?1", 0, "query", &p), TABQ_INVALID);

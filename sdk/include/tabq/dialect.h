@@ -42,7 +42,7 @@ extern "C" {
 #endif
 
 #define TABQ_ABI_MAJOR 1
-#define TABQ_ABI_MINOR 4
+#define TABQ_ABI_MINOR 5
 #define TABQ_ABI_VERSION ((uint32_t)(TABQ_ABI_MAJOR << 16 | TABQ_ABI_MINOR))
 #define TABQ_ABI_MAJOR_OF(v) ((uint32_t)(v) >> 16)
 #define TABQ_ABI_MINOR_OF(v) ((uint32_t)(v)&0xffffu)

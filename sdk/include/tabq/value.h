@@ -21,6 +21,8 @@ typedef enum tabq_type {
   TABQ_T_TIME,     /* u.time_us: microseconds since 1970-01-01 00:00:00 UTC */
   TABQ_T_JSON,     /* u.buf: JSON text */
   TABQ_T_INT_LIST, /* u.list: a list of integers (ids: a fetch, ack_ids, stamp_ids) */
+  /* ---- ABI 1.5 ---- */
+  TABQ_T_REAL, /* u.r: a double; plugins before ABI 1.5 read floats as their text instead */
 } tabq_type;
 
 typedef struct tabq_value {
@@ -28,6 +30,7 @@ typedef struct tabq_value {
   union {
     int64_t i;
     int64_t time_us;
+    double r;
     struct {
       const void *ptr;
       size_t len;
@@ -50,6 +53,12 @@ static inline tabq_value tabq_int(int64_t i) {
   tabq_value v;
   v.type = TABQ_T_INT;
   v.u.i = i;
+  return v;
+}
+static inline tabq_value tabq_real(double r) {
+  tabq_value v;
+  v.type = TABQ_T_REAL;
+  v.u.r = r;
   return v;
 }
 static inline tabq_value tabq_time(int64_t time_us) {
