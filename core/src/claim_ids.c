@@ -197,25 +197,38 @@ static int fetch_each(tabq_subscription *s, tabq_pconn *c, const candidate *ids,
   return rc;
 }
 
-/* A claimed id the fetch found no row for cannot be delivered: dropped, as a row that does not
- * read is (SPEC 7), so it is not claimed again and again. */
-static int drop_missing(tabq_subscription *s, tabq_pconn *c, const candidate *k, int64_t token,
-                        tabq_error *err) {
+/* A claimed id the fetch found no row for cannot be delivered: the decode policy settles it, as
+ * a row that does not read (SPEC 7), so it is not claimed again and again. Its statements run
+ * by id in the claim's transaction. */
+static int settle_missing(tabq_subscription *s, tabq_pconn *c, const candidate *k, int64_t token,
+                          tabq_error *err) {
   tabq_broker *b = s->b;
+  tabq_outcome o = tabq_decode_outcome(s);
   tabq_bind v = {.id = k->id, .token = token, .now = tabq_now_us()};
   v.group = s->queue_value;
+  v.dest = s->dest_value;
+  v.retry_at = v.now + (int64_t)o.delay_ms * 1000;
+  const char *what = o.kind == TABQ_OUTCOME_RETRY_AFTER   ? "retried after a delay"
+                     : o.kind == TABQ_OUTCOME_DEAD_LETTER ? "dead-lettered"
+                                                          : "dropped";
   if (k->id.type == TABQ_T_INT)
     tabq_logf(&b->log, TABQ_LOG_WARN,
-              "table %s: the fetch found no row for claimed id %lld; it "
-              "is dropped",
-              s->t->name, (long long)k->id.u.i);
+              "table %s: the fetch found no row for claimed id %lld; it is %s", s->t->name,
+              (long long)k->id.u.i, what);
   else
     tabq_logf(&b->log, TABQ_LOG_WARN,
-              "table %s: the fetch found no row for claimed id '%s'; it "
-              "is dropped",
-              s->t->name, (const char *)k->id.u.buf.ptr);
+              "table %s: the fetch found no row for claimed id '%s'; it is %s", s->t->name,
+              (const char *)k->id.u.buf.ptr, what);
+  atomic_fetch_add(&s->stats.decode_failed, 1);
   uint64_t changed = 0;
-  return tabq_stmt_change(&b->stmts, b->drv, c, s->st[SQ_DISCARD], &v, &changed, err);
+  if (o.kind == TABQ_OUTCOME_RETRY_AFTER)
+    return tabq_stmt_change(&b->stmts, b->drv, c, s->st[SQ_RETRY_AFTER], &v, &changed, err);
+  if (o.kind != TABQ_OUTCOME_DEAD_LETTER)
+    return tabq_stmt_change(&b->stmts, b->drv, c, s->st[SQ_DISCARD], &v, &changed, err);
+  if (!s->dead_letter_table)
+    return tabq_stmt_change(&b->stmts, b->drv, c, s->st[SQ_DL_GROUP], &v, &changed, err);
+  int rc = tabq_stmt_change(&b->stmts, b->drv, c, s->st[SQ_DL_COPY], &v, &changed, err);
+  return rc ? rc : tabq_stmt_change(&b->stmts, b->drv, c, s->st[SQ_DL_REMOVE], &v, &changed, err);
 }
 
 int tabq_fetch_into(tabq_subscription *s, tabq_pconn *c, const candidate *ids, unsigned n,
@@ -233,7 +246,7 @@ int tabq_fetch_into(tabq_subscription *s, tabq_pconn *c, const candidate *ids, u
   unsigned nempty = 0;
   for (unsigned i = 0; i < n; i++) {
     if (!rc && !found[i])
-      rc = drop_missing(s, c, &ids[i], token, err);
+      rc = settle_missing(s, c, &ids[i], token, err);
     if (found[i])
       slots[(*got)++] = slots[i];
     else

@@ -63,6 +63,7 @@ void tabq_delivery_unclaim(tabq_delivery **slots, unsigned n) {
 }
 
 void tabq_delivery_done(tabq_delivery *d) {
+  tabq_decode_release(d);
   if (d->headers) {
     json_decref(d->headers);
     d->headers = NULL;

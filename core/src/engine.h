@@ -89,7 +89,9 @@ struct tabq_delivery {
   long attempt;
   tabq_value *cells; /* the projection's values, pointing into `row` */
   tabq_buf row;
-  json_t *headers;    /* parsed on first use */
+  json_t *headers; /* parsed on first use (before the handler where a codec is set) */
+  void *decoded;   /* the codec's result, released by tabq_delivery_done */
+  bool has_decoded;
   struct tabq_tx *tx; /* transactional mode: the slot's transaction handle (tx.c) */
   /* The integer id while in work (0 otherwise, or for a text id): a claim's check against the
    * rows in work here reads it without the lock, then confirms a match under it (claim.c). */
@@ -282,10 +284,15 @@ struct tabq_subscription {
   atomic_bool warned_retry_after;
   struct {
     atomic_uint_fast64_t claimed, acked, retried, dead_lettered, released, lease_lost, failed,
-        extensions, claims, shutdown_released, shutdown_closed, coalesced;
+        extensions, claims, shutdown_released, shutdown_closed, coalesced, decode_failed;
   } stats;
   tabq_coalescer coalescer;
   struct tabq_pkeys *pkeys; /* process_keys.c: advisory keys kept in the process, else NULL */
+  /* decode.c: the codec taken at full size (has_codec false without one); whether the row mode
+   * columns declare types to check. */
+  tabq_codec codec;
+  bool has_codec;
+  bool typed_rows;
 };
 
 /* subscription.c */
@@ -563,6 +570,26 @@ const char *tabq_headers_get(tabq_delivery *d, const char *name);
 
 /* The table's notification channel from the dialect (TABQ_DECLARATION when too long). */
 int tabq_channel_of(tabq_broker *b, const tabq_table *t, char *out, size_t cap, tabq_error *err);
+
+/* decode.c: the codec and the decode policy (docs/decoding.md). */
+/* Takes the codec and checks the policy at subscribe (refusals name the table and the rule). */
+int tabq_decode_open(tabq_subscription *s, const tabq_subscription_options *o, tabq_error *err);
+/* Reads and decodes a claimed delivery before its handler: true when the handler may have it;
+ * false with *policy the outcome that settles it (logged and counted). */
+bool tabq_decode_gate(tabq_delivery *d, tabq_outcome *policy);
+/* The outcome the decode policy settles with. */
+tabq_outcome tabq_decode_outcome(const tabq_subscription *s);
+/* Frees what the codec decoded for d. */
+void tabq_decode_release(tabq_delivery *d);
+
+/* row_read.c: a row mode row read against its columns' declared types, converting cells the
+ * driver read as another type that holds the declared one (text of a number or a time, an
+ * integer as a real); false with why otherwise. */
+bool tabq_row_read(tabq_delivery *d, char *why, size_t cap);
+/* "integer", "real", "text", ... for messages. */
+const char *tabq_type_name(int t);
+/* Whether a published value may go into a column declared `declared`. */
+bool tabq_row_value_fits(int declared, const tabq_value *v);
 
 /* broker.c: refuses a real among values a driver older than ABI 1.5 would bind. */
 int tabq_values_bindable(const tabq_broker *b, const tabq_value *v, size_t n, const char *table,

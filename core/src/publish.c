@@ -93,6 +93,15 @@ int tabq_message_check(const tabq_table *t, const tabq_message *m, tabq_error *e
     return tabq_err_set(err, TABQ_INVALID, t->name, "insert",
                         "the message has %zu data values; table %s describes %zu data columns",
                         m->ndata, t->name, t->ndata);
+  if (m->ndata && !m->data)
+    return tabq_err_set(err, TABQ_INVALID, t->name, "insert",
+                        "table %s: the message has %zu data values but no data", t->name, m->ndata);
+  for (size_t i = 0; i < m->ndata; i++)
+    if (!tabq_row_value_fits(t->data[i].type, &m->data[i]))
+      return tabq_err_set(err, TABQ_INVALID, t->name, "insert",
+                          "table %s: data column %s is declared %s; the message's value %zu is "
+                          "not one",
+                          t->name, t->data[i].name, tabq_type_name(t->data[i].type), i);
   return TABQ_OK;
 }
 

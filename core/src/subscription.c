@@ -313,6 +313,8 @@ int tabq_sub_open(tabq_broker *b, const tabq_table *table, const tabq_subscripti
   if (!rc)
     rc = check_form(s, err);
   if (!rc)
+    rc = tabq_decode_open(s, o, err);
+  if (!rc)
     rc = tabq_check_attempt_default(s, err);
   if (!rc && s->lease_s < 1)
     rc = mount_broken(err, t, "a lease lasts one second or more");
@@ -378,5 +380,6 @@ void tabq_subscription_stats(const tabq_subscription *s, tabq_stats *caller, siz
   out->shutdown_released = atomic_load(&s->stats.shutdown_released);
   out->shutdown_closed = atomic_load(&s->stats.shutdown_closed);
   out->coalesced = atomic_load(&s->stats.coalesced);
+  out->decode_failed = atomic_load(&s->stats.decode_failed);
   memcpy(caller, &all, size < sizeof all ? size : sizeof all);
 }

@@ -82,6 +82,17 @@ static int check_columns(const tabq_table *t, tabq_error *err) {
     snprintf(detail, sizeof detail, "%zu data columns, at most %d", t->ndata, MAX_DATA_COLUMNS);
     return broken(err, t, "data columns", detail);
   }
+  for (size_t i = 0; i < t->ndata; i++) {
+    int ty = t->data[i].type;
+    if (ty == TABQ_T_NULL || ty == TABQ_T_INT || ty == TABQ_T_REAL || ty == TABQ_T_TEXT ||
+        ty == TABQ_T_BYTES || ty == TABQ_T_TIME || ty == TABQ_T_JSON)
+      continue;
+    snprintf(detail, sizeof detail,
+             "data column '%s' declares type %d; a column reads as TABQ_T_INT, _REAL, _TEXT, "
+             "_BYTES, _TIME or _JSON (TABQ_T_NULL: any)",
+             t->data[i].name ? t->data[i].name : "", ty);
+    return broken(err, t, "data column types", detail);
+  }
   named cols[10 + MAX_DATA_COLUMNS];
   size_t n = collect(t, cols);
   for (size_t i = 0; i < n; i++) {

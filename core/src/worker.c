@@ -19,6 +19,10 @@ typedef struct worker {
   int64_t *ids;            /* as long: its rows' ids for stamp_ids, where there is one */
   tabq_outcome *outcomes;  /* batch handlers' answers */
   tabq_batch_scratch scratch;
+  /* A batch's rows that decoded, where each sits in the batch, and their outcomes. */
+  tabq_delivery **passed;
+  unsigned *passed_at;
+  tabq_outcome *passed_outcomes;
 } worker;
 
 static tabq_delivery *pop_ready(tabq_subscription *s) {
@@ -76,7 +80,12 @@ static unsigned reservation(const tabq_subscription *s, unsigned limit) {
 
 static void handle_one(tabq_subscription *s, tabq_delivery *d) {
   tabq_error err;
-  if (s->o.transactional && tabq_delivery_tx_open(d, &err)) {
+  tabq_outcome policy;
+  if (!tabq_decode_gate(d, &policy)) {
+    if (s->tx_conn) /* the connection its transaction would have taken */
+      tabq_sub_unhold(s, 1);
+    tabq_settle_returned(d, policy);
+  } else if (s->o.transactional && tabq_delivery_tx_open(d, &err)) {
     /* No transaction for the handler: the row goes back (its attempt counted) for a later try. */
     tabq_logf(&s->b->log, TABQ_LOG_ERROR,
               "table %s: the delivery's transaction did not open (%s): %s; the row is released",
@@ -90,11 +99,26 @@ static void handle_one(tabq_subscription *s, tabq_delivery *d) {
   tabq_delivery_done(d);
 }
 
+/* The batch handler gets the rows that decoded, in claim order; the others take the decode
+ * policy's outcome and settle with the batch. */
 static void handle_batch(worker *w, unsigned n) {
   tabq_subscription *s = w->s;
-  for (unsigned i = 0; i < n; i++)
+  unsigned npassed = 0;
+  for (unsigned i = 0; i < n; i++) {
     w->outcomes[i] = tabq_no_outcome();
-  s->o.batch_handler(w->claimed, n, w->outcomes, s->o.user);
+    if (tabq_decode_gate(w->claimed[i], &w->outcomes[i])) {
+      w->passed_at[npassed] = i;
+      w->passed_outcomes[npassed] = tabq_no_outcome();
+      w->passed[npassed++] = w->claimed[i];
+    }
+  }
+  if (npassed == n) {
+    s->o.batch_handler(w->claimed, n, w->outcomes, s->o.user);
+  } else if (npassed) {
+    s->o.batch_handler(w->passed, npassed, w->passed_outcomes, s->o.user);
+    for (unsigned k = 0; k < npassed; k++)
+      w->outcomes[w->passed_at[k]] = w->passed_outcomes[k];
+  }
   s->ops->settle_batch(w->claimed, n, w->outcomes, &w->scratch);
   for (unsigned i = 0; i < n; i++)
     tabq_delivery_done(w->claimed[i]);
@@ -214,6 +238,9 @@ static void free_workers(tabq_subscription *s, worker *ws) {
     free(ws[i].claimed);
     free(ws[i].ids);
     free(ws[i].outcomes);
+    free(ws[i].passed);
+    free(ws[i].passed_at);
+    free(ws[i].passed_outcomes);
     tabq_batch_scratch_free(&ws[i].scratch);
   }
   free(ws);
@@ -235,8 +262,14 @@ int tabq_workers_start(tabq_subscription *s, tabq_error *err) {
     ws[i].outcomes = calloc(s->batch, sizeof *ws[i].outcomes);
     if (s->st[SQ_STAMP_IDS] != TABQ_NO_STMT)
       ok = (ws[i].ids = calloc(per_claim, sizeof *ws[i].ids)) != NULL;
-    ok = ok && ws[i].claimed && ws[i].outcomes &&
-         (!s->o.batch_handler || !tabq_batch_scratch_init(&ws[i].scratch, s->batch));
+    if (s->o.batch_handler) {
+      ws[i].passed = calloc(s->batch, sizeof *ws[i].passed);
+      ws[i].passed_at = calloc(s->batch, sizeof *ws[i].passed_at);
+      ws[i].passed_outcomes = calloc(s->batch, sizeof *ws[i].passed_outcomes);
+      ok = ok && ws[i].passed && ws[i].passed_at && ws[i].passed_outcomes &&
+           !tabq_batch_scratch_init(&ws[i].scratch, s->batch);
+    }
+    ok = ok && ws[i].claimed && ws[i].outcomes;
   }
   if (!ok) {
     if (ws)

@@ -10,9 +10,9 @@
 #include "kit.h"
 
 static struct {
-  char jobs[48], dead[56];
+  char jobs[48], dead[56], rows[56];
   tabq_conn *conn;
-  bool created;
+  bool created, rows_made;
 } db;
 
 const char *jobs_name(void) {
@@ -21,11 +21,15 @@ const char *jobs_name(void) {
 const char *dead_name(void) {
   return db.dead;
 }
+const char *rows_name(void) {
+  return db.rows;
+}
 
 /* The names a child process works on, given by its parent. */
 void db_set_names(const char *jobs) {
   snprintf(db.jobs, sizeof db.jobs, "%s", jobs);
   snprintf(db.dead, sizeof db.dead, "%s_dead", jobs);
+  snprintf(db.rows, sizeof db.rows, "%s_rows", jobs);
 }
 
 static const char *driver_failure(int rc) {
@@ -52,6 +56,8 @@ static void expand(const char *in, const char *table, char *out, size_t cap) {
       with = db.jobs, skip = 6;
     else if (!strncmp(in, "{dead}", 6))
       with = db.dead, skip = 6;
+    else if (!strncmp(in, "{rows}", 6))
+      with = db.rows, skip = 6;
     else if (table && !strncmp(in, "{table}", 7))
       with = table, skip = 7;
     if (with) {
@@ -83,6 +89,7 @@ void fresh_db(void) {
   static unsigned serial;
   snprintf(db.jobs, sizeof db.jobs, "cf%d_%u", (int)getpid(), ++serial);
   snprintf(db.dead, sizeof db.dead, "%s_dead", db.jobs);
+  snprintf(db.rows, sizeof db.rows, "%s_rows", db.jobs);
   probe_clear_failure();
   int rc = kit.plugin.driver->connect(kit.driver_url, &db.conn);
   if (rc) {
@@ -100,8 +107,8 @@ void end_test(void) {
   support_end_test();
   if (db.conn && db.created) {
     /* Drop failures are reported, but do not fail the test that ran. */
-    const char *names[] = {db.jobs, db.dead};
-    for (int t = 0; t < 2; t++)
+    const char *names[] = {db.jobs, db.dead, db.rows};
+    for (int t = 0; t < (db.rows_made ? 3 : 2); t++)
       for (unsigned i = 0; i < kit.ddl.drop.n; i++) {
         char text[1024];
         expand(kit.ddl.drop.stmts[i], names[t], text, sizeof text);
@@ -113,6 +120,16 @@ void end_test(void) {
     kit.plugin.driver->close(db.conn);
   db.conn = NULL;
   db.created = false;
+  db.rows_made = false;
+}
+
+void db_make_rows(void) {
+  run_section(&kit.ddl.rows, db.rows);
+  db.rows_made = true;
+}
+
+const char *needs_rows(void) {
+  return kit.ddl.rows.n ? NULL : "row mode: the DDL has no [rows] section";
 }
 
 void db_exec(const char *sql) {

@@ -3,6 +3,8 @@
  *
  *   [jobs]    the queue table, every role      [dead]  its dead letter table, same columns
  *   [drop]    drops one table
+ *   [rows]    optional: a row mode table (no payload; data columns n, r, t, b, at, doc of
+ *             integer, real, text, bytes, time and JSON types), for the row mode tests
  *
  * Each section holds statements, one ending with ';' at the end of a line, in which {table}
  * stands for the table's name (tests use fresh names). Lines starting with '#' are comments. */
@@ -25,7 +27,12 @@ static const char sqlite_ddl[] =
     "[dead]\n"
     "CREATE TABLE {table} (id INTEGER PRIMARY KEY, " SQLITE_COLUMNS ";\n"
     "[drop]\n"
-    "DROP TABLE {table};\n";
+    "DROP TABLE {table};\n"
+    "[rows]\n"
+    "CREATE TABLE {table} (id INTEGER PRIMARY KEY, queue TEXT NOT NULL, retry_after TEXT, attempt "
+    "INTEGER NOT NULL DEFAULT 1, locked_until TEXT, headers TEXT, n INTEGER, r REAL, t TEXT, b "
+    "BLOB, at TEXT, doc TEXT);\n"
+    "CREATE INDEX {table}_claim ON {table} (queue, retry_after, id);\n";
 
 #define PG_COLUMNS                                                                                 \
   "queue TEXT NOT NULL, priority INTEGER NOT NULL DEFAULT 0, retry_after TIMESTAMPTZ, attempt "    \
@@ -40,7 +47,12 @@ static const char postgres_ddl[] =
     "[dead]\n"
     "CREATE TABLE {table} (id BIGINT PRIMARY KEY, " PG_COLUMNS ";\n"
     "[drop]\n"
-    "DROP TABLE {table};\n";
+    "DROP TABLE {table};\n"
+    "[rows]\n"
+    "CREATE TABLE {table} (id BIGSERIAL PRIMARY KEY, queue TEXT NOT NULL, retry_after TIMESTAMPTZ, "
+    "attempt INTEGER NOT NULL DEFAULT 1, locked_until TIMESTAMPTZ, headers JSONB, n BIGINT, r "
+    "DOUBLE PRECISION, t TEXT, b BYTEA, at TIMESTAMPTZ, doc JSONB);\n"
+    "CREATE INDEX {table}_claim ON {table} (queue, retry_after, id);\n";
 
 /* The lease column holds whole seconds (DATETIME without fractions): the token must compare
  * exactly all the same. */
@@ -56,7 +68,12 @@ static const char mysql_ddl[] =
     "[dead]\n"
     "CREATE TABLE {table} (id BIGINT PRIMARY KEY, " MY_COLUMNS ";\n"
     "[drop]\n"
-    "DROP TABLE {table};\n";
+    "DROP TABLE {table};\n"
+    "[rows]\n"
+    "CREATE TABLE {table} (id BIGINT AUTO_INCREMENT PRIMARY KEY, queue VARCHAR(191) NOT NULL, "
+    "retry_after DATETIME(6) NULL, attempt INT NOT NULL DEFAULT 1, locked_until DATETIME NULL, "
+    "headers JSON NULL, n BIGINT NULL, r DOUBLE NULL, t TEXT NULL, b BLOB NULL, at DATETIME(6) "
+    "NULL, doc JSON NULL, INDEX claim_order (queue, retry_after, id)) ENGINE=InnoDB;\n";
 
 static const struct {
   const char *name, *text;
@@ -107,9 +124,11 @@ static int parse(const char *text, kit_ddl *out, char *why, size_t cap) {
         cur = &out->dead;
       else if (!strncmp(p, "[drop]", 6))
         cur = &out->drop;
+      else if (!strncmp(p, "[rows]", 6))
+        cur = &out->rows;
       else {
-        snprintf(why, cap, "DDL %s, line %u: unknown section %.*s (jobs, dead, drop)", out->name,
-                 lineno, (int)rest, p);
+        snprintf(why, cap, "DDL %s, line %u: unknown section %.*s (jobs, dead, drop, rows)",
+                 out->name, lineno, (int)rest, p);
         return TABQ_INVALID;
       }
     } else if (rest && *p != '#') {

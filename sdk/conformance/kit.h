@@ -58,6 +58,7 @@ typedef struct ddl_section {
 typedef struct kit_ddl {
   char name[PATH_MAX]; /* "sqlite", or the file */
   ddl_section jobs, dead, drop;
+  ddl_section rows; /* optional: the row mode table */
 } kit_ddl;
 
 /* A built-in family (sqlite, postgres, mysql) or a file; one line in `why` on failure. */
@@ -108,6 +109,7 @@ extern const kit_test custom_tests[];
 extern const kit_test claim_tests[];
 extern const kit_test publish_tests[];
 extern const kit_test transaction_tests[];
+extern const kit_test decode_tests[];
 
 /* ---- The database of one test (db.c) --------------------------------------------------------- */
 
@@ -120,6 +122,12 @@ void end_test(void);
 void db_set_names(const char *jobs);
 const char *jobs_name(void);
 const char *dead_name(void);
+/* The row mode table of the DDL's [rows] section, created for the test ({rows} in SQL), and
+ * its description in kit.form; NULL reason when the DDL has one (needs_rows). */
+void db_make_rows(void);
+const char *rows_name(void);
+const tabq_table *rows_table(void);
+const char *needs_rows(void);
 
 /* SQL on the checking connection, {jobs} and {dead} replaced by the test's table names. */
 void db_exec(const char *sql);

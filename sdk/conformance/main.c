@@ -191,6 +191,7 @@ static const struct {
     {"custom events", custom_tests},
     {"publish_many", publish_tests},
     {"transactions of the service's own (publish in a transaction)", transaction_tests},
+    {"decode policy and codecs", decode_tests},
 };
 
 /* --list: one line a test, "feature<TAB>forms<TAB>name", for the README's matrix. */

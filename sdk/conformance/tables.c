@@ -1,5 +1,6 @@
 /* Every table description, option set and message the kit builds: one file, so a change of
  * these structs (a size member, an INIT macro) is made here once. */
+#include <stdio.h>
 #include <string.h>
 #include <time.h>
 
@@ -128,4 +129,34 @@ void stats_after(const tabq_subscription *s, uint64_t settled, tabq_stats *out) 
       return;
     nanosleep(&(struct timespec){.tv_nsec = 5 * 1000 * 1000}, NULL);
   }
+}
+
+/* The row mode table: no payload, six data columns of declared types. */
+static const tabq_col row_columns[] = {
+    {.name = "n", .type = TABQ_T_INT},   {.name = "r", .type = TABQ_T_REAL},
+    {.name = "t", .type = TABQ_T_TEXT},  {.name = "b", .type = TABQ_T_BYTES},
+    {.name = "at", .type = TABQ_T_TIME}, {.name = "doc", .type = TABQ_T_JSON},
+};
+
+const tabq_table *rows_table(void) {
+  static tabq_table t;
+  static char key[80];
+  t = (tabq_table){
+      .size = sizeof(tabq_table),
+      .name = rows_name(),
+      .id = {.name = "id", .generated = true},
+      .group = {.name = "queue"},
+      .retry_after = {.name = "retry_after"},
+      .attempt = {.name = "attempt", .generated = true},
+      .headers = {.name = "headers"},
+      .data = row_columns,
+      .ndata = sizeof row_columns / sizeof row_columns[0],
+  };
+  if (kit.form == TABQ_FORM_LEASE)
+    t.locked_until.name = "locked_until";
+  else if (kit.form == TABQ_FORM_ADVISORY) {
+    snprintf(key, sizeof key, "%s-{id}", rows_name());
+    t.advisory_lock = key;
+  }
+  return &t;
 }

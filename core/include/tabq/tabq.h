@@ -169,6 +169,39 @@ typedef tabq_outcome (*tabq_handler)(tabq_delivery *d, void *user);
 typedef void (*tabq_batch_handler)(tabq_delivery *const *deliveries, size_t n,
                                    tabq_outcome *outcomes, void *user);
 
+/* ---- Decoding (docs/decoding.md) ---------------------------------------------------------- */
+
+/* A codec turns each claimed row into what its handler reads, before the handler runs:
+ * `decode` a payload (payload mode), `decode_row` a row's data columns (row mode, read with
+ * tabq_delivery_column). A row that does not decode never reaches the handler: the
+ * subscription's decode policy settles it. What a decoder returns in *out the handler reads with
+ * tabq_delivery_decoded(); `release` frees it after the settlement (NULL: nothing to free).
+ * On failure a decoder returns nonzero and writes why into `why` (cap bytes, NUL-terminated). */
+typedef struct tabq_codec {
+  uint32_t size;    /* sizeof(tabq_codec): TABQ_CODEC_INIT sets it */
+  const char *name; /* in messages: "json" */
+  int (*decode)(const void *payload, size_t len, void **out, char *why, size_t cap, void *user);
+  int (*decode_row)(const tabq_delivery *d, void **out, char *why, size_t cap, void *user);
+  void (*release)(void *decoded, void *user);
+  void *user;
+} tabq_codec;
+
+#define TABQ_CODEC_INIT TABQ_SIZED_INIT(tabq_codec)
+#define TABQ_CODEC_SIZE_1_0 (offsetof(tabq_codec, user) + sizeof(void *))
+
+/* The built-in JSON codec (jansson): a payload is any JSON text; tabq_delivery_decoded() gives
+ * its `json_t *`, borrowed for the handler's call (json_incref() it to keep it longer). */
+TABQ_API const tabq_codec *tabq_json_codec(void);
+
+/* What settles a row that does not decode: a payload the codec refuses, a row-mode column that
+ * does not read as its declared type, headers that are not a JSON object of strings (checked
+ * where a codec is set), or a claimed id the fetch found no row for. Its attempt stays counted. */
+typedef enum tabq_decode_policy {
+  TABQ_DECODE_DROP = 0,    /* finished as a drop is (the default) */
+  TABQ_DECODE_RETRY_AFTER, /* hidden for decode_retry_ms, then claimed again */
+  TABQ_DECODE_DEAD_LETTER, /* moved to the mount's dead letter */
+} tabq_decode_policy;
+
 typedef struct tabq_subscription_options {
   uint32_t size;        /* sizeof(tabq_subscription_options): TABQ_SUBSCRIPTION_OPTIONS_INIT */
   const char *queue;    /* the group it reads; with no group column, a label */
@@ -193,6 +226,11 @@ typedef struct tabq_subscription_options {
    * its delivery's transaction (tabq_delivery_tx); an ack commits them with the settlement, any
    * other outcome rolls them back first. Not with a batch handler nor coalesce_acks. */
   bool transactional;
+  /* Decoding (docs/decoding.md): the codec run before the handler (NULL: none), and the policy
+   * for rows that do not decode, with its delay for TABQ_DECODE_RETRY_AFTER. */
+  const tabq_codec *codec;
+  tabq_decode_policy on_decode_failure;
+  uint32_t decode_retry_ms;
 } tabq_subscription_options;
 
 #define TABQ_SUBSCRIPTION_OPTIONS_INIT TABQ_SIZED_INIT(tabq_subscription_options)
@@ -219,7 +257,8 @@ typedef struct tabq_stats {
    * back in the pool, and connections closed instead (the release was not confirmed). */
   uint64_t shutdown_released;
   uint64_t shutdown_closed;
-  uint64_t coalesced; /* acks settled in one transaction with another delivery's */
+  uint64_t coalesced;     /* acks settled in one transaction with another delivery's */
+  uint64_t decode_failed; /* rows the decode policy settled before a handler saw them */
 } tabq_stats;
 
 /* Copies the counters into `out`, `size` bytes of it (sizeof *out as the service was compiled):
@@ -241,8 +280,13 @@ TABQ_API const char *tabq_delivery_group(const tabq_delivery *d);
 TABQ_API const char *tabq_delivery_partition_key(const tabq_delivery *d);
 /* A header's value, NULL when absent. Parses the headers on first use. */
 TABQ_API const char *tabq_delivery_header(tabq_delivery *d, const char *name);
-/* Row mode: a data column by name. TABQ_INVALID when the description has no such column. */
+/* Row mode: a data column by name, as read (a column with a declared type reads as that type,
+ * or the row did not reach the handler). TABQ_INVALID when the description has no such
+ * column. Text, bytes and JSON point into the delivery's row, valid during the handler's call. */
 TABQ_API int tabq_delivery_column(const tabq_delivery *d, const char *name, tabq_value *out);
+/* What the subscription's codec decoded (NULL without a codec): valid during the handler's
+ * call, released after its settlement. */
+TABQ_API void *tabq_delivery_decoded(const tabq_delivery *d);
 /* Settles now, inside the handler, and says whether it took effect (TABQ_LEASE_LOST when the
  * lease had ended, TABQ_CLOSED when shutdown released an advisory lock). The handler then
  * returns tabq_no_outcome(), or anything: it is ignored. Not for the rows of a row lock batch,

@@ -36,7 +36,9 @@ extern "C" {
 typedef struct tabq_col {
   const char *name;
   bool generated; /* filled by the database, left out of the insert */
-  /* Row mode data columns: the declared type (a tabq_type), TABQ_T_NULL when any type goes. */
+  /* Row mode data columns: the declared type (TABQ_T_INT, _REAL, _TEXT, _BYTES, _TIME or _JSON),
+   * TABQ_T_NULL when any type goes. A cell that does not read as its declared type is settled
+   * by the subscription's decode policy (docs/decoding.md); SQL NULL reads as any type. */
   int type;
 } tabq_col;
 
