@@ -108,6 +108,19 @@ static tabq_outcome hold_then_settle(tabq_delivery *d, void *user) {
   return tabq_no_outcome();
 }
 
+/* As hold_then_settle, noting first whether the delivery believes its hold still stands. */
+static void hold_then_settle_check(tabq_delivery *d, held *h, atomic_bool *held_after) {
+  pthread_mutex_lock(&h->mu);
+  h->claimed = true;
+  pthread_cond_broadcast(&h->cv);
+  while (!h->go)
+    pthread_cond_wait(&h->cv, &h->mu);
+  pthread_mutex_unlock(&h->mu);
+  atomic_store(held_after, tabq_delivery_held(d));
+  tabq_error e;
+  h->settle_rc = tabq_delivery_settle(d, tabq_ack(), &e);
+}
+
 static void *shut_down(void *broker) {
   tabq_shutdown(broker);
   return NULL;
@@ -155,6 +168,65 @@ static void shutdown_releases_advisory_locks(void) {
   CU_ASSERT_EQUAL(h.settle_rc, TABQ_CLOSED);
   /* the row is back, its attempt spent */
   CU_ASSERT_EQUAL(testdb_int(&db, "SELECT attempt FROM jobs"), 2);
+  tabq_close(b);
+  testdb_remove(&db);
+}
+
+/* The server ends the session that holds a row lock or advisory delivery while its handler
+ * still runs: the row is free on the server again, and the subscription's other worker claims it
+ * a moment later. It must not hand it out a second time; the running handler learns from
+ * tabq_delivery_held that its hold is gone, and its settlement fails. Once it has left work, the
+ * row is claimed again and handled. */
+typedef struct ended_hold {
+  held h;
+  atomic_int calls;
+  atomic_bool held_after;
+} ended_hold;
+
+static tabq_outcome hold_first(tabq_delivery *d, void *user) {
+  ended_hold *e = user;
+  if (atomic_fetch_add(&e->calls, 1) > 0)
+    return tabq_ack();
+  hold_then_settle_check(d, &e->h, &e->held_after);
+  return tabq_no_outcome();
+}
+
+static void ended_session_is_not_handed_out_twice(void) {
+  testdb_create(&db);
+  tabq_broker *b = connect_broker(&db, 50);
+  publish_n(b, "q", 1);
+  ended_hold e = {.h = {.settle_rc = -1}};
+  pthread_mutex_init(&e.h.mu, NULL);
+  pthread_cond_init(&e.h.cv, NULL);
+  atomic_store(&e.held_after, true);
+  tabq_subscription_options o = {.size = sizeof(tabq_subscription_options),
+                                 .queue = "q",
+                                 .handler = hold_first,
+                                 .user = &e,
+                                 .workers = 2};
+  CU_ASSERT_EQUAL_FATAL(tabq_subscribe(b, jobs_table(), &o, NULL, &err), TABQ_OK);
+  pthread_mutex_lock(&e.h.mu);
+  while (!e.h.claimed)
+    pthread_cond_wait(&e.h.cv, &e.h.mu);
+  pthread_mutex_unlock(&e.h.mu);
+  const char *holder =
+      test_form() == TABQ_FORM_ROWLOCK
+          ? "SELECT count(pg_terminate_backend(pid)) FROM pg_stat_activity WHERE datname = "
+            "current_database() AND application_name = 'tabq' AND state = 'idle in transaction'"
+          : "SELECT count(pg_terminate_backend(l.pid)) FROM pg_locks l JOIN pg_stat_activity a "
+            "USING (pid) WHERE a.datname = current_database() AND l.locktype = 'advisory'";
+  CU_ASSERT_EQUAL(testdb_int(&db, holder), 1);
+  /* Many claims' worth of time: the free worker's claims find the row and pass it over. */
+  sleep_ms(800);
+  CU_ASSERT_EQUAL(atomic_load(&e.calls), 1);
+  pthread_mutex_lock(&e.h.mu);
+  e.h.go = true;
+  pthread_cond_broadcast(&e.h.cv);
+  pthread_mutex_unlock(&e.h.mu);
+  CU_ASSERT(wait_count(&db, "SELECT count(*) FROM jobs", 0, 10000));
+  CU_ASSERT_EQUAL(atomic_load(&e.calls), 2);
+  CU_ASSERT_FALSE(atomic_load(&e.held_after));
+  CU_ASSERT_NOT_EQUAL(e.h.settle_rc, TABQ_OK);
   tabq_close(b);
   testdb_remove(&db);
 }
@@ -278,6 +350,8 @@ int register_tests(void) {
   };
   static CU_TestInfo postgres_lock_tests[] = {
       {"a SIGKILLed child leaves no lock on the server", killed_child_leaves_no_lock},
+      {"a session ended under its handler: the row is not handed out twice, held reads false",
+       ended_session_is_not_handed_out_twice},
       CU_TEST_INFO_NULL,
   };
   static CU_TestInfo mysql_advisory_tests[] = {
