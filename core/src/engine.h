@@ -117,10 +117,12 @@ typedef enum tabq_sq {
   SQ_LOCK,
   SQ_UNLOCK,
   SQ_TAKE,
-  SQ_FETCH,     /* rows by ids: a fetch of the service's own, or the dialect's by a list */
-  SQ_LEASE_ONE, /* lease form, a claim of the service's own: leases one claimed id */
-  SQ_ACK_IDS,   /* a batch's acks in one statement (ABI 1.3, optional) */
-  SQ_STAMP_IDS, /* a claim's stamps in one statement (ABI 1.4, optional) */
+  SQ_FETCH,      /* rows by ids: a fetch of the service's own, or the dialect's by a list */
+  SQ_LEASE_ONE,  /* lease form, a claim of the service's own: leases one claimed id */
+  SQ_ACK_IDS,    /* a batch's acks in one statement (ABI 1.3, optional) */
+  SQ_STAMP_IDS,  /* a claim's stamps in one statement (ABI 1.4, optional) */
+  SQ_LOCK_TAKE,  /* advisory: the lock and the take in one statement (ABI 1.5, optional) */
+  SQ_ACK_UNLOCK, /* advisory: the ack and the release in one statement (ABI 1.5, optional) */
   SQ_COUNT
 } tabq_sq;
 

@@ -30,6 +30,18 @@ int tabq_advisory_open(tabq_subscription *s, tabq_error *err) {
     rc = tabq_stmt_build(&b->stmts, b->host, adv->take, &build, "take", &s->st[SQ_TAKE], err);
   if (!rc && adv->stamp && s->t->attempt.name)
     rc = tabq_stmt_build(&b->stmts, b->host, adv->stamp, &build, "stamp", &s->st[SQ_STAMP], err);
+  /* ABI 1.5: one round trip for the lock and the take, and one for the ack and the release,
+   * where the database locks and the service's own statements do not. */
+  bool session_locks = !s->pkeys && !tabq_sub_own(s, SQ_LOCK);
+  bool built;
+  if (!rc && session_locks && s->st[SQ_STAMP] == TABQ_NO_STMT &&
+      TABQ_HAS_MEMBER(adv, tabq_advisory_v1, lock_take) && adv->lock_take)
+    rc = tabq_stmt_build_optional(&b->stmts, b->host, adv->lock_take, &build, "lock_take",
+                                  &s->st[SQ_LOCK_TAKE], &built, err);
+  if (!rc && session_locks && !tabq_sub_own(s, SQ_ACK) &&
+      TABQ_HAS_MEMBER(adv, tabq_advisory_v1, ack_unlock) && adv->ack_unlock)
+    rc = tabq_stmt_build_optional(&b->stmts, b->host, adv->ack_unlock, &build, "ack_unlock",
+                                  &s->st[SQ_ACK_UNLOCK], &built, err);
   /* Room for the rows in work here (still due) and one claim's worth past them, for each
    * worker: their claims run side by side, each reading its candidates into a space of its own
    * (the round trips of one claim's locks and takes would otherwise queue every worker). The
@@ -114,6 +126,42 @@ static int take(tabq_subscription *s, tabq_claim_space *sp, tabq_pconn *c, const
   return rc;
 }
 
+/* The lock and the take in one statement (SQ_LOCK_TAKE): *locked when the key is held now,
+ * *taken when the row came with it. */
+static int lock_take(tabq_subscription *s, tabq_claim_space *sp, tabq_pconn *c, const candidate *k,
+                     const tabq_value *key, tabq_delivery *d, bool *locked, bool *taken,
+                     tabq_error *err) {
+  tabq_broker *b = s->b;
+  tabq_bind v = {.id = k->id, .now = tabq_now_us(), .key = *key};
+  v.group = s->queue_value;
+  tabq_prepared *p = NULL;
+  *locked = *taken = false;
+  int rc = tabq_stmt_run(&b->stmts, b->drv, c, s->st[SQ_LOCK_TAKE], &v, &p, err);
+  if (rc)
+    return rc;
+  bool row = false;
+  tabq_value held, id;
+  if (!(rc = b->drv->next(p, &row)) && row && !(rc = b->drv->cell(p, s->proj.ncols, &held)) &&
+      !(rc = b->drv->cell(p, (unsigned)s->proj.id, &id))) {
+    *locked = held.type == TABQ_T_INT && held.u.i != 0;
+    if (*locked && id.type != TABQ_T_NULL) {
+      pthread_mutex_lock(&d->mu);
+      rc = tabq_delivery_fill(d, b->drv, p, err);
+      if (!rc && !(rc = tabq_buf_reserve(&d->key, k->key_len + 1))) {
+        memcpy(d->key.p, sp->scratch.p + k->key_at, k->key_len + 1);
+        d->key.len = k->key_len;
+        d->conn = c;
+        *taken = true;
+      }
+      pthread_mutex_unlock(&d->mu);
+    }
+  }
+  b->drv->reset(p);
+  if (rc && rc != TABQ_NOMEM)
+    return tabq_err_from_plugin(err, rc, s->t->name, "lock_take");
+  return rc;
+}
+
 /* Whether a candidate's row is in work here (one of this subscription's own sessions holds its
  * key, so asking for the lock would only cost a round trip to hear no), or was settled off the
  * queue here since the candidates were read (the lock would be granted, and the take find no
@@ -163,10 +211,14 @@ int tabq_advisory_claim(tabq_subscription *s, tabq_delivery **slots, int64_t *id
       if (!c && (rc = tabq_pool_acquire(&b->pool, &c, err)))
         break;
       bool locked = false, taken = false;
-      if ((rc = lock_key(s, c, slots[*got], &key, &locked, err)) || !locked)
+      if (s->st[SQ_LOCK_TAKE] != TABQ_NO_STMT)
+        rc = lock_take(s, sp, c, k, &key, slots[*got], &locked, &taken, err);
+      else if (!(rc = lock_key(s, c, slots[*got], &key, &locked, err)) && locked)
+        rc = take(s, sp, c, k, slots[*got], &taken, err);
+      if (!locked)
         continue; /* held elsewhere (or failed): pass it over */
       unsigned one = 1;
-      if (!(rc = take(s, sp, c, k, slots[*got], &taken, err)) && taken &&
+      if (!rc && taken &&
           (s->st[SQ_STAMP] == TABQ_NO_STMT ||
            !(rc = tabq_stamp_claimed(s, c, &slots[*got], NULL, 1, 0, err))) &&
           (s->st[SQ_FETCH] == TABQ_NO_STMT ||

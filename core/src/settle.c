@@ -240,6 +240,39 @@ int tabq_settle_rowlock(tabq_delivery *d, tabq_outcome o, action *a, tabq_error 
   return rc;
 }
 
+/* An advisory ack and the key's release in one statement (SQ_ACK_UNLOCK): the connection goes
+ * back to the pool when the release is confirmed, else it is closed, which ends the lock. */
+static int ack_unlock(tabq_delivery *d, tabq_error *err) {
+  tabq_subscription *s = d->sub;
+  tabq_broker *b = s->b;
+  tabq_bind v = {.id = d->id, .now = tabq_now_us(), .key = tabq_text(d->key.p, d->key.len)};
+  v.group = s->queue_value;
+  tabq_prepared *p = NULL;
+  tabq_value changed = tabq_null(), released = tabq_null();
+  bool row = false;
+  int rc = tabq_stmt_run(&b->stmts, b->drv, d->conn, s->st[SQ_ACK_UNLOCK], &v, &p, err);
+  if (!rc) {
+    if (!(rc = b->drv->next(p, &row)) && row && !(rc = b->drv->cell(p, 0, &changed)))
+      rc = b->drv->cell(p, 1, &released);
+    b->drv->reset(p);
+    if (rc)
+      rc = tabq_err_from_plugin(err, rc, s->t->name, "ack_unlock");
+  }
+  if (!rc)
+    rc = expect_one(s, changed.type == TABQ_T_INT ? (uint64_t)changed.u.i : 0, "ack", err);
+  bool confirmed = row && released.type == TABQ_T_INT && released.u.i != 0;
+  if (confirmed) {
+    tabq_pool_release(&b->pool, d->conn);
+  } else {
+    tabq_logf(&b->log, TABQ_LOG_WARN,
+              "table %s: the release of key '%s' was not confirmed; closing its connection",
+              s->t->name, d->key.p);
+    tabq_pool_discard(&b->pool, d->conn);
+  }
+  d->conn = NULL;
+  return rc;
+}
+
 int tabq_settle_advisory(tabq_delivery *d, tabq_outcome o, action *a, tabq_error *err) {
   tabq_subscription *s = d->sub;
   pthread_mutex_lock(&d->mu);
@@ -255,6 +288,9 @@ int tabq_settle_advisory(tabq_delivery *d, tabq_outcome o, action *a, tabq_error
     tabq_pool_discard(&s->b->pool, d->conn);
     d->conn = NULL;
     tabq_pkeys_release(s, d); /* a key the process keeps goes with it */
+  } else if (*a == ACT_ACK && s->st[SQ_ACK_UNLOCK] != TABQ_NO_STMT) {
+    rc = ack_unlock(d, err);
+    d->gone = !rc;
   } else {
     rc = run_action(d, *a, o, d->conn, false, err);
     d->gone = !rc && takes_row_off(*a);

@@ -460,6 +460,41 @@ static int advisory_take(const tabq_build *b, tabq_stmt *out) {
   return tabq_sqlb_finish(&style, b, out, "take");
 }
 
+/* The lock, then the take while the lock holds, in one statement that always returns one row:
+ * the CTE runs the try-lock once (a volatile CTE is never inlined), the take reads its answer,
+ * and the outer join hands back the answer with the taken row or with NULLs. */
+static int advisory_lock_take(const tabq_build *b, tabq_stmt *out) {
+  const tabq_table *t = b->table;
+  if (!t->attempt.name)
+    return tabq_sqlb_finish(&style, b, out, "lock_take"); /* left to lock + take: none built */
+  tabq_sql_raw(out, "WITH tabq_lock AS (SELECT pg_try_advisory_lock(hashtextextended(");
+  tabq_sqlb_param(&style, out, TABQ_P_KEY);
+  tabq_sql_raw(out, ", 0)) AS held), tabq_taken AS (");
+  tabq_sqlb_update(&style, out, t);
+  tabq_sqlb_count_attempt(&style, out, t);
+  tabq_sqlb_where_id(&style, out, t);
+  tabq_sqlb_due(&style, b, out, " AND ");
+  tabq_sql_raw(out, " AND (SELECT held FROM tabq_lock) RETURNING ");
+  tabq_sqlb_projection(&style, out, t, false);
+  tabq_sql_raw(out,
+               ") SELECT tabq_taken.*, tabq_lock.held::int FROM tabq_lock LEFT JOIN tabq_taken "
+               "ON true");
+  return tabq_sqlb_finish(&style, b, out, "lock_take");
+}
+
+/* The ack, then the release: the unlock reads the ack's count, so the ack has run when the key
+ * goes (a CTE nobody reads would run after the main query). */
+static int advisory_ack_unlock(const tabq_build *b, tabq_stmt *out) {
+  tabq_sql_raw(out, "WITH tabq_settled AS (");
+  int rc = tabq_sqlb_ack(&style, b, out);
+  if (rc)
+    return rc;
+  tabq_sql_raw(out, " RETURNING 1) SELECT tabq_done.n, pg_advisory_unlock(hashtextextended(");
+  tabq_sqlb_param(&style, out, TABQ_P_KEY);
+  tabq_sql_raw(out, ", 0))::int FROM (SELECT count(*) AS n FROM tabq_settled) AS tabq_done");
+  return tabq_sqlb_finish(&style, b, out, "ack_unlock");
+}
+
 const tabq_advisory_v1 tabq_pg_advisory = {
     .size = sizeof(tabq_advisory_v1),
     .version = 1,
@@ -468,4 +503,6 @@ const tabq_advisory_v1 tabq_pg_advisory = {
     .lock = advisory_lock,
     .unlock = advisory_unlock,
     .take = advisory_take,
+    .lock_take = advisory_lock_take,
+    .ack_unlock = advisory_ack_unlock,
 };

@@ -341,6 +341,46 @@ static void repeatable_read_fails_claims_not_rows(void) {
   testdb_remove(&db);
 }
 
+/* Two brokers of two workers race for the same rows: a claim that read a row as a candidate
+ * finds it settled by the other broker once it holds the key (the lock taken, the row not), and
+ * must give the key back. Every row is handled once, and with both brokers still open the server
+ * holds no advisory lock. */
+#define RACE_ROWS 400
+static void racing_claims_leave_no_lock(void) {
+  testdb_create(&db);
+  testdb_fill(&db, "q", RACE_ROWS);
+  once_reset(RACE_ROWS);
+  tabq_broker *b[2];
+  tabq_subscription *s[2];
+  for (int i = 0; i < 2; i++) {
+    b[i] = connect_broker(&db, 20);
+    tabq_subscription_options o = {.size = sizeof(tabq_subscription_options),
+                                   .queue = "q",
+                                   .handler = once_handler,
+                                   .workers = 2};
+    CU_ASSERT_EQUAL_FATAL(tabq_subscribe(b[i], jobs_table(), &o, &s[i], &err), TABQ_OK);
+  }
+  CU_ASSERT(wait_count(&db, "SELECT count(*) FROM jobs", 0, 120000));
+  /* Settlements release before they are counted: wait for the last counts, then look. */
+  for (int i = 0; i < 2; i++) {
+    tabq_stats st;
+    for (int k = 0; k < 500; k++) {
+      tabq_subscription_stats(s[i], &st, sizeof st);
+      if (st.claimed == st.acked + st.failed)
+        break;
+      sleep_ms(10);
+    }
+  }
+  CU_ASSERT_EQUAL(testdb_int(&db, "SELECT count(*) FROM pg_locks l JOIN pg_stat_activity a USING "
+                                  "(pid) WHERE a.datname = current_database() AND l.locktype = "
+                                  "'advisory'"),
+                  0);
+  tabq_close(b[0]);
+  tabq_close(b[1]);
+  once_check();
+  testdb_remove(&db);
+}
+
 int register_tests(void) {
   static CU_TestInfo postgres_tests[] = {
       {"a lost listener reconnects and wakes", lost_listener_reconnects_and_wakes},
@@ -356,6 +396,11 @@ int register_tests(void) {
   };
   static CU_TestInfo mysql_advisory_tests[] = {
       {"lock names over 64 characters are hashed with SHA-256", long_lock_names_are_hashed},
+      CU_TEST_INFO_NULL,
+  };
+  static CU_TestInfo postgres_advisory_tests[] = {
+      {"racing claims of two brokers handle each row once and leave no lock",
+       racing_claims_leave_no_lock},
       CU_TEST_INFO_NULL,
   };
   static CU_TestInfo advisory_tests[] = {
@@ -376,6 +421,8 @@ int register_tests(void) {
     ADD_SUITE("isolation on postgres", NULL, NULL, rowlock_tests);
   if (test_db_kind() != TEST_SQLITE && test_form() == TABQ_FORM_ADVISORY)
     ADD_SUITE("advisory shutdown", NULL, NULL, advisory_tests);
+  if (test_db_kind() == TEST_POSTGRES && test_form() == TABQ_FORM_ADVISORY)
+    ADD_SUITE("advisory locks on postgres", NULL, NULL, postgres_advisory_tests);
   if (test_db_kind() == TEST_MYSQL && test_form() == TABQ_FORM_ADVISORY)
     ADD_SUITE("GET_LOCK names on mysql", NULL, NULL, mysql_advisory_tests);
   return 0;

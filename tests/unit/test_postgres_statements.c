@@ -529,6 +529,21 @@ static void test_advisory(void) {
                "(\"retry_after\" IS NULL OR \"retry_after\" <= $2) AND \"processed_at\" IS NULL "
                "AND \"queue\" = $3 RETURNING \"id\", \"attempt\", \"queue\", \"account\"",
                TABQ_P_ID, TABQ_P_NOW, TABQ_P_GROUP, 0);
+  /* ABI 1.5: the lock with the take, the ack with the release, one round trip each. */
+  expect_built(adv->lock_take, &b,
+               "WITH tabq_lock AS (SELECT pg_try_advisory_lock(hashtextextended($1, 0)) AS held), "
+               "tabq_taken AS (UPDATE \"adv_jobs\" SET \"attempt\" = \"attempt\" + 1 WHERE "
+               "\"id\" = $2 AND (\"retry_after\" IS NULL OR \"retry_after\" <= $3) AND "
+               "\"processed_at\" IS NULL AND \"queue\" = $4 AND (SELECT held FROM tabq_lock) "
+               "RETURNING \"id\", \"attempt\", \"queue\", \"account\") SELECT tabq_taken.*, "
+               "tabq_lock.held::int FROM tabq_lock LEFT JOIN tabq_taken ON true",
+               TABQ_P_KEY, TABQ_P_ID, TABQ_P_NOW, TABQ_P_GROUP, 0);
+  expect_built(adv->ack_unlock, &b,
+               "WITH tabq_settled AS (UPDATE \"adv_jobs\" SET \"processed_at\" = $1 WHERE "
+               "\"id\" = $2 RETURNING 1) SELECT tabq_done.n, "
+               "pg_advisory_unlock(hashtextextended($3, 0))::int FROM (SELECT count(*) AS n FROM "
+               "tabq_settled) AS tabq_done",
+               TABQ_P_NOW, TABQ_P_ID, TABQ_P_KEY, 0);
 
   tabq_table t = advj;
   t.clock = TABQ_CLOCK_DATABASE;
@@ -554,6 +569,16 @@ static void test_advisory(void) {
                TABQ_P_LIMIT, 0);
   expect_built(adv->take, &b, "SELECT \"id\", \"payload\" FROM \"k\" WHERE \"id\" = $1", TABQ_P_ID,
                0);
+  /* Without an attempt the take only reads: lock_take declines the table (writes no SQL). */
+  tabq_stmt st = {0};
+  CU_ASSERT_EQUAL(adv->lock_take(&b, &st), TABQ_OK);
+  CU_ASSERT_PTR_NULL(st.sql);
+  tabq_sql_free(&st);
+  expect_built(adv->ack_unlock, &b,
+               "WITH tabq_settled AS (DELETE FROM \"k\" WHERE \"id\" = $1 RETURNING 1) SELECT "
+               "tabq_done.n, pg_advisory_unlock(hashtextextended($2, 0))::int FROM (SELECT "
+               "count(*) AS n FROM tabq_settled) AS tabq_done",
+               TABQ_P_ID, TABQ_P_KEY, 0);
 }
 
 /* The key expression of a template, as candidates renders it. */

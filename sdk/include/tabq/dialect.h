@@ -357,6 +357,19 @@ typedef struct tabq_advisory_v1 {
   /* Optional: counts the attempt of a taken row (ID), for databases whose UPDATE returns no
    * rows; `take` then only selects and returns the attempt plus one. */
   tabq_build_fn stamp;
+  /* ---- ABI 1.5 ---- */
+  /* Optional, each on its own: one round trip where two ran. Not used with `stamp`, with keys
+   * kept in the process, or where the service locks (or acks) with statements of its own.
+   * lock_take: ID NOW GROUP KEY -> exactly one row: `take`'s projection, then one more cell, 1
+   *   when the key is held now. It tries the key's lock first, then takes the row as `take`
+   *   would only while the lock is held; with the row not taken the projection's cells are NULL,
+   *   and a key it locked anyway stays held (the core releases it with `unlock`).
+   * ack_unlock: what `ack` binds, and KEY -> exactly one row: the rows the ack changed, then 1
+   *   when the key was released. The ack must take effect before the release (a claim that
+   *   locks the key next must not find the row still due).
+   * Either writing no SQL declines the table: the core then runs the two statements. */
+  tabq_build_fn lock_take;
+  tabq_build_fn ack_unlock;
 } tabq_advisory_v1;
 
 /* ---- ByName: subscriptions by route name ------------------------------------------------- *
