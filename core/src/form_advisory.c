@@ -96,20 +96,33 @@ static int read_candidates(tabq_subscription *s, tabq_claim_space *sp, tabq_pcon
   return tabq_ids_read(s, sp, c, s->st[SQ_CANDIDATES], &v, true, n, err);
 }
 
-/* Takes a locked candidate's row: true when it was still claimable. */
+/* Takes a candidate's row while it is still claimable: with `key` NULL by the take (SQ_TAKE),
+ * its key locked already; else by the lock and the take in one statement (SQ_LOCK_TAKE), whose
+ * last cell says whether the key is held now (*locked). *taken when d holds the row. */
 static int take(tabq_subscription *s, tabq_claim_space *sp, tabq_pconn *c, const candidate *k,
-                tabq_delivery *d, bool *taken, tabq_error *err) {
+                const tabq_value *key, tabq_delivery *d, bool *locked, bool *taken,
+                tabq_error *err) {
   tabq_broker *b = s->b;
   /* The group too: a row moved to a dead letter group meanwhile is no longer this queue's. */
   tabq_bind v = {.id = k->id, .now = tabq_now_us()};
   v.group = s->queue_value;
+  if (key) {
+    v.key = *key;
+    *locked = false;
+  }
   tabq_prepared *p = NULL;
   *taken = false;
-  int rc = tabq_stmt_run(&b->stmts, b->drv, c, s->st[SQ_TAKE], &v, &p, err);
+  int rc = tabq_stmt_run(&b->stmts, b->drv, c, s->st[key ? SQ_LOCK_TAKE : SQ_TAKE], &v, &p, err);
   if (rc)
     return rc;
-  bool row = false;
-  if (!(rc = b->drv->next(p, &row)) && row) {
+  bool row = false, claimable = false;
+  tabq_value held, id;
+  if (!(rc = b->drv->next(p, &row)) && row)
+    claimable =
+        !key || (!(rc = b->drv->cell(p, s->proj.ncols, &held)) &&
+                 !(rc = b->drv->cell(p, (unsigned)s->proj.id, &id)) &&
+                 (*locked = held.type == TABQ_T_INT && held.u.i != 0) && id.type != TABQ_T_NULL);
+  if (claimable) {
     pthread_mutex_lock(&d->mu);
     rc = tabq_delivery_fill(d, b->drv, p, err);
     if (!rc && !(rc = tabq_buf_reserve(&d->key, k->key_len + 1))) {
@@ -122,43 +135,7 @@ static int take(tabq_subscription *s, tabq_claim_space *sp, tabq_pconn *c, const
   }
   b->drv->reset(p);
   if (rc && rc != TABQ_NOMEM)
-    return tabq_err_from_plugin(err, rc, s->t->name, "take");
-  return rc;
-}
-
-/* The lock and the take in one statement (SQ_LOCK_TAKE): *locked when the key is held now,
- * *taken when the row came with it. */
-static int lock_take(tabq_subscription *s, tabq_claim_space *sp, tabq_pconn *c, const candidate *k,
-                     const tabq_value *key, tabq_delivery *d, bool *locked, bool *taken,
-                     tabq_error *err) {
-  tabq_broker *b = s->b;
-  tabq_bind v = {.id = k->id, .now = tabq_now_us(), .key = *key};
-  v.group = s->queue_value;
-  tabq_prepared *p = NULL;
-  *locked = *taken = false;
-  int rc = tabq_stmt_run(&b->stmts, b->drv, c, s->st[SQ_LOCK_TAKE], &v, &p, err);
-  if (rc)
-    return rc;
-  bool row = false;
-  tabq_value held, id;
-  if (!(rc = b->drv->next(p, &row)) && row && !(rc = b->drv->cell(p, s->proj.ncols, &held)) &&
-      !(rc = b->drv->cell(p, (unsigned)s->proj.id, &id))) {
-    *locked = held.type == TABQ_T_INT && held.u.i != 0;
-    if (*locked && id.type != TABQ_T_NULL) {
-      pthread_mutex_lock(&d->mu);
-      rc = tabq_delivery_fill(d, b->drv, p, err);
-      if (!rc && !(rc = tabq_buf_reserve(&d->key, k->key_len + 1))) {
-        memcpy(d->key.p, sp->scratch.p + k->key_at, k->key_len + 1);
-        d->key.len = k->key_len;
-        d->conn = c;
-        *taken = true;
-      }
-      pthread_mutex_unlock(&d->mu);
-    }
-  }
-  b->drv->reset(p);
-  if (rc && rc != TABQ_NOMEM)
-    return tabq_err_from_plugin(err, rc, s->t->name, "lock_take");
+    return tabq_err_from_plugin(err, rc, s->t->name, key ? "lock_take" : "take");
   return rc;
 }
 
@@ -212,9 +189,9 @@ int tabq_advisory_claim(tabq_subscription *s, tabq_delivery **slots, int64_t *id
         break;
       bool locked = false, taken = false;
       if (s->st[SQ_LOCK_TAKE] != TABQ_NO_STMT)
-        rc = lock_take(s, sp, c, k, &key, slots[*got], &locked, &taken, err);
+        rc = take(s, sp, c, k, &key, slots[*got], &locked, &taken, err);
       else if (!(rc = lock_key(s, c, slots[*got], &key, &locked, err)) && locked)
-        rc = take(s, sp, c, k, slots[*got], &taken, err);
+        rc = take(s, sp, c, k, NULL, slots[*got], &locked, &taken, err);
       if (!locked)
         continue; /* held elsewhere (or failed): pass it over */
       unsigned one = 1;

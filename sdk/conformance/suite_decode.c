@@ -17,6 +17,22 @@ static tabq_error err;
 /* 2026-01-02 03:04:05.678901 UTC */
 #define AT_US INT64_C(1767323045678901)
 
+/* Subscribes, waits until `left` rows answer `count_sql`, then for `settled` settlements, and
+ * closes the broker: the stats as they stood. */
+static tabq_stats drain(tabq_broker *b, const tabq_table *t, const tabq_subscription_options *o,
+                        const char *count_sql, long long left, uint64_t settled) {
+  tabq_subscription *s = NULL;
+  tabq_stats st = {0};
+  int rc = tabq_subscribe(b, t, o, &s, &err);
+  if (rc)
+    fprintf(stderr, "subscribe: %s\n", err.message);
+  CU_ASSERT_EQUAL_FATAL(rc, TABQ_OK);
+  CU_ASSERT(wait_count(count_sql, left, 20000));
+  stats_after(s, settled, &st);
+  close_broker(b);
+  return st;
+}
+
 /* ---- Row mode ---------------------------------------------------------------------------- */
 
 typedef struct rows_seen {
@@ -192,13 +208,7 @@ static void row_mode_column_that_does_not_read(void) {
   tabq_subscription_options o = sub_options("q", count_ints, NULL);
   o.on_decode_failure = TABQ_DECODE_RETRY_AFTER;
   o.decode_retry_ms = 60000;
-  tabq_subscription *s = NULL;
-  CU_ASSERT_EQUAL_FATAL(tabq_subscribe(b, &t, &o, &s, &err), TABQ_OK);
-  CU_ASSERT(wait_count("SELECT count(*) FROM {rows} WHERE attempt = 2", 1, 20000));
-  CU_ASSERT(wait_count("SELECT count(*) FROM {rows}", 1, 20000));
-  tabq_stats st;
-  stats_after(s, 2, &st);
-  close_broker(b);
+  tabq_stats st = drain(b, &t, &o, "SELECT count(*) FROM {rows}", 1, 2);
   CU_ASSERT_EQUAL(atomic_load(&seen.calls), 1);
   report_wrong();
   CU_ASSERT_EQUAL(st.decode_failed, 1);
@@ -249,12 +259,7 @@ static void json_codec_drops_what_does_not_decode(void) {
   reset_seen();
   tabq_subscription_options o = sub_options("q", read_json, NULL);
   o.codec = tabq_json_codec();
-  tabq_subscription *s = NULL;
-  CU_ASSERT_EQUAL_FATAL(tabq_subscribe(b, jobs_table(), &o, &s, &err), TABQ_OK);
-  CU_ASSERT(wait_count("SELECT count(*) FROM {jobs}", 0, 20000));
-  tabq_stats st;
-  stats_after(s, 3, &st);
-  close_broker(b);
+  tabq_stats st = drain(b, jobs_table(), &o, "SELECT count(*) FROM {jobs}", 0, 3);
   CU_ASSERT_EQUAL(atomic_load(&seen.calls), 2);
   report_wrong();
   CU_ASSERT_EQUAL(st.decode_failed, 1);
@@ -273,12 +278,7 @@ static void json_codec_dead_letters(void) {
   o.on_decode_failure = TABQ_DECODE_DEAD_LETTER;
   o.max_attempts = 5;
   o.dead_letter_group = "dead";
-  tabq_subscription *s = NULL;
-  CU_ASSERT_EQUAL_FATAL(tabq_subscribe(b, jobs_table(), &o, &s, &err), TABQ_OK);
-  CU_ASSERT(wait_count("SELECT count(*) FROM {jobs} WHERE queue = 'q'", 0, 20000));
-  tabq_stats st;
-  stats_after(s, 2, &st);
-  close_broker(b);
+  tabq_stats st = drain(b, jobs_table(), &o, "SELECT count(*) FROM {jobs} WHERE queue = 'q'", 0, 2);
   CU_ASSERT_EQUAL(atomic_load(&seen.calls), 1);
   CU_ASSERT_EQUAL(st.decode_failed, 1);
   CU_ASSERT_EQUAL(st.dead_lettered, 1);
@@ -298,12 +298,7 @@ static void headers_that_do_not_decode(void) {
   tabq_broker *b = connect_broker(20);
   tabq_subscription_options o = sub_options("q", read_json, NULL);
   o.codec = tabq_json_codec();
-  tabq_subscription *s = NULL;
-  CU_ASSERT_EQUAL_FATAL(tabq_subscribe(b, jobs_table(), &o, &s, &err), TABQ_OK);
-  CU_ASSERT(wait_count("SELECT count(*) FROM {jobs}", 0, 20000));
-  tabq_stats st;
-  stats_after(s, 4, &st);
-  close_broker(b);
+  tabq_stats st = drain(b, jobs_table(), &o, "SELECT count(*) FROM {jobs}", 0, 4);
   CU_ASSERT_EQUAL(atomic_load(&seen.calls), 2);
   CU_ASSERT_EQUAL(st.decode_failed, 2);
 }
@@ -326,12 +321,7 @@ static void claimed_id_without_a_row(void) {
   o.on_decode_failure = TABQ_DECODE_DEAD_LETTER;
   o.max_attempts = 5;
   o.dead_letter_group = "dead";
-  tabq_subscription *s = NULL;
-  CU_ASSERT_EQUAL_FATAL(tabq_subscribe(b, &t, &o, &s, &err), TABQ_OK);
-  CU_ASSERT(wait_count("SELECT count(*) FROM {jobs} WHERE queue = 'q'", 0, 20000));
-  tabq_stats st;
-  stats_after(s, 1, &st);
-  close_broker(b);
+  tabq_stats st = drain(b, &t, &o, "SELECT count(*) FROM {jobs} WHERE queue = 'q'", 0, 1);
   CU_ASSERT_EQUAL(r.calls, 1);
   CU_ASSERT_EQUAL(r.ids[0], 1);
   CU_ASSERT_EQUAL(st.decode_failed, 1);

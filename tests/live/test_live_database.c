@@ -95,14 +95,19 @@ typedef struct held {
   int settle_rc;
 } held;
 
-static tabq_outcome hold_then_settle(tabq_delivery *d, void *user) {
-  held *h = user;
+/* Marks the handler in, then waits until the test lets it go. */
+static void wait_for_go(held *h) {
   pthread_mutex_lock(&h->mu);
   h->claimed = true;
   pthread_cond_broadcast(&h->cv);
   while (!h->go)
     pthread_cond_wait(&h->cv, &h->mu);
   pthread_mutex_unlock(&h->mu);
+}
+
+static tabq_outcome hold_then_settle(tabq_delivery *d, void *user) {
+  held *h = user;
+  wait_for_go(h);
   tabq_error e;
   h->settle_rc = tabq_delivery_settle(d, tabq_ack(), &e);
   return tabq_no_outcome();
@@ -110,12 +115,7 @@ static tabq_outcome hold_then_settle(tabq_delivery *d, void *user) {
 
 /* As hold_then_settle, noting first whether the delivery believes its hold still stands. */
 static void hold_then_settle_check(tabq_delivery *d, held *h, atomic_bool *held_after) {
-  pthread_mutex_lock(&h->mu);
-  h->claimed = true;
-  pthread_cond_broadcast(&h->cv);
-  while (!h->go)
-    pthread_cond_wait(&h->cv, &h->mu);
-  pthread_mutex_unlock(&h->mu);
+  wait_for_go(h);
   atomic_store(held_after, tabq_delivery_held(d));
   tabq_error e;
   h->settle_rc = tabq_delivery_settle(d, tabq_ack(), &e);
