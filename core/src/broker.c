@@ -190,6 +190,7 @@ void tabq_sub_free(tabq_subscription *s) {
   tabq_buf_free(&s->refetch_buf);
   free(s->free_slots);
   free(s->ready);
+  tabq_bykey_free(s);
   free(s->threads);
   free(s->queue);
   free(s->dead_letter_group);

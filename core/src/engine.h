@@ -273,6 +273,7 @@ struct tabq_subscription {
   unsigned nfree;
   tabq_delivery **ready; /* claimed, waiting for a worker (FIFO ring) */
   unsigned ready_head, ready_count;
+  struct tabq_key_dispatch *bykey; /* workers_by_key: each worker's own queue, else NULL */
 
   pthread_t *threads;
   void *worker_ctx; /* worker.c's per-thread contexts */
@@ -309,6 +310,18 @@ tabq_build tabq_sub_build(const tabq_subscription *s);
 int tabq_workers_start(tabq_subscription *s, tabq_error *err);
 void tabq_workers_stop(tabq_subscription *s);
 void tabq_sub_wake(tabq_subscription *s);
+
+/* key_dispatch.c: workers_by_key(n), one FIFO of claimed rows per worker (under s->mu). */
+typedef struct tabq_key_dispatch tabq_key_dispatch;
+/* Allocates the queues and makes the claims serial; tabq_bykey_free frees them. */
+int tabq_bykey_open(tabq_subscription *s, tabq_error *err);
+void tabq_bykey_free(tabq_subscription *s);
+/* Queues d on the worker its key's hash picks; false for a row without a key (the caller puts
+ * it on the shared ring). */
+bool tabq_bykey_push(tabq_subscription *s, tabq_delivery *d);
+/* The next row waiting for `worker`, or for any worker (shutdown), else NULL. */
+tabq_delivery *tabq_bykey_pop(tabq_subscription *s, unsigned worker);
+tabq_delivery *tabq_bykey_pop_any(tabq_subscription *s);
 
 /* custom.c: the service's own statements (SPEC 8), registered before the forms build theirs. */
 int tabq_custom_open(tabq_subscription *s, tabq_error *err);

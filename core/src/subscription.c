@@ -42,6 +42,18 @@ static int check_mount(const tabq_table *t, const tabq_subscription_options *o, 
     return mount_broken(err, t, "the dead letter table is the table itself");
   if (t->fifo && o->workers > 1)
     return mount_broken(err, t, "one worker serves a FIFO subscription; workers must be 1");
+  if (o->workers_by_key && !t->partition_key.name)
+    return mount_broken(err, t, "workers_by_key needs a partition_key column");
+  if (o->workers_by_key && o->workers && o->workers != o->workers_by_key)
+    return mount_broken(err, t,
+                        "workers_by_key sets the worker count; leave workers 0 or give the same "
+                        "number");
+  if (o->workers_by_key && o->batch_handler)
+    return mount_broken(err, t,
+                        "workers_by_key serves a handler of one delivery: a batch handler is not "
+                        "served (a batch would mix keys)");
+  if (t->fifo && o->workers_by_key > 1)
+    return mount_broken(err, t, "one worker serves a FIFO subscription; workers_by_key must be 1");
   if (o->coalesce_acks && o->batch_handler)
     return mount_broken(err, t,
                         "coalesce_acks serves a handler of one delivery; a batch handler's acks "
@@ -211,6 +223,7 @@ static char *copy_or_null(const char *s, bool *failed) {
 }
 
 static int allocate(tabq_subscription *s, tabq_error *err) {
+  int rc;
   s->slots = calloc(s->nslots, sizeof *s->slots);
   s->free_slots = calloc(s->nslots, sizeof *s->free_slots);
   s->ready = calloc(s->nslots, sizeof *s->ready);
@@ -226,6 +239,8 @@ static int allocate(tabq_subscription *s, tabq_error *err) {
   }
   if (s->o.coalesce_acks && tabq_coalescer_init(&s->coalescer, s->nslots, s->o.coalesce_window_us))
     return tabq_err_set(err, TABQ_NOMEM, s->t->name, NULL, "cannot allocate the ack coalescer");
+  if (s->o.workers_by_key && (rc = tabq_bykey_open(s, err)))
+    return rc;
   if (s->o.transactional)
     return tabq_delivery_txs_init(s, err);
   return TABQ_OK;
@@ -259,11 +274,15 @@ static tabq_subscription *new_subscription(tabq_broker *b, const tabq_table *t,
   s->claim = s->ops->claim;
   for (int i = 0; i < SQ_COUNT; i++)
     s->st[i] = TABQ_NO_STMT;
-  s->workers = o->workers ? o->workers : 1;
+  s->workers = o->workers_by_key ? o->workers_by_key : o->workers ? o->workers : 1;
   s->batch = o->batch_handler ? (o->batch ? o->batch : DEFAULT_BATCH) : 1;
   if (t->fifo)
     s->batch = 1;
   s->nslots = s->workers * s->batch;
+  /* workers_by_key: rows of a key wait behind that key's row in work while the other workers
+   * take other keys' rows: room for as many waiting as working. */
+  if (o->workers_by_key)
+    s->nslots = 2 * s->workers;
   s->lease_s = o->lease_s ? o->lease_s : b->lease_s;
   s->poll_ms = o->poll_interval_ms ? o->poll_interval_ms : b->poll_interval_ms;
   tabq_projection_init(&s->proj, t);

@@ -1,11 +1,11 @@
 /* A subscription's workers. There is no separate claimer thread. Where claims must run one at
  * a time (s->serial), an idle worker takes the claimer's role when no claim runs, claims for
- * every idle worker, and hands the rest to the others; elsewhere each idle worker claims for
- * itself, several claims in flight. With one worker no row changes thread between claim and
- * handler. Workers wait on a condition variable; a short claim waits the poll interval, ended
- * early by a wake-up. Forms whose deliveries hold a connection never hold more than the pool's
- * size less one, over all the broker's subscriptions (conn_budget.c), so handlers and publishes
- * always find one. */
+ * every idle worker, and hands the rest to the others (with workers_by_key, each row to its
+ * key's worker: key_dispatch.c); elsewhere each idle worker claims for itself, several claims
+ * in flight. With one worker no row changes thread between claim and handler. Workers wait on
+ * a condition variable; a short claim waits the poll interval, ended early by a wake-up. Forms
+ * whose deliveries hold a connection never hold more than the pool's size less one, over all the
+ * broker's subscriptions (conn_budget.c), so handlers and publishes always find one. */
 #include <stdlib.h>
 #include <string.h>
 
@@ -15,7 +15,8 @@
 
 typedef struct worker {
   tabq_subscription *s;
-  tabq_delivery **claimed; /* this worker's claim, s->batch or s->workers long */
+  unsigned index;          /* workers_by_key: the queue this worker pops */
+  tabq_delivery **claimed; /* this worker's claim, s->batch or s->nslots long */
   int64_t *ids;            /* as long: its rows' ids for stamp_ids, where there is one */
   tabq_outcome *outcomes;  /* batch handlers' answers */
   tabq_batch_scratch scratch;
@@ -32,9 +33,20 @@ static tabq_delivery *pop_ready(tabq_subscription *s) {
   return d;
 }
 
+/* A claimed row for the other workers: onto its key's worker with workers_by_key, else (and
+ * for a row without a key) onto the shared ring. */
 static void push_ready(tabq_subscription *s, tabq_delivery *d) {
+  if (s->bykey && tabq_bykey_push(s, d))
+    return;
   s->ready[(s->ready_head + s->ready_count) % s->nslots] = d;
   s->ready_count++;
+}
+
+/* The next row waiting for worker w: its key queue's first, else the shared ring's. */
+static tabq_delivery *next_ready(worker *w) {
+  tabq_subscription *s = w->s;
+  tabq_delivery *d = s->bykey ? tabq_bykey_pop(s, w->index) : NULL;
+  return d ? d : s->ready_count ? pop_ready(s) : NULL;
 }
 
 /* Whether deliveries hold a connection, and one each: the form's answer, or transactional mode
@@ -47,12 +59,15 @@ static bool conn_per_row(const tabq_subscription *s) {
   return s->ops->conn_per_row || s->tx_conn;
 }
 
-/* How many rows this claim may take: one batch; or, serial, one per idle worker not already
- * served by a ready row; or one for this worker. */
+/* How many rows this claim may take: one batch; or with workers_by_key, every free slot (rows
+ * of a busy worker's keys wait in its queue, the slots bound them); or, serial, one per idle
+ * worker not already served by a ready row; or one for this worker. */
 static unsigned claim_limit(const tabq_subscription *s) {
   unsigned want;
   if (s->o.batch_handler)
     want = s->batch;
+  else if (s->bykey)
+    want = s->nfree;
   else if (s->serial) {
     unsigned idle = s->workers - s->busy;
     want = idle > s->ready_count ? idle - s->ready_count : 0;
@@ -60,6 +75,10 @@ static unsigned claim_limit(const tabq_subscription *s) {
     want = 1;
   if (want > s->nfree)
     want = s->nfree;
+  /* A row lock delivery's settlement commits its claim's transaction: outside a batch, one row
+   * a claim (and a transaction, a connection each). */
+  if (s->ops->claim_txn && !s->o.batch_handler && want > 1)
+    want = 1;
   if (holds_conn(s)) {
     unsigned room = tabq_budget_room(s->b);
     /* A row lock claim holds one connection for all its rows; an advisory one, one per row. */
@@ -196,8 +215,8 @@ static void *worker_main(void *arg) {
   tabq_log_enter(&s->b->log);
   pthread_mutex_lock(&s->mu);
   while (!s->stop) {
-    if (s->ready_count) {
-      tabq_delivery *d = pop_ready(s);
+    tabq_delivery *d = next_ready(w);
+    if (d) {
       s->busy++;
       pthread_mutex_unlock(&s->mu);
       handle_one(s, d);
@@ -252,12 +271,13 @@ static worker *contexts_of(tabq_subscription *s) {
 }
 
 int tabq_workers_start(tabq_subscription *s, tabq_error *err) {
-  unsigned per_claim = s->o.batch_handler ? s->batch : s->workers;
+  unsigned per_claim = s->o.batch_handler ? s->batch : s->nslots;
   worker *ws = calloc(s->workers, sizeof *ws);
   s->threads = calloc(s->workers, sizeof *s->threads);
   bool ok = ws && s->threads;
   for (unsigned i = 0; ok && i < s->workers; i++) {
     ws[i].s = s;
+    ws[i].index = i;
     ws[i].claimed = calloc(per_claim, sizeof *ws[i].claimed);
     ws[i].outcomes = calloc(s->batch, sizeof *ws[i].outcomes);
     if (s->st[SQ_STAMP_IDS] != TABQ_NO_STMT)
@@ -302,9 +322,17 @@ void tabq_workers_stop(tabq_subscription *s) {
     pthread_join(s->threads[i], NULL);
   s->nthreads = 0;
   /* Rows claimed but never handed to a handler go back to the queue now. */
-  while (s->ready_count) {
-    tabq_delivery *d = pop_ready(s);
-    tabq_settle_returned(d, tabq_no_outcome());
+  for (;;) {
+    tabq_delivery *d = s->bykey ? tabq_bykey_pop_any(s) : NULL;
+    if (!d && !s->ready_count)
+      break;
+    if (!d)
+      d = pop_ready(s);
+    pthread_mutex_lock(&d->mu);
+    bool closed = d->closed; /* advisory: `stopping` released its lock already */
+    pthread_mutex_unlock(&d->mu);
+    if (!closed)
+      tabq_settle_returned(d, tabq_no_outcome());
     tabq_delivery_done(d);
     if (s->tx_conn) /* the connection its transaction would have taken */
       tabq_sub_unhold(s, 1);

@@ -18,7 +18,8 @@
 /* The columns of tabq's own live tests, for each built-in database. */
 #define SQLITE_COLUMNS                                                                             \
   "queue TEXT NOT NULL, priority INTEGER NOT NULL DEFAULT 0, retry_after TEXT, attempt INTEGER "   \
-  "NOT NULL DEFAULT 1, processed_at TEXT, locked_until TEXT, headers TEXT, payload BLOB NOT NULL)"
+  "NOT NULL DEFAULT 1, processed_at TEXT, locked_until TEXT, headers TEXT, payload BLOB NOT "      \
+  "NULL, partition_key TEXT)"
 
 static const char sqlite_ddl[] =
     "[jobs]\n"
@@ -38,7 +39,7 @@ static const char sqlite_ddl[] =
   "queue TEXT NOT NULL, priority INTEGER NOT NULL DEFAULT 0, retry_after TIMESTAMPTZ, attempt "    \
   "INTEGER NOT NULL DEFAULT 1, processed_at TIMESTAMPTZ, locked_until TIMESTAMPTZ, headers "       \
   "JSONB, "                                                                                        \
-  "payload BYTEA NOT NULL)"
+  "payload BYTEA NOT NULL, partition_key TEXT)"
 
 static const char postgres_ddl[] =
     "[jobs]\n"
@@ -54,13 +55,14 @@ static const char postgres_ddl[] =
     "DOUBLE PRECISION, t TEXT, b BYTEA, at TIMESTAMPTZ, doc JSONB);\n"
     "CREATE INDEX {table}_claim ON {table} (queue, retry_after, id);\n";
 
-/* The lease column holds whole seconds (DATETIME without fractions): the token must compare
+/* The partition key is any UTF-8 text, whatever the database's default character set. The
+ * lease column holds whole seconds (DATETIME without fractions): the token must compare
  * exactly all the same. */
 #define MY_COLUMNS                                                                                 \
   "queue VARCHAR(191) NOT NULL, priority INT NOT NULL DEFAULT 0, retry_after DATETIME(6) NULL, "   \
   "attempt INT NOT NULL DEFAULT 1, processed_at DATETIME(6) NULL, locked_until DATETIME NULL, "    \
-  "headers JSON NULL, payload BLOB NOT NULL, INDEX claim_order (queue, priority, retry_after, "    \
-  "id)) ENGINE=InnoDB"
+  "headers JSON NULL, payload BLOB NOT NULL, partition_key VARCHAR(191) CHARACTER SET utf8mb4 "    \
+  "NULL, INDEX claim_order (queue, priority, retry_after, id)) ENGINE=InnoDB"
 
 static const char mysql_ddl[] =
     "[jobs]\n"

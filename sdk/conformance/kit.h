@@ -110,6 +110,7 @@ extern const kit_test claim_tests[];
 extern const kit_test publish_tests[];
 extern const kit_test transaction_tests[];
 extern const kit_test decode_tests[];
+extern const kit_test partition_tests[];
 
 /* ---- The database of one test (db.c) --------------------------------------------------------- */
 
@@ -151,6 +152,7 @@ bool wait_count(const char *sql, long long want, int timeout_ms);
 
 const tabq_table *jobs_table(void);   /* the test's {jobs} in kit.form, every role */
 const tabq_table *marked_table(void); /* the same, acks set processed_at */
+const tabq_table *keyed_table(void);  /* the same with the partition_key role */
 /* {jobs} in another form (for the refusal of a form the plugin lacks). */
 tabq_table table_in_form(tabq_form form);
 typedef enum refusal_table {

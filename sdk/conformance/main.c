@@ -192,6 +192,7 @@ static const struct {
     {"publish_many", publish_tests},
     {"transactions of the service's own (publish in a transaction)", transaction_tests},
     {"decode policy and codecs", decode_tests},
+    {"partition keys and workers_by_key", partition_tests},
 };
 
 /* --list: one line a test, "feature<TAB>forms<TAB>name", for the README's matrix. */

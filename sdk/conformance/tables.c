@@ -6,9 +6,13 @@
 
 #include "kit.h"
 
-static tabq_table jobs_in(tabq_form form, bool marked) {
+/* The variants of {jobs} the kit describes: every role; acks set processed_at; with the
+ * partition key. */
+enum { PLAIN, MARKED, KEYED, VARIANTS };
+
+static tabq_table jobs_in(tabq_form form, int variant) {
   /* The advisory key names the table, so runs and tests sharing a database never share keys. */
-  static char key[2][80];
+  static char key[VARIANTS][80];
   tabq_table t = {
       .size = sizeof(tabq_table),
       .name = jobs_name(),
@@ -20,48 +24,55 @@ static tabq_table jobs_in(tabq_form form, bool marked) {
       .headers = {.name = "headers"},
       .payload = {.name = "payload"},
   };
-  if (marked)
+  if (variant == MARKED)
     t.processed_at.name = "processed_at";
+  if (variant == KEYED)
+    t.partition_key.name = "partition_key";
   if (form == TABQ_FORM_LEASE)
     t.locked_until.name = "locked_until";
   else if (form == TABQ_FORM_ADVISORY) {
-    strcpy(key[marked], jobs_name());
-    strcat(key[marked], "-{id}");
-    t.advisory_lock = key[marked];
+    strcpy(key[variant], jobs_name());
+    strcat(key[variant], "-{id}");
+    t.advisory_lock = key[variant];
   }
   return t;
 }
 
-/* Built once per test and form: subscriptions keep reading the description they were given. */
-static const tabq_table *cached(bool marked) {
-  static tabq_table t[2];
-  static char made_for[2][48];
-  static tabq_form made_form[2];
-  if (strcmp(made_for[marked], jobs_name()) || made_form[marked] != kit.form) {
-    t[marked] = jobs_in(kit.form, marked);
-    strcpy(made_for[marked], jobs_name());
-    made_form[marked] = kit.form;
+/* Built once per test and form: subscriptions keep reading the description they were given,
+ * and a publisher is known by the description's address. */
+static const tabq_table *cached(int variant) {
+  static tabq_table t[VARIANTS];
+  static char made_for[VARIANTS][48];
+  static tabq_form made_form[VARIANTS];
+  if (strcmp(made_for[variant], jobs_name()) || made_form[variant] != kit.form) {
+    t[variant] = jobs_in(kit.form, variant);
+    strcpy(made_for[variant], jobs_name());
+    made_form[variant] = kit.form;
   }
-  return &t[marked];
+  return &t[variant];
 }
 
 const tabq_table *jobs_table(void) {
-  return cached(false);
+  return cached(PLAIN);
 }
 
 const tabq_table *marked_table(void) {
-  return cached(true);
+  return cached(MARKED);
+}
+
+const tabq_table *keyed_table(void) {
+  return cached(KEYED);
 }
 
 tabq_table table_in_form(tabq_form form) {
-  return jobs_in(form, false);
+  return jobs_in(form, PLAIN);
 }
 
 /* The refusal tables take the lease form where the plugin serves it, as tabq's own tests always
  * did; elsewhere the suite's form. */
 tabq_table table_for_refusal(refusal_table which) {
   tabq_form form = kit.plugin.forms & TABQ_FORM_LEASE ? TABQ_FORM_LEASE : kit.form;
-  tabq_table full = jobs_in(form, false);
+  tabq_table full = jobs_in(form, PLAIN);
   tabq_table t = {.size = sizeof(tabq_table),
                   .name = full.name,
                   .id = {.name = "id"},

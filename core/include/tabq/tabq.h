@@ -226,6 +226,11 @@ typedef struct tabq_subscription_options {
    * its delivery's transaction (tabq_delivery_tx); an ack commits them with the settlement, any
    * other outcome rolls them back first. Not with a batch handler nor coalesce_acks. */
   bool transactional;
+  /* n workers, the rows of one partition key handled in claim order on one of them (chosen by
+   * a hash of the key; rows without a key go to any); sets the worker count, so `workers` is 0
+   * or n. Needs a partition_key column and a handler of one delivery; see
+   * docs/partition-keys.md for what the order holds against in each form. */
+  unsigned workers_by_key;
   /* Decoding (docs/decoding.md): the codec run before the handler (NULL: none), and the policy
    * for rows that do not decode, with its delay for TABQ_DECODE_RETRY_AFTER. */
   const tabq_codec *codec;
