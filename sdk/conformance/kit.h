@@ -111,6 +111,7 @@ extern const kit_test publish_tests[];
 extern const kit_test transaction_tests[];
 extern const kit_test decode_tests[];
 extern const kit_test partition_tests[];
+extern const kit_test every_role_tests[];
 
 /* ---- The database of one test (db.c) --------------------------------------------------------- */
 
@@ -152,7 +153,9 @@ bool wait_count(const char *sql, long long want, int timeout_ms);
 
 const tabq_table *jobs_table(void);   /* the test's {jobs} in kit.form, every role */
 const tabq_table *marked_table(void); /* the same, acks set processed_at */
-const tabq_table *keyed_table(void);  /* the same with the partition_key role */
+const tabq_table *keyed_table(void);
+const tabq_table *every_role_table(void);
+    /* every role at once: keyed and marked */ /* the same with the partition_key role */
 /* {jobs} in another form (for the refusal of a form the plugin lacks). */
 tabq_table table_in_form(tabq_form form);
 typedef enum refusal_table {
@@ -197,5 +200,6 @@ int child_main(const char *mode, const char *url, tabq_form form, const char *jo
 
 const char *needs_custom_events(void); /* ABI 1.1 */
 const char *needs_listen(void);
+const char *needs_key_column(void); /* the DDL's [jobs] has a partition_key column */
 
 #endif

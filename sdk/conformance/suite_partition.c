@@ -11,14 +11,6 @@
 
 static tabq_error err;
 
-/* The tests that write keys need the column in the DDL (a third party's file may predate it). */
-static const char *needs_key_column(void) {
-  for (unsigned i = 0; i < kit.ddl.jobs.n; i++)
-    if (strstr(kit.ddl.jobs.stmts[i], "partition_key"))
-      return NULL;
-  return "the DDL's [jobs] table has no partition_key column (docs/conformance.md)";
-}
-
 static void publish_keyed(tabq_broker *b, const char *key, const char *payload) {
   tabq_message m = message("q", payload, strlen(payload));
   m.partition_key = key;

@@ -111,6 +111,14 @@ int child_wait(child *c) {
   return status;
 }
 
+/* The tests that write keys need the column in the DDL (a third party's file may predate it). */
+const char *needs_key_column(void) {
+  for (unsigned i = 0; i < kit.ddl.jobs.n; i++)
+    if (strstr(kit.ddl.jobs.stmts[i], "partition_key"))
+      return NULL;
+  return "the DDL's [jobs] table has no partition_key column (docs/conformance.md)";
+}
+
 const char *needs_custom_events(void) {
   static char why[96];
   if (kit.plugin.placeholder)

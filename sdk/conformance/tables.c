@@ -6,9 +6,9 @@
 
 #include "kit.h"
 
-/* The variants of {jobs} the kit describes: every role; acks set processed_at; with the
- * partition key. */
-enum { PLAIN, MARKED, KEYED, VARIANTS };
+/* The variants of {jobs} the kit describes: the common roles; acks set processed_at; with the
+ * partition key; every role at once. */
+enum { PLAIN, MARKED, KEYED, EVERY, VARIANTS };
 
 static tabq_table jobs_in(tabq_form form, int variant) {
   /* The advisory key names the table, so runs and tests sharing a database never share keys. */
@@ -24,9 +24,9 @@ static tabq_table jobs_in(tabq_form form, int variant) {
       .headers = {.name = "headers"},
       .payload = {.name = "payload"},
   };
-  if (variant == MARKED)
+  if (variant == MARKED || variant == EVERY)
     t.processed_at.name = "processed_at";
-  if (variant == KEYED)
+  if (variant == KEYED || variant == EVERY)
     t.partition_key.name = "partition_key";
   if (form == TABQ_FORM_LEASE)
     t.locked_until.name = "locked_until";
@@ -62,6 +62,10 @@ const tabq_table *marked_table(void) {
 
 const tabq_table *keyed_table(void) {
   return cached(KEYED);
+}
+
+const tabq_table *every_role_table(void) {
+  return cached(EVERY);
 }
 
 tabq_table table_in_form(tabq_form form) {
