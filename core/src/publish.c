@@ -65,6 +65,11 @@ int tabq_message_check(const tabq_table *t, const tabq_message *m, tabq_error *e
                         "table %s has no headers column; the message's %zu headers cannot be "
                         "written",
                         t->name, m->nheaders);
+  if (m->partition_key && !t->partition_key.name)
+    return tabq_err_set(err, TABQ_INVALID, t->name, "insert",
+                        "table %s has no partition_key column; the message's key '%s' cannot be "
+                        "written",
+                        t->name, m->partition_key);
   if (t->group.name && !m->group)
     return tabq_err_set(err, TABQ_INVALID, t->name, "insert",
                         "table %s has a group column; the message needs a group", t->name);

@@ -344,6 +344,12 @@ static void by_key_refusals(void) {
     o.workers_by_key = 2;
     refused(b, &fifo, &o, "one worker serves a FIFO subscription; workers_by_key must be 1");
   }
+  /* A key published into a description without the role is refused, not dropped. */
+  tabq_message m = message("q", "k", 1);
+  m.partition_key = "k1";
+  CU_ASSERT_EQUAL(tabq_publish(b, jobs_table(), &m, &err), TABQ_INVALID);
+  CU_ASSERT_PTR_NOT_NULL(strstr(err.message, "no partition_key column"));
+  CU_ASSERT_EQUAL(db_int("SELECT count(*) FROM {jobs}"), 1);
   /* Nothing was claimed by any of them. */
   CU_ASSERT_EQUAL(db_int("SELECT count(*) FROM {jobs} WHERE attempt = 1"), 1);
   CU_ASSERT_EQUAL(db_int("SELECT count(*) FROM {jobs} WHERE locked_until IS NULL"), 1);
