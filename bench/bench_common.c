@@ -432,6 +432,8 @@ void bench_parse_args(int argc, char **argv, unsigned forms, int64_t default_row
       a->rows = bench_parse_count(o, arg_of(argc, argv, &i), 100000000);
     else if (!strcmp(o, "--sql"))
       a->show_sql = true;
+    else if (!strcmp(o, "--autovacuum"))
+      a->autovacuum = true;
     else if (!strcmp(o, "--coalesce-us")) /* coalesce_acks with this window, 0 to 1,000,000 */
       a->coalesce_us = parse_window(o, arg_of(argc, argv, &i));
     else if (!strcmp(o, "--table")) {

@@ -91,6 +91,9 @@ typedef struct bench_args {
   bool show_sql;
   bench_table_kind table;
   int coalesce_us; /* tabq side, lease form: coalesce_acks with this window; -1 off */
+  /* PostgreSQL: the table takes docs/table-description.md's per-table autovacuum settings
+   * instead of autovacuum off (what a service that follows the docs runs). */
+  bool autovacuum;
 } bench_args;
 
 /* Drains a->rows rows through tabq with a no-op handler that acks (a batch handler of a->batch

@@ -51,8 +51,15 @@ static const tabq_table advisory_jobs = {
 static const char *const schema_sql =
     "CREATE TABLE jobs (id BIGSERIAL PRIMARY KEY, queue TEXT NOT NULL, "
     "attempt INTEGER NOT NULL DEFAULT 1, locked_until TIMESTAMPTZ,%s payload BYTEA NOT NULL) "
-    "WITH (autovacuum_enabled = off);"
+    "WITH (%s);"
     "CREATE INDEX jobs_claim ON jobs (queue, id)%s";
+
+/* --autovacuum: the per-table settings docs/table-description.md recommends for a queue. */
+static const char *const docs_autovacuum =
+    "autovacuum_vacuum_scale_factor = 0, autovacuum_vacuum_threshold = 5000, "
+    "autovacuum_vacuum_insert_scale_factor = 0, autovacuum_vacuum_insert_threshold = 5000, "
+    "autovacuum_analyze_scale_factor = 0, autovacuum_analyze_threshold = 5000, "
+    "autovacuum_vacuum_cost_delay = 0, fillfactor = 80";
 
 /* The statements a raw loop runs: the dialect's for the "own" loop, or on a processed_at table
  * the hand-written ones for the "best" loop. */
@@ -496,10 +503,12 @@ static const char *const usage =
     "usage: " PROGRAM " [--side tabq|own|best] [--form rowlock|lease|advisory] [--workers N]\n"
     "                           [--batch N] [--rows N] [--sql]\n"
     "                           [--table plain|processed|processed-naive] [--coalesce-us US]\n"
+    "                           [--autovacuum]\n"
     "  one drain of --rows rows (default 20000) by one side, printed as one JSON line;\n"
     "  --table processed keeps finished rows (processed_at) with a partial claim index,\n"
     "  processed-naive with the plain one; --coalesce-us turns on coalesce_acks (tabq, lease)\n"
-    "  with that window;\n"
+    "  with that window; --autovacuum gives the table docs/table-description.md's\n"
+    "  autovacuum settings (else autovacuum is off for it);\n"
     "  the server's URL from " URL_ENV " (postgres://...), its postmaster's pid (for the\n"
     "  server's CPU per row) from TABQ_BENCH_SERVER_PID\n";
 
@@ -587,8 +596,9 @@ int main(int argc, char **argv) {
   pthread_mutex_unlock(&cleanup_mu);
   PQfinish(admin);
   admin = pg_open(url);
-  char ddl[512];
+  char ddl[1024];
   snprintf(ddl, sizeof ddl, schema_sql, bench_processed_at(&a) ? " processed_at TIMESTAMPTZ," : "",
+           a.autovacuum ? docs_autovacuum : "autovacuum_enabled = off",
            a.table == BENCH_TABLE_PROCESSED ? " WHERE processed_at IS NULL" : "");
   pg_exec(admin, ddl);
   int64_t ids = refill(admin, a.rows);

@@ -36,9 +36,9 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 def scenarios(quick, base_rows=None):
     s = []
 
-    def add(db, form, workers, batch, rows, sides, tag="", table="plain"):
+    def add(db, form, workers, batch, rows, sides, tag="", table="plain", autovacuum=False):
         s.append({"db": db, "form": form, "workers": workers, "batch": batch, "rows": rows,
-                  "sides": sides, "tag": tag, "table": table})
+                  "sides": sides, "tag": tag, "table": table, "autovacuum": autovacuum})
 
     rows = base_rows or 20000
     backlog = rows * 10
@@ -83,6 +83,9 @@ def scenarios(quick, base_rows=None):
     # A backlog: ten times the rows, drained once (in the first counted round) at the settings
     # of a scenario above, against which it is compared.
     add("postgres", "lease", 4, 1, backlog, ["tabq"], "backlog")
+    # ... and with the per-table autovacuum settings docs/table-description.md recommends, against
+    # the same 20k drain (autovacuum off): what a service that follows the docs sees.
+    add("postgres", "lease", 4, 1, backlog, ["tabq"], "backlog", autovacuum=True)
     add("mysql", "lease", 4, 1, backlog, ["tabq"], "backlog")
     add("sqlite", "lease", 1, 1, backlog, ["tabq"], "backlog")
     # Finished rows kept (processed_at), drained once: with the index docs/table-description.md
@@ -91,6 +94,7 @@ def scenarios(quick, base_rows=None):
         add("mysql", "lease", 4, 1, rows, sides, table=table)
         add("postgres", "lease", 4, 1, rows, sides, table=table)
         add("sqlite", "lease", 1, 1, rows, sides, table=table)
+    add("postgres", "lease", 4, 1, rows, ["tabq", "best"], table="processed", autovacuum=True)
     return s
 
 
@@ -144,8 +148,9 @@ def peer_inserts(runs):
 
 def key(sc):
     table = sc.get("table", "plain")
-    return "%s %s w%d b%d %dk%s" % (sc["db"], sc["form"], sc["workers"], sc["batch"],
-                                    sc["rows"] // 1000, "" if table == "plain" else " " + table)
+    return "%s %s w%d b%d %dk%s%s" % (sc["db"], sc["form"], sc["workers"], sc["batch"],
+                                      sc["rows"] // 1000, "" if table == "plain" else " " + table,
+                                      " autovacuum" if sc.get("autovacuum") else "")
 
 
 # ---- Running one drain -------------------------------------------------------------------------
@@ -168,6 +173,8 @@ def command(sc, side, env):
                "--rows", str(sc["rows"])] + (["--coalesce-us", "0"] if coalesced else [])
         if sc.get("table", "plain") != "plain":
             cmd += ["--table", sc["table"]]
+        if sc.get("autovacuum"):
+            cmd += ["--autovacuum"]
         return cmd, None
     peer, config = side.split(":")
     modules = env.get("TABQ_BENCH_PEERS")
@@ -214,7 +221,8 @@ def summarise(plan, runs):
     for sc in plan:
         k = key(sc)
         row = {"scenario": k, **{f: sc[f] for f in ("db", "form", "workers", "batch", "rows",
-                                                      "tag", "table")}, "sides": {}}
+                                                      "tag", "table", "autovacuum")},
+               "sides": {}}
         for side in sc["sides"]:
             rs = [r for r in runs if r["scenario"] == k and r["side_key"] == side
                   and r["round"] > 0 and r.get("msgs_per_s")]
@@ -243,6 +251,7 @@ def summarise(plan, runs):
     # A table that keeps its rows against the plain one at the same settings.
     for row in out:
         base = next((r for r in out if r["tag"] == "" and r["table"] == "plain"
+                     and not r["autovacuum"]
                      and row["table"] != "plain" and r["db"] == row["db"]
                      and r["form"] == row["form"] and r["workers"] == row["workers"]
                      and r["batch"] == row["batch"] and r["rows"] == row["rows"]), None)
@@ -255,7 +264,7 @@ def summarise(plan, runs):
         if row["tag"] != "backlog":
             continue
         base = next((r for r in out if r["tag"] == "" and r["table"] == "plain"
-                     and r["db"] == row["db"]
+                     and not r["autovacuum"] and r["db"] == row["db"]
                      and r["form"] == row["form"] and r["workers"] == row["workers"]
                      and r["batch"] == row["batch"]), None)
         if not base:
