@@ -20,6 +20,18 @@ static void publish_keyed(tabq_broker *b, const char *key, const char *payload) 
   CU_ASSERT_EQUAL_FATAL(rc, TABQ_OK);
 }
 
+/* The subscription's claimed count once it reaches `n` (up to 10 s), or as it stands then. */
+static uint64_t claimed_within(const tabq_subscription *sub, uint64_t n) {
+  tabq_stats st;
+  for (int waited = 0; waited < 10000; waited += 5) {
+    stats_of(sub, &st);
+    if (st.claimed >= n)
+      break;
+    sleep_ms(5);
+  }
+  return st.claimed;
+}
+
 /* ---- The delivery carries the key ------------------------------------------------------------ */
 
 #define CARRIED 3
@@ -228,14 +240,7 @@ static void by_key_shutdown_releases_waiting(void) {
   CU_ASSERT_EQUAL_FATAL(tabq_subscribe(b, keyed_table(), &o, &sub, &err), TABQ_OK);
   gate_wait_in(&h.g);
   /* The other two are claimed, waiting behind the first on its worker. */
-  tabq_stats st;
-  for (int waited = 0; waited < 10000; waited += 5) {
-    stats_of(sub, &st);
-    if (st.claimed >= 3)
-      break;
-    sleep_ms(5);
-  }
-  CU_ASSERT_EQUAL_FATAL(st.claimed, 3);
+  CU_ASSERT_EQUAL_FATAL(claimed_within(sub, 3), 3);
   /* Shut down while the first is in its handler; once the broker answers a subscription with
    * CLOSED it is stopping, and the first row may settle. (The probe names a table the database
    * lacks: before the shutdown it fails with SCHEMA, having claimed nothing.) */
@@ -283,20 +288,14 @@ static void by_key_waiting_lease_extended(void) {
   tabq_subscription *sub = NULL;
   CU_ASSERT_EQUAL_FATAL(tabq_subscribe(b, keyed_table(), &o, &sub, &err), TABQ_OK);
   gate_wait_in(&h.g);
-  tabq_stats st;
-  for (int waited = 0; waited < 10000; waited += 5) {
-    stats_of(sub, &st);
-    if (st.claimed >= 2)
-      break;
-    sleep_ms(5);
-  }
-  CU_ASSERT_EQUAL_FATAL(st.claimed, 2);
+  CU_ASSERT_EQUAL_FATAL(claimed_within(sub, 2), 2);
   /* Three leases long: unextended, the waiting row's lease would have ended two seconds ago. */
   sleep_ms(3000);
   CU_ASSERT(db_ms_from_now("SELECT locked_until FROM {jobs} WHERE id = (SELECT max(id) FROM "
                            "{jobs})") > 0);
   gate_open(&h.g);
   CU_ASSERT(wait_count("SELECT count(*) FROM {jobs}", 0, 10000));
+  tabq_stats st;
   stats_after(sub, 2, &st);
   CU_ASSERT_EQUAL(st.acked, 2);
   CU_ASSERT_EQUAL(st.lease_lost, 0);
