@@ -211,8 +211,11 @@ static void ended_session_is_not_handed_out_twice(void) {
   pthread_mutex_unlock(&e.h.mu);
   const char *holder =
       test_form() == TABQ_FORM_ROWLOCK
+          /* The claim that wrote the row's attempt (a transaction id), not another worker's claim
+           * caught between two statements. */
           ? "SELECT count(pg_terminate_backend(pid)) FROM pg_stat_activity WHERE datname = "
-            "current_database() AND application_name = 'tabq' AND state = 'idle in transaction'"
+            "current_database() AND application_name = 'tabq' AND state = 'idle in transaction' "
+            "AND backend_xid IS NOT NULL"
           : "SELECT count(pg_terminate_backend(l.pid)) FROM pg_locks l JOIN pg_stat_activity a "
             "USING (pid) WHERE a.datname = current_database() AND l.locktype = 'advisory'";
   CU_ASSERT_EQUAL(testdb_int(&db, holder), 1);
