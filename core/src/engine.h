@@ -431,6 +431,9 @@ int tabq_advisory_claim(tabq_subscription *s, tabq_delivery **slots, int64_t *id
 /* Releases the delivery's key on its connection and gives the connection back (or closes it
  * when the release is not confirmed). Returns true when the release was confirmed. */
 bool tabq_advisory_release(tabq_delivery *d);
+/* Gives the delivery's connection back after its key's release: to the pool when `released`,
+ * else closed (which ends the lock), with a warning that says `why` when given. */
+void tabq_advisory_give_back(tabq_delivery *d, bool released, const char *why);
 /* Shutdown: releases the lock of every delivery in work that is not settling. */
 void tabq_advisory_release_all(tabq_subscription *s);
 

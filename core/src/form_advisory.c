@@ -224,21 +224,25 @@ int tabq_advisory_claim(tabq_subscription *s, tabq_delivery **slots, int64_t *id
   return rc;
 }
 
-bool tabq_advisory_release(tabq_delivery *d) {
+void tabq_advisory_give_back(tabq_delivery *d, bool released, const char *why) {
   tabq_subscription *s = d->sub;
-  tabq_value key = tabq_text(d->key.p, d->key.len);
-  tabq_error err;
-  int rc;
-  bool released = unlock_key(s, d->conn, d, &key, &rc, &err);
   if (!released) {
     tabq_logf(&s->b->log, TABQ_LOG_WARN,
               "table %s: the release of key '%s' was not confirmed%s%s; closing its connection",
-              s->t->name, d->key.p, rc ? ": " : "", rc ? err.message : "");
+              s->t->name, d->key.p, why ? ": " : "", why ? why : "");
     tabq_pool_discard(&s->b->pool, d->conn);
   } else {
     tabq_pool_release(&s->b->pool, d->conn);
   }
   d->conn = NULL;
+}
+
+bool tabq_advisory_release(tabq_delivery *d) {
+  tabq_value key = tabq_text(d->key.p, d->key.len);
+  tabq_error err;
+  int rc;
+  bool released = unlock_key(d->sub, d->conn, d, &key, &rc, &err);
+  tabq_advisory_give_back(d, released, rc ? err.message : NULL);
   return released;
 }
 

@@ -260,16 +260,8 @@ static int ack_unlock(tabq_delivery *d, tabq_error *err) {
   }
   if (!rc)
     rc = expect_one(s, changed.type == TABQ_T_INT ? (uint64_t)changed.u.i : 0, "ack", err);
-  bool confirmed = row && released.type == TABQ_T_INT && released.u.i != 0;
-  if (confirmed) {
-    tabq_pool_release(&b->pool, d->conn);
-  } else {
-    tabq_logf(&b->log, TABQ_LOG_WARN,
-              "table %s: the release of key '%s' was not confirmed; closing its connection",
-              s->t->name, d->key.p);
-    tabq_pool_discard(&b->pool, d->conn);
-  }
-  d->conn = NULL;
+  tabq_advisory_give_back(d, row && released.type == TABQ_T_INT && released.u.i != 0,
+                          rc ? err->message : NULL);
   return rc;
 }
 
