@@ -7,6 +7,7 @@
 
 #include <limits.h>
 #include <pthread.h>
+#include <stdatomic.h>
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -112,6 +113,7 @@ extern const kit_test transaction_tests[];
 extern const kit_test decode_tests[];
 extern const kit_test partition_tests[];
 extern const kit_test every_role_tests[];
+extern const kit_test prefetch_tests[];
 
 /* ---- The database of one test (db.c) --------------------------------------------------------- */
 
@@ -151,11 +153,10 @@ bool wait_count(const char *sql, long long want, int timeout_ms);
 
 /* ---- Descriptions, options and messages (tables.c: the one place that builds them) ----------- */
 
-const tabq_table *jobs_table(void);   /* the test's {jobs} in kit.form, every role */
-const tabq_table *marked_table(void); /* the same, acks set processed_at */
-const tabq_table *keyed_table(void);
-const tabq_table *every_role_table(void);
-    /* every role at once: keyed and marked */ /* the same with the partition_key role */
+const tabq_table *jobs_table(void);       /* the test's {jobs} in kit.form, every role */
+const tabq_table *marked_table(void);     /* the same, acks set processed_at */
+const tabq_table *keyed_table(void);      /* the same with the partition_key role */
+const tabq_table *every_role_table(void); /* every role at once: keyed and marked */
 /* {jobs} in another form (for the refusal of a form the plugin lacks). */
 tabq_table table_in_form(tabq_form form);
 typedef enum refusal_table {
@@ -184,6 +185,25 @@ tabq_broker *connect_broker_with(const tabq_broker_options *o);
 void close_broker(tabq_broker *b);
 /* Publishes n rows to `queue` with payload "job-<i>", i from 0. */
 void publish_n(tabq_broker *b, const char *queue, int n);
+/* The subscription's claimed count once it reaches `n` (up to 10 s), or as it stands then. */
+uint64_t claimed_within(const tabq_subscription *sub, uint64_t n);
+/* Asserts that the subscription is refused at subscribe (TABQ_DECLARATION) with a message that
+ * names the table and holds `rule`. */
+void expect_refused(tabq_broker *b, const tabq_table *t, const tabq_subscription_options *o,
+                    const char *rule);
+
+/* A handler whose first call waits at the gate (the rows claimed after it wait in the process),
+ * counting every call; and a shutdown of `b` begun while that first call is held, the gate
+ * opened once the broker is stopping, returning when the shutdown has. */
+typedef struct held_first {
+  gate g;
+  atomic_uint calls;
+} held_first;
+tabq_outcome hold_first(tabq_delivery *d, void *user);
+/* Asserts (fatally) that the subscription claims `n` rows while the first is held; on failure
+ * it opens the gate first, so the test's end does not wait for the held handler for ever. */
+void held_until_claimed(held_first *h, const tabq_subscription *sub, uint64_t n);
+void shutdown_while_held(tabq_broker *b, held_first *h);
 
 /* A child: this executable again with the hidden --child MODE (child.c), on the test's table,
  * its stdout and stdin as pipes; killed by end_test if still running. */

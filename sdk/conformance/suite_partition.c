@@ -20,18 +20,6 @@ static void publish_keyed(tabq_broker *b, const char *key, const char *payload) 
   CU_ASSERT_EQUAL_FATAL(rc, TABQ_OK);
 }
 
-/* The subscription's claimed count once it reaches `n` (up to 10 s), or as it stands then. */
-static uint64_t claimed_within(const tabq_subscription *sub, uint64_t n) {
-  tabq_stats st;
-  for (int waited = 0; waited < 10000; waited += 5) {
-    stats_of(sub, &st);
-    if (st.claimed >= n)
-      break;
-    sleep_ms(5);
-  }
-  return st.claimed;
-}
-
 /* ---- The delivery carries the key ------------------------------------------------------------ */
 
 #define CARRIED 3
@@ -209,23 +197,6 @@ static void by_key_in_order_spread(void) {
 
 /* ---- Shutdown: rows waiting for a worker go back unsettled ----------------------------------- */
 
-typedef struct held_first {
-  gate g;
-  atomic_uint calls;
-} held_first;
-
-/* Every call counts; the first waits at the gate, and the rows of its key wait behind it. */
-static tabq_outcome hold_first(tabq_delivery *d, void *user) {
-  held_first *h = user;
-  atomic_fetch_add(&h->calls, 1);
-  return wait_at_gate(d, &h->g);
-}
-
-static void *shut_down(void *b) {
-  tabq_shutdown(b);
-  return NULL;
-}
-
 static void by_key_shutdown_releases_waiting(void) {
   fresh_db();
   tabq_broker *b = connect_broker(20);
@@ -240,19 +211,9 @@ static void by_key_shutdown_releases_waiting(void) {
   CU_ASSERT_EQUAL_FATAL(tabq_subscribe(b, keyed_table(), &o, &sub, &err), TABQ_OK);
   gate_wait_in(&h.g);
   /* The other two are claimed, waiting behind the first on its worker. */
-  CU_ASSERT_EQUAL_FATAL(claimed_within(sub, 3), 3);
-  /* Shut down while the first is in its handler; once the broker answers a subscription with
-   * CLOSED it is stopping, and the first row may settle. (The probe names a table the database
-   * lacks: before the shutdown it fails with SCHEMA, having claimed nothing.) */
-  pthread_t t;
-  CU_ASSERT_EQUAL_FATAL(pthread_create(&t, NULL, shut_down, b), 0);
-  tabq_table missing = table_for_refusal(TABLE_MISSING);
-  tabq_subscription_options probe = sub_options("q", recorder_handler, NULL);
-  while (tabq_subscribe(b, &missing, &probe, NULL, &err) != TABQ_CLOSED)
-    sleep_ms(1);
-  sleep_ms(20);
-  gate_open(&h.g);
-  pthread_join(t, NULL);
+  held_until_claimed(&h, sub, 3);
+  /* Shut down while the first is in its handler. */
+  shutdown_while_held(b, &h);
   CU_ASSERT_EQUAL(atomic_load(&h.calls), 1);
   /* The advisory form releases the lock of a row in its handler too (its ack fails CLOSED). */
   int first = kit.form == TABQ_FORM_ADVISORY ? 1 : 2, left = 4 - first;
@@ -288,7 +249,7 @@ static void by_key_waiting_lease_extended(void) {
   tabq_subscription *sub = NULL;
   CU_ASSERT_EQUAL_FATAL(tabq_subscribe(b, keyed_table(), &o, &sub, &err), TABQ_OK);
   gate_wait_in(&h.g);
-  CU_ASSERT_EQUAL_FATAL(claimed_within(sub, 2), 2);
+  held_until_claimed(&h, sub, 2);
   /* Three leases long: unextended, the waiting row's lease would have ended two seconds ago. */
   sleep_ms(3000);
   CU_ASSERT(db_ms_from_now("SELECT locked_until FROM {jobs} WHERE id = (SELECT max(id) FROM "
@@ -311,16 +272,6 @@ static void ack_all(tabq_delivery *const *ds, size_t n, tabq_outcome *out, void 
     out[i] = tabq_ack();
 }
 
-static void refused(tabq_broker *b, const tabq_table *t, const tabq_subscription_options *o,
-                    const char *rule) {
-  CU_ASSERT_EQUAL(tabq_subscribe(b, t, o, NULL, &err), TABQ_DECLARATION);
-  if (!strstr(err.message, rule))
-    fprintf(stderr, "\nmessage '%s' lacks '%s'\n", err.message, rule);
-  CU_ASSERT_PTR_NOT_NULL(strstr(err.message, rule));
-  CU_ASSERT_PTR_NOT_NULL(strstr(err.message, t->name));
-  CU_ASSERT_STRING_EQUAL(err.table, t->name);
-}
-
 static void by_key_refusals(void) {
   fresh_db();
   tabq_broker *b = connect_broker(20);
@@ -329,19 +280,19 @@ static void by_key_refusals(void) {
   recorder_init(&r);
   tabq_subscription_options o = sub_options("q", recorder_handler, &r);
   o.workers_by_key = 2;
-  refused(b, jobs_table(), &o, "workers_by_key needs a partition_key column");
+  expect_refused(b, jobs_table(), &o, "workers_by_key needs a partition_key column");
   o.workers = 3;
-  refused(b, keyed_table(), &o, "workers_by_key sets the worker count");
+  expect_refused(b, keyed_table(), &o, "workers_by_key sets the worker count");
   tabq_subscription_options batch = batch_options("q", ack_all, NULL, 4);
   batch.workers_by_key = 2;
-  refused(b, keyed_table(), &batch, "a batch handler is not served");
+  expect_refused(b, keyed_table(), &batch, "a batch handler is not served");
   /* The advisory form takes no FIFO table at all (R-DESC-1). */
   if (kit.form != TABQ_FORM_ADVISORY) {
     tabq_table fifo = *keyed_table();
     fifo.fifo = true;
     o = sub_options("q", recorder_handler, &r);
     o.workers_by_key = 2;
-    refused(b, &fifo, &o, "one worker serves a FIFO subscription; workers_by_key must be 1");
+    expect_refused(b, &fifo, &o, "one worker serves a FIFO subscription; workers_by_key must be 1");
   }
   /* A key published into a description without the role is refused, not dropped. */
   tabq_message m = message("q", "k", 1);

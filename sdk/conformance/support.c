@@ -73,6 +73,62 @@ void publish_n(tabq_broker *b, const char *queue, int n) {
   }
 }
 
+uint64_t claimed_within(const tabq_subscription *sub, uint64_t n) {
+  tabq_stats st;
+  for (int waited = 0; waited < 10000; waited += 5) {
+    stats_of(sub, &st);
+    if (st.claimed >= n)
+      break;
+    sleep_ms(5);
+  }
+  return st.claimed;
+}
+
+void expect_refused(tabq_broker *b, const tabq_table *t, const tabq_subscription_options *o,
+                    const char *rule) {
+  tabq_error err;
+  CU_ASSERT_EQUAL(tabq_subscribe(b, t, o, NULL, &err), TABQ_DECLARATION);
+  if (!strstr(err.message, rule))
+    fprintf(stderr, "\nmessage '%s' lacks '%s'\n", err.message, rule);
+  CU_ASSERT_PTR_NOT_NULL(strstr(err.message, rule));
+  CU_ASSERT_PTR_NOT_NULL(strstr(err.message, t->name));
+  CU_ASSERT_STRING_EQUAL(err.table, t->name);
+}
+
+tabq_outcome hold_first(tabq_delivery *d, void *user) {
+  held_first *h = user;
+  atomic_fetch_add(&h->calls, 1);
+  return wait_at_gate(d, &h->g);
+}
+
+void held_until_claimed(held_first *h, const tabq_subscription *sub, uint64_t n) {
+  uint64_t claimed = claimed_within(sub, n);
+  if (claimed != n)
+    gate_open(&h->g);
+  CU_ASSERT_EQUAL_FATAL(claimed, n);
+}
+
+static void *shut_down(void *b) {
+  tabq_shutdown(b);
+  return NULL;
+}
+
+void shutdown_while_held(tabq_broker *b, held_first *h) {
+  pthread_t t;
+  CU_ASSERT_EQUAL_FATAL(pthread_create(&t, NULL, shut_down, b), 0);
+  /* Once the broker answers a subscription with CLOSED it is stopping, and the held row may
+   * settle. (The probe names a table the database lacks: before the shutdown it fails with
+   * SCHEMA, having claimed nothing.) */
+  tabq_table missing = table_for_refusal(TABLE_MISSING);
+  tabq_subscription_options probe = sub_options("q", recorder_handler, NULL);
+  tabq_error err;
+  while (tabq_subscribe(b, &missing, &probe, NULL, &err) != TABQ_CLOSED)
+    sleep_ms(1);
+  sleep_ms(20);
+  gate_open(&h->g);
+  pthread_join(t, NULL);
+}
+
 void child_start(child *c, const char *mode) {
   char *const argv[] = {"/proc/self/exe",
                         "--child",
