@@ -313,6 +313,7 @@ double bench_run_tabq(const char *url, const tabq_table *table, const bench_args
       .poll_interval_ms = BENCH_POLL_MS,
       .coalesce_acks = a->coalesce_us >= 0,
       .coalesce_window_us = a->coalesce_us >= 0 ? (unsigned)a->coalesce_us : 0,
+      .prefetch = a->prefetch,
   };
   tabq_subscription *sub = NULL;
 
@@ -436,6 +437,8 @@ void bench_parse_args(int argc, char **argv, unsigned forms, int64_t default_row
       a->autovacuum = true;
     else if (!strcmp(o, "--coalesce-us")) /* coalesce_acks with this window, 0 to 1,000,000 */
       a->coalesce_us = parse_window(o, arg_of(argc, argv, &i));
+    else if (!strcmp(o, "--prefetch")) /* the subscription's prefetch, 1 to 1,000 */
+      a->prefetch = bench_parse_count(o, arg_of(argc, argv, &i), 1000);
     else if (!strcmp(o, "--table")) {
       const char *v = arg_of(argc, argv, &i);
       unsigned t = 0;
@@ -510,11 +513,11 @@ double bench_server_cpu_s(void) {
 void bench_emit(const bench_args *a, const bench_result *r) {
   double rows = (double)a->rows;
   printf("{\"db\":\"%s\",\"side\":\"%s\",\"form\":\"%s\",\"table\":\"%s\",\"workers\":%u,"
-         "\"batch\":%u,\"coalesce_us\":%d,\"rows\":%lld,\"seconds\":%.4f,\"msgs_per_s\":%.1f,"
-         "\"client_cpu_us_per_row\":%.2f,",
+         "\"batch\":%u,\"coalesce_us\":%d,\"prefetch\":%u,\"rows\":%lld,\"seconds\":%.4f,"
+         "\"msgs_per_s\":%.1f,\"client_cpu_us_per_row\":%.2f,",
          r->db, bench_side_name(a->side), bench_form_name(a->form), bench_table_name(a->table),
-         a->workers, a->batch, a->coalesce_us, (long long)a->rows, r->seconds, rows / r->seconds,
-         r->client_cpu_s / rows * 1e6);
+         a->workers, a->batch, a->coalesce_us, a->prefetch, (long long)a->rows, r->seconds,
+         rows / r->seconds, r->client_cpu_s / rows * 1e6);
   if (r->server_cpu_s >= 0)
     printf("\"server_cpu_us_per_row\":%.2f,", r->server_cpu_s / rows * 1e6);
   else

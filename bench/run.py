@@ -46,12 +46,12 @@ def scenarios(quick, base_rows=None):
         rows = base_rows or 10000
         add("postgres", "rowlock", 4, 1, rows, ["tabq", "best"])
         add("postgres", "lease", 4, 1, rows,
-            ["tabq", "tabq-coalesced", "best", "graphile-worker:defaults"])
+            ["tabq", "tabq-coalesced", "tabq-prefetch", "best", "graphile-worker:defaults"])
         add("postgres", "lease", 4, 50, rows,
             ["tabq", "best", "graphile-worker:batched", "pg-boss:poll-100ms"])
         add("mysql", "rowlock", 4, 1, rows, ["tabq", "best"])
         add("mysql", "lease", 4, 1, rows, ["tabq", "tabq-coalesced", "best"])
-        add("sqlite", "lease", 1, 1, rows, ["tabq", "best", "plainjob:defaults"])
+        add("sqlite", "lease", 1, 1, rows, ["tabq", "best", "tabq-prefetch", "plainjob:defaults"])
         return s
 
     # Single deliveries: tabq and the best SQL at 1, 4 and 16 workers; the dialect's own
@@ -64,10 +64,12 @@ def scenarios(quick, base_rows=None):
         # coalesce_acks (no window) beside tabq where several workers ack at once
         shared = ["tabq-coalesced"] if w > 1 else []
         add("postgres", "rowlock", w, 1, n, ["tabq", "best"] + at4)
-        add("postgres", "lease", w, 1, n, ["tabq", "best"] + at4 + shared +
+        # prefetch (32 rows ahead) beside the unbatched peer
+        ahead = ["tabq-prefetch"] if w == 4 else []
+        add("postgres", "lease", w, 1, n, ["tabq", "best"] + at4 + shared + ahead +
             (["graphile-worker:defaults"] if w == 4 else []))
         add("mysql", "rowlock", w, 1, n, ["tabq", "best"] + at4)
-        add("mysql", "lease", w, 1, n, ["tabq", "best"] + at4 + shared)
+        add("mysql", "lease", w, 1, n, ["tabq", "best"] + at4 + shared + ahead)
     for w in (4, 16):
         add("postgres", "advisory", w, 1, rows, ["tabq", "best"])
     add("mysql", "advisory", 4, 1, rows, ["tabq", "best"])
@@ -77,8 +79,10 @@ def scenarios(quick, base_rows=None):
         add("postgres", form, 4, 50, rows, ["tabq", "best"] +
             (["graphile-worker:batched", "pg-boss:poll-100ms"] if form == "lease" else []))
         add("mysql", form, 4, 50, rows, ["tabq", "best"])
-    add("sqlite", "lease", 1, 1, rows, ["tabq", "own", "best", "plainjob:defaults"])
-    add("sqlite", "lease", 4, 1, rows, ["tabq", "tabq-coalesced", "best", "plainjob:defaults"])
+    add("sqlite", "lease", 1, 1, rows, ["tabq", "own", "best", "tabq-prefetch",
+                                        "plainjob:defaults"])
+    add("sqlite", "lease", 4, 1, rows, ["tabq", "tabq-coalesced", "best", "tabq-prefetch",
+                                        "plainjob:defaults"])
     add("sqlite", "lease", 1, 50, rows, ["tabq", "best"])
     # A backlog: ten times the rows, drained once (in the first counted round) at the settings
     # of a scenario above, against which it is compared.
@@ -162,16 +166,22 @@ PEER_SCRIPTS = {"graphile-worker": "graphile-worker.js", "pg-boss": "pg-boss.js"
                 "plainjob": "plainjob.js"}
 
 
+# The tabq-prefetch side's subscription option prefetch (docs/prefetch.md).
+PREFETCH = 32
+
+
 def command(sc, side, env):
     """The command line of one drain, or None with the reason it cannot run."""
     if ":" not in side:
         prog = os.path.join(env["TABQ_BENCH_BIN"], PROGRAMS[sc["db"]])
         if not os.path.exists(prog):
             return None, "%s was not built" % PROGRAMS[sc["db"]]
-        coalesced = side == "tabq-coalesced"  # tabq with coalesce_acks, no window
-        cmd = [prog, "--side", "tabq" if coalesced else side, "--form", sc["form"],
+        # tabq with coalesce_acks (no window), or with 32 rows prefetched
+        options = {"tabq-coalesced": ["--coalesce-us", "0"],
+                   "tabq-prefetch": ["--prefetch", str(PREFETCH)]}
+        cmd = [prog, "--side", "tabq" if side in options else side, "--form", sc["form"],
                "--workers", str(sc["workers"]), "--batch", str(sc["batch"]),
-               "--rows", str(sc["rows"])] + (["--coalesce-us", "0"] if coalesced else [])
+               "--rows", str(sc["rows"])] + options.get(side, [])
         if sc.get("table", "plain") != "plain":
             cmd += ["--table", sc["table"]]
         if sc.get("autovacuum"):
@@ -243,11 +253,17 @@ def summarise(plan, runs):
         t = row["sides"].get("tabq", {}).get("msgs_per_s")
         row["ratios"] = {}
         for side, v in row["sides"].items():
-            if side not in ("tabq", "tabq-coalesced") and t and v.get("msgs_per_s"):
+            if not side.startswith("tabq") and t and v.get("msgs_per_s"):
                 row["ratios"]["tabq/" + side] = round(t / v["msgs_per_s"], 2)
-        c = row["sides"].get("tabq-coalesced", {}).get("msgs_per_s")
-        if c and t:
-            row["ratios"]["coalesced/tabq"] = round(c / t, 2)
+        for variant in ("coalesced", "prefetch"):
+            c = row["sides"].get("tabq-" + variant, {}).get("msgs_per_s")
+            if c and t:
+                row["ratios"][variant + "/tabq"] = round(c / t, 2)
+        # prefetch against the unbatched peers (the targets count tabq's defaults)
+        p = row["sides"].get("tabq-prefetch", {}).get("msgs_per_s")
+        for side, v in row["sides"].items():
+            if ":" in side and p and v.get("msgs_per_s"):
+                row["ratios"]["prefetch/" + side] = round(p / v["msgs_per_s"], 2)
         out.append(row)
     # A table that keeps its rows against the plain one at the same settings.
     for row in out:
@@ -303,6 +319,12 @@ def targets(summary):
                 check("%s: tabq/graphile defaults" % label, r["tabq/graphile-worker:defaults"], 2.5)
             if "tabq/plainjob:defaults" in r:
                 check("%s: tabq/plainjob" % label, r["tabq/plainjob:defaults"], 2.5)
+            # the same targets met with an option, beside the defaults' figures above
+            if "prefetch/graphile-worker:defaults" in r:
+                check("%s: tabq prefetch/graphile defaults" % label,
+                      r["prefetch/graphile-worker:defaults"], 2.5)
+            if "prefetch/plainjob:defaults" in r:
+                check("%s: tabq prefetch/plainjob" % label, r["prefetch/plainjob:defaults"], 2.5)
         else:
             if "tabq/graphile-worker:batched" in r:
                 check("%s: tabq/graphile batched" % label, r["tabq/graphile-worker:batched"], 2.0)
@@ -313,7 +335,8 @@ def targets(summary):
 
 # ---- The chart ---------------------------------------------------------------------------------
 
-COLOURS = {"tabq": "#1f6feb", "tabq-coalesced": "#0a3069", "own": "#8fb8f5", "best": "#2da44e",
+COLOURS = {"tabq": "#1f6feb", "tabq-coalesced": "#0a3069", "tabq-prefetch": "#54aeff",
+           "own": "#8fb8f5", "best": "#2da44e",
            "graphile-worker:defaults": "#bf8700", "graphile-worker:batched": "#e3b341",
            "pg-boss:poll-100ms": "#f47067",
            "plainjob:defaults": "#8250df"}
@@ -364,7 +387,7 @@ def markdown(summary):
     for row in summary:
         s = row["sides"]
         peers = ", ".join("%s %s" % (k, rate(v)) for k, v in s.items()
-                          if ":" in k or k == "tabq-coalesced")
+                          if ":" in k or k.startswith("tabq-"))
         cpu = [s.get(x, {}).get("server_cpu_us_per_row") for x in ("tabq", "best")]
         cpu_text = " / ".join("%.0f" % c if c else "–" for c in cpu)
         lines.append("| %s | %s | %s | %s | %s | %s | %s |" % (

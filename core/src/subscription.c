@@ -17,6 +17,37 @@ static int mount_broken(tabq_error *err, const tabq_table *t, const char *detail
                       detail);
 }
 
+/* prefetch (docs/prefetch.md): rows that wait their turn in the process must hold nothing but
+ * their lease. */
+static int check_prefetch(const tabq_table *t, const tabq_subscription_options *o,
+                          tabq_error *err) {
+  if (!o->prefetch)
+    return TABQ_OK;
+  if (o->prefetch > 1000)
+    return mount_broken(err, t, "prefetch is at most 1,000 rows");
+  if (o->batch_handler)
+    return mount_broken(err, t,
+                        "prefetch serves a handler of one delivery; a batch handler's claim takes "
+                        "its batch already");
+  if (tabq_table_form(t) != TABQ_FORM_LEASE)
+    return mount_broken(err, t,
+                        "prefetch serves the lease form: a row lock or advisory row waiting its "
+                        "turn would hold a transaction or a lock, and a connection");
+  if (o->transactional)
+    return mount_broken(err, t,
+                        "transactional and prefetch exclude each other: each waiting row would "
+                        "hold a connection for its transaction");
+  if (o->workers_by_key)
+    return mount_broken(err, t,
+                        "workers_by_key keeps rows waiting behind their key already; prefetch "
+                        "is not for it");
+  if (t->fifo)
+    return mount_broken(err, t,
+                        "a FIFO table hands out one row of a group at a time; prefetch is not "
+                        "served");
+  return TABQ_OK;
+}
+
 static int check_mount(const tabq_table *t, const tabq_subscription_options *o, tabq_error *err) {
   if (!o || (!o->handler == !o->batch_handler))
     return tabq_err_set(err, TABQ_INVALID, t->name, NULL,
@@ -74,7 +105,7 @@ static int check_mount(const tabq_table *t, const tabq_subscription_options *o, 
     return mount_broken(err, t, "coalesce_window_us needs coalesce_acks");
   if (o->coalesce_window_us > 1000000)
     return mount_broken(err, t, "coalesce_window_us is at most 1,000,000 (one second)");
-  return TABQ_OK;
+  return check_prefetch(t, o, err);
 }
 
 tabq_build tabq_sub_build(const tabq_subscription *s) {
@@ -241,6 +272,9 @@ static int allocate(tabq_subscription *s, tabq_error *err) {
     return tabq_err_set(err, TABQ_NOMEM, s->t->name, NULL, "cannot allocate the ack coalescer");
   if (s->o.workers_by_key && (rc = tabq_bykey_open(s, err)))
     return rc;
+  /* prefetch: one claimer fills the shared ring the other workers pop */
+  if (s->o.prefetch)
+    s->serial = true;
   if (s->o.transactional)
     return tabq_delivery_txs_init(s, err);
   return TABQ_OK;
@@ -283,6 +317,8 @@ static tabq_subscription *new_subscription(tabq_broker *b, const tabq_table *t,
    * take other keys' rows: room for as many waiting as working. */
   if (o->workers_by_key)
     s->nslots = 2 * s->workers;
+  /* prefetch: a slot for each row waiting its turn */
+  s->nslots += o->prefetch;
   s->lease_s = o->lease_s ? o->lease_s : b->lease_s;
   s->poll_ms = o->poll_interval_ms ? o->poll_interval_ms : b->poll_interval_ms;
   tabq_projection_init(&s->proj, t);

@@ -61,7 +61,7 @@ static bool conn_per_row(const tabq_subscription *s) {
 
 /* How many rows this claim may take: one batch; or with workers_by_key, every free slot (rows
  * of a busy worker's keys wait in its queue, the slots bound them); or, serial, one per idle
- * worker not already served by a ready row; or one for this worker. */
+ * worker and `prefetch` more, less the rows already waiting; or one for this worker. */
 static unsigned claim_limit(const tabq_subscription *s) {
   unsigned want;
   if (s->o.batch_handler)
@@ -69,8 +69,9 @@ static unsigned claim_limit(const tabq_subscription *s) {
   else if (s->bykey)
     want = s->nfree;
   else if (s->serial) {
-    unsigned idle = s->workers - s->busy;
-    want = idle > s->ready_count ? idle - s->ready_count : 0;
+    /* with prefetch, as many again waiting their turn */
+    unsigned idle = s->workers - s->busy, ahead = idle + s->o.prefetch;
+    want = ahead > s->ready_count ? ahead - s->ready_count : 0;
   } else
     want = 1;
   if (want > s->nfree)

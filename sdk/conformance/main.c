@@ -193,6 +193,7 @@ static const struct {
     {"transactions of the service's own (publish in a transaction)", transaction_tests},
     {"decode policy and codecs", decode_tests},
     {"partition keys and workers_by_key", partition_tests},
+    {"prefetch", prefetch_tests},
     {"a table with every role at once", every_role_tests},
 };
 

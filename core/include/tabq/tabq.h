@@ -236,6 +236,11 @@ typedef struct tabq_subscription_options {
   const tabq_codec *codec;
   tabq_decode_policy on_decode_failure;
   uint32_t decode_retry_ms;
+  /* Lease form, a handler of one delivery: up to this many rows claimed ahead of the idle
+   * workers, each waiting its turn in the process with its lease extended, so one claim serves
+   * several deliveries (docs/prefetch.md). 0, the default: a claim takes rows for idle workers
+   * only. At most 1,000. */
+  unsigned prefetch;
 } tabq_subscription_options;
 
 #define TABQ_SUBSCRIPTION_OPTIONS_INIT TABQ_SIZED_INIT(tabq_subscription_options)
