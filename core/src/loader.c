@@ -5,6 +5,7 @@
 #include "loader.h"
 
 #include <dlfcn.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -114,6 +115,33 @@ static int check_interfaces(const char *path, const tabq_plugin *p, tabq_error *
   return TABQ_OK;
 }
 
+/* Plugins stay loaded (RTLD_NODELETE, below), so each one's entry runs once per process: a later
+ * broker reuses the descriptor it returned. Called again, the entry would rewrite the plugin's
+ * globals (the host it keeps) while an earlier broker's threads read them. Keyed by the entry's
+ * address, which stays the same while the file is mapped. */
+typedef struct entered {
+  const void *entry;
+  const tabq_plugin *plugin;
+  struct entered *next;
+} entered;
+static pthread_mutex_t entered_mu = PTHREAD_MUTEX_INITIALIZER;
+static entered *entered_list; /* kept for the process's life, as the plugins are */
+
+static const tabq_plugin *enter_once(const void *sym, tabq_plugin_entry_fn entry) {
+  pthread_mutex_lock(&entered_mu);
+  entered *e = entered_list;
+  while (e && e->entry != sym)
+    e = e->next;
+  const tabq_plugin *p = e ? e->plugin : entry(tabq_host_services(), TABQ_ABI_VERSION);
+  entered *added = !e && p ? malloc(sizeof *added) : NULL;
+  if (added) { /* out of memory: the next broker calls the entry again, as before */
+    *added = (entered){.entry = sym, .plugin = p, .next = entered_list};
+    entered_list = added;
+  }
+  pthread_mutex_unlock(&entered_mu);
+  return p;
+}
+
 static int handshake(const char *path, void *handle, const tabq_plugin **out, tabq_error *err) {
   dlerror();
   void *sym = dlsym(handle, TABQ_PLUGIN_ENTRY_SYMBOL);
@@ -125,7 +153,7 @@ static int handshake(const char *path, void *handle, const tabq_plugin **out, ta
     return rc;
   tabq_plugin_entry_fn entry;
   memcpy(&entry, &sym, sizeof entry); /* dlsym returns data pointers; POSIX allows this copy */
-  const tabq_plugin *p = entry(tabq_host_services(), TABQ_ABI_VERSION);
+  const tabq_plugin *p = enter_once(sym, entry);
   if (!p)
     return tabq_err_set(err, TABQ_PLUGIN, NULL, NULL,
                         "plugin %s refused this tabq's plugin ABI %u.%u (its entry returned NULL)",
