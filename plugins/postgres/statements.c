@@ -467,9 +467,15 @@ static int advisory_lock_take(const tabq_build *b, tabq_stmt *out) {
   const tabq_table *t = b->table;
   if (!t->attempt.name)
     return tabq_sqlb_finish(&style, b, out, "lock_take"); /* left to lock + take: none built */
-  tabq_sql_raw(out, "WITH tabq_lock AS (SELECT pg_try_advisory_lock(hashtextextended(");
+  /* The lock is tried only while the row is still there to take: a candidate settled since it
+   * was read (by its owner, who held the key) would be locked for nothing and cost an unlock. */
+  tabq_sql_raw(out, "WITH tabq_lock AS (SELECT CASE WHEN EXISTS (SELECT 1 FROM ");
+  tabq_sqlb_table(&style, out, t->name);
+  tabq_sqlb_where_id(&style, out, t);
+  tabq_sqlb_due(&style, b, out, " AND ");
+  tabq_sql_raw(out, ") THEN pg_try_advisory_lock(hashtextextended(");
   tabq_sqlb_param(&style, out, TABQ_P_KEY);
-  tabq_sql_raw(out, ", 0)) AS held), tabq_taken AS (");
+  tabq_sql_raw(out, ", 0)) ELSE false END AS held), tabq_taken AS (");
   tabq_sqlb_update(&style, out, t);
   tabq_sqlb_count_attempt(&style, out, t);
   tabq_sqlb_where_id(&style, out, t);

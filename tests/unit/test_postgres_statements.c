@@ -531,13 +531,16 @@ static void test_advisory(void) {
                TABQ_P_ID, TABQ_P_NOW, TABQ_P_GROUP, 0);
   /* ABI 1.5: the lock with the take, the ack with the release, one round trip each. */
   expect_built(adv->lock_take, &b,
-               "WITH tabq_lock AS (SELECT pg_try_advisory_lock(hashtextextended($1, 0)) AS held), "
+               "WITH tabq_lock AS (SELECT CASE WHEN EXISTS (SELECT 1 FROM \"adv_jobs\" WHERE "
+               "\"id\" = $1 AND (\"retry_after\" IS NULL OR \"retry_after\" <= $2) AND "
+               "\"processed_at\" IS NULL AND \"queue\" = $3) THEN "
+               "pg_try_advisory_lock(hashtextextended($4, 0)) ELSE false END AS held), "
                "tabq_taken AS (UPDATE \"adv_jobs\" SET \"attempt\" = \"attempt\" + 1 WHERE "
-               "\"id\" = $2 AND (\"retry_after\" IS NULL OR \"retry_after\" <= $3) AND "
-               "\"processed_at\" IS NULL AND \"queue\" = $4 AND (SELECT held FROM tabq_lock) "
+               "\"id\" = $1 AND (\"retry_after\" IS NULL OR \"retry_after\" <= $2) AND "
+               "\"processed_at\" IS NULL AND \"queue\" = $3 AND (SELECT held FROM tabq_lock) "
                "RETURNING \"id\", \"attempt\", \"queue\", \"account\") SELECT tabq_taken.*, "
                "tabq_lock.held::int FROM tabq_lock LEFT JOIN tabq_taken ON true",
-               TABQ_P_KEY, TABQ_P_ID, TABQ_P_NOW, TABQ_P_GROUP, 0);
+               TABQ_P_ID, TABQ_P_NOW, TABQ_P_GROUP, TABQ_P_KEY, 0);
   expect_built(adv->ack_unlock, &b,
                "WITH tabq_settled AS (UPDATE \"adv_jobs\" SET \"processed_at\" = $1 WHERE "
                "\"id\" = $2 RETURNING 1) SELECT tabq_done.n, "
