@@ -14,7 +14,10 @@ int tabq_claim_spaces(tabq_subscription *s, unsigned n, unsigned ncandidates, ta
   tabq_claim_space *spaces = calloc(n, sizeof *spaces);
   tabq_claim_space **free_spaces = calloc(n, sizeof *free_spaces);
   const candidate **in_claim = calloc(n, sizeof *in_claim);
-  bool ok = spaces && free_spaces && in_claim;
+  _Atomic int64_t *gone_ids = calloc(ncandidates, sizeof *gone_ids);
+  bool ok = spaces && free_spaces && in_claim && gone_ids;
+  for (unsigned i = 0; ok && i < ncandidates; i++)
+    atomic_init(&gone_ids[i], INT64_MIN);
   for (unsigned i = 0; ok && i < n; i++) {
     spaces[i].ncandidates = ncandidates;
     ok = (spaces[i].candidates = calloc(ncandidates, sizeof *spaces[i].candidates)) != NULL;
@@ -25,9 +28,12 @@ int tabq_claim_spaces(tabq_subscription *s, unsigned n, unsigned ncandidates, ta
     free(spaces);
     free(free_spaces);
     free(in_claim);
+    free(gone_ids);
     return tabq_err_set(err, TABQ_NOMEM, s->t->name, NULL, "cannot allocate the claimed ids");
   }
   tabq_claim_spaces_free(s);
+  s->gone_ids = gone_ids;
+  s->ngone = ncandidates;
   s->spaces = spaces;
   s->free_spaces = free_spaces;
   s->in_claim = in_claim;
@@ -45,6 +51,9 @@ void tabq_claim_spaces_free(tabq_subscription *s) {
   free(s->spaces);
   free(s->free_spaces);
   free(s->in_claim);
+  free(s->gone_ids);
+  s->gone_ids = NULL;
+  s->ngone = 0;
   s->spaces = NULL;
   s->free_spaces = NULL;
   s->in_claim = NULL;
@@ -74,6 +83,38 @@ bool tabq_claim_space_mark(tabq_subscription *s, tabq_claim_space *sp, const can
   s->in_claim[me] = free_row ? k : NULL;
   pthread_mutex_unlock(&s->mu);
   return free_row;
+}
+
+void tabq_claim_gone(tabq_delivery *d, bool gone) {
+  tabq_subscription *s = d->sub;
+  d->gone = gone;
+  if (!gone)
+    return;
+  d->gone_at = atomic_fetch_add(&s->gone_next, 1);
+  if (s->gone_ids && d->id.type == TABQ_T_INT)
+    atomic_store(&s->gone_ids[d->gone_at % s->ngone], d->id.u.i);
+}
+
+bool tabq_delivery_gone_since(const tabq_delivery *d, unsigned since) {
+  return d->gone && d->gone_at - since < UINT_MAX / 2; /* at or after `since`, counting round */
+}
+
+unsigned tabq_claim_gone_count(tabq_subscription *s) {
+  return atomic_load(&s->gone_next);
+}
+
+bool tabq_claim_gone_since(tabq_subscription *s, unsigned since, const tabq_value *id) {
+  if (!s->gone_ids || id->type != TABQ_T_INT)
+    return false;
+  /* The notes since `since` sit just behind gone_next, the newest last (a note whose count is
+   * taken but whose id is not stored yet reads as the one before it: at worst a round trip). */
+  unsigned now = atomic_load(&s->gone_next), n = now - since;
+  if (n > s->ngone)
+    n = s->ngone;
+  for (unsigned k = 1; k <= n; k++)
+    if (atomic_load(&s->gone_ids[(now - k) % s->ngone]) == id->u.i)
+      return true;
+  return false;
 }
 
 int tabq_ids_read(tabq_subscription *s, tabq_claim_space *sp, tabq_pconn *c, unsigned stmt,

@@ -82,6 +82,7 @@ struct tabq_delivery {
   bool lease_lost;  /* an extension found the token gone */
   bool closed;      /* advisory: shutdown released its lock; settling fails with CLOSED */
   bool gone;        /* advisory: its settlement took the row off the queue (until refilled) */
+  unsigned gone_at; /* with gone: the subscription's count of such settlements at this one */
   tabq_pconn *conn; /* row lock and advisory forms: the connection the delivery holds */
   tabq_buf key;     /* advisory: the rendered lock key */
   int64_t token;    /* lease form: the expiry this delivery holds */
@@ -251,6 +252,13 @@ struct tabq_subscription {
   tabq_claim_space **free_spaces;
   const candidate **in_claim; /* per space: the candidate its claim is locking, else NULL */
   unsigned nspaces, nfree_spaces;
+  /* Integer ids of rows settled off the queue here lately, round a ring as long as a space's
+   * candidates, gone_next counting every one: a candidates read from before such a settlement
+   * still lists its row, and trying its key would cost a round trip for nothing (the
+   * delivery's own `gone` ends when its slot is claimed into again). INT64_MIN: empty. */
+  _Atomic int64_t *gone_ids;
+  atomic_uint gone_next;
+  unsigned ngone;
   int64_t *id_list;   /* a fetch by a list of ids: the list */
   candidate *refetch; /* a fetch of the service's own: the ids of the rows it reads again */
   tabq_buf refetch_buf;
@@ -350,6 +358,14 @@ void tabq_claim_space_give(tabq_subscription *s, tabq_claim_space *sp);
  * same row (false: pass it over, a round trip saved); NULL clears the mark, which must be clear
  * while sp's candidates are rewritten (others read the marked candidate under s->mu). */
 bool tabq_claim_space_mark(tabq_subscription *s, tabq_claim_space *sp, const candidate *k);
+/* Sets whether d's settlement took its row off the queue and, where it did, notes it (the ring
+ * keeps integer ids); tells the count of such notes so far; and asks whether an id was noted
+ * since that count was `since` (a row settled before a read began is not in what the read
+ * found, and a row written again under its id since is a new one). */
+void tabq_claim_gone(tabq_delivery *d, bool gone);
+unsigned tabq_claim_gone_count(tabq_subscription *s);
+bool tabq_claim_gone_since(tabq_subscription *s, unsigned since, const tabq_value *id);
+bool tabq_delivery_gone_since(const tabq_delivery *d, unsigned since);
 void tabq_claim_spaces_free(tabq_subscription *s);
 /* Reads the rows of ids [0, n) with SQ_FETCH into slots, in candidate order, each
  * delivery holding `token` and `conn`; a claimed id without a row is dropped with the discard

@@ -141,13 +141,15 @@ static int take(tabq_subscription *s, tabq_claim_space *sp, tabq_pconn *c, const
 
 /* Whether a candidate's row is in work here (one of this subscription's own sessions holds its
  * key, so asking for the lock would only cost a round trip to hear no), or was settled off the
- * queue here since the candidates were read (the lock would be granted, and the take find no
- * row: three round trips for nothing). */
-static bool in_work_here(tabq_subscription *s, const tabq_value *id) {
+ * queue here since the candidates were read (`since`: asking would find no row, a round trip
+ * for nothing, and with a separate lock and take three). */
+static bool in_work_here(tabq_subscription *s, unsigned since, const tabq_value *id) {
+  if (tabq_claim_gone_since(s, since, id))
+    return true;
   for (unsigned i = 0; i < s->nslots; i++) {
     tabq_delivery *d = &s->slots[i];
     pthread_mutex_lock(&d->mu);
-    bool same = (d->in_work || d->gone) && tabq_same_id(&d->id, id);
+    bool same = (d->in_work || tabq_delivery_gone_since(d, since)) && tabq_same_id(&d->id, id);
     pthread_mutex_unlock(&d->mu);
     if (same)
       return true;
@@ -179,10 +181,11 @@ int tabq_advisory_claim(tabq_subscription *s, tabq_delivery **slots, int64_t *id
       break;
     /* No mark may point into the candidates while the read rewrites them. */
     tabq_claim_space_mark(s, sp, NULL);
+    unsigned since = tabq_claim_gone_count(s);
     rc = read_candidates(s, sp, c, want, &n, err);
     for (unsigned i = 0; i < n && *got < limit && !rc; i++) {
       const candidate *k = &sp->candidates[i];
-      if (in_work_here(s, &k->id) || !tabq_claim_space_mark(s, sp, k))
+      if (in_work_here(s, since, &k->id) || !tabq_claim_space_mark(s, sp, k))
         continue;
       tabq_value key = tabq_text(sp->scratch.p + k->key_at, k->key_len);
       if (!c && (rc = tabq_pool_acquire(&b->pool, &c, err)))

@@ -282,10 +282,10 @@ int tabq_settle_advisory(tabq_delivery *d, tabq_outcome o, action *a, tabq_error
     tabq_pkeys_release(s, d); /* a key the process keeps goes with it */
   } else if (*a == ACT_ACK && s->st[SQ_ACK_UNLOCK] != TABQ_NO_STMT) {
     rc = ack_unlock(d, err);
-    d->gone = !rc;
+    tabq_claim_gone(d, !rc);
   } else {
     rc = run_action(d, *a, o, d->conn, false, err);
-    d->gone = !rc && takes_row_off(*a);
+    tabq_claim_gone(d, !rc && takes_row_off(*a));
     tabq_advisory_release(d);
   }
   leave_work(d);
@@ -350,7 +350,7 @@ static int settle_tx(tabq_delivery *d, tabq_outcome o, action *a, tabq_error *er
   if (s->ops->claim_txn)
     d->conn = NULL;
   else if (!s->tx_conn) { /* advisory: the key's release, on the same connection */
-    d->gone = !rc;
+    tabq_claim_gone(d, !rc);
     tabq_advisory_release(d);
   }
   pthread_mutex_unlock(&d->mu);
@@ -572,7 +572,7 @@ static bool settle_joined(tabq_delivery *const *ds, unsigned n, const tabq_outco
   for (unsigned i = 0; i < n; i++) {
     if (all)
       leave_work(ds[i]);
-    ds[i]->gone = all && !x->rcs[i] && takes_row_off(actions[i]);
+    tabq_claim_gone(ds[i], all && !x->rcs[i] && takes_row_off(actions[i]));
   }
   for (unsigned i = 0; i < n; i++)
     pthread_mutex_unlock(&x->order[i]->mu);
