@@ -28,6 +28,7 @@ static const tabq_sql_style style = {
     .db_now = "statement_timestamp()",
     .empty_insert = NULL, /* " DEFAULT VALUES" */
     .product = "PostgreSQL",
+    .order_by_processed_at = true, /* docs/table-description.md: the claim index */
 };
 
 /* `n` bytes of `text` as a string literal. A backslash makes it an E'' literal with the

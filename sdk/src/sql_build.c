@@ -152,6 +152,10 @@ void tabq_sqlb_due(const tabq_sql_style *s, const tabq_build *b, tabq_stmt *st, 
 
 void tabq_sqlb_claim_order(const tabq_sql_style *s, tabq_stmt *st, const tabq_table *t) {
   tabq_sql_raw(st, " ORDER BY ");
+  if (s->order_by_processed_at && t->processed_at.name) {
+    tabq_sqlb_col(s, st, &t->processed_at);
+    tabq_sql_raw(st, ", ");
+  }
   if (t->priority.name) {
     tabq_sqlb_col(s, st, &t->priority);
     tabq_sql_raw(st, ", ");

@@ -153,8 +153,8 @@ static void test_fetch(void) {
   tabq_build b = on(&jobs);
   expect_built(dia->fetch, &b,
                "SELECT \"id\", \"attempt\", \"queue\", \"pkey\", \"headers\", \"payload\", "
-               "\"title\", \"size\" FROM \"jobs\" WHERE \"id\" = ANY($1) ORDER BY \"priority\", "
-               "\"retry_after\", \"id\"",
+               "\"title\", \"size\" FROM \"jobs\" WHERE \"id\" = ANY($1) ORDER BY "
+               "\"processed_at\", \"priority\", \"retry_after\", \"id\"",
                TABQ_P_IDS, 0);
   b = on(&plain);
   expect_built(dia->fetch, &b,
@@ -251,10 +251,10 @@ static void test_rowlock_claim(void) {
                "WITH claimed AS (UPDATE \"jobs\" SET \"attempt\" = \"attempt\" + 1 WHERE \"id\" "
                "= ANY (ARRAY(SELECT \"id\" FROM \"jobs\" WHERE (\"retry_after\" IS NULL OR "
                "\"retry_after\" <= $1) AND \"processed_at\" IS NULL AND \"queue\" = $2 ORDER BY "
-               "\"priority\", \"retry_after\", \"id\" LIMIT $3 FOR UPDATE SKIP LOCKED)) "
-               "RETURNING *) SELECT \"id\", \"attempt\", \"queue\", \"pkey\", \"headers\", "
-               "\"payload\", \"title\", \"size\" FROM claimed ORDER BY \"priority\", "
-               "\"retry_after\", \"id\"",
+               "\"processed_at\", \"priority\", \"retry_after\", \"id\" LIMIT $3 FOR UPDATE SKIP "
+               "LOCKED)) RETURNING *) SELECT \"id\", \"attempt\", \"queue\", \"pkey\", "
+               "\"headers\", \"payload\", \"title\", \"size\" FROM claimed ORDER BY "
+               "\"processed_at\", \"priority\", \"retry_after\", \"id\"",
                TABQ_P_NOW, TABQ_P_GROUP, TABQ_P_LIMIT, 0);
 
   /* The database's clock: no NOW parameter. */
@@ -265,10 +265,10 @@ static void test_rowlock_claim(void) {
                "WITH claimed AS (UPDATE \"jobs\" SET \"attempt\" = \"attempt\" + 1 WHERE \"id\" "
                "= ANY (ARRAY(SELECT \"id\" FROM \"jobs\" WHERE (\"retry_after\" IS NULL OR "
                "\"retry_after\" <= statement_timestamp()) AND \"processed_at\" IS NULL AND "
-               "\"queue\" = $1 ORDER BY \"priority\", \"retry_after\", \"id\" LIMIT $2 FOR "
-               "UPDATE SKIP LOCKED)) RETURNING *) SELECT \"id\", \"attempt\", \"queue\", "
-               "\"pkey\", \"headers\", \"payload\", \"title\", \"size\" FROM claimed ORDER BY "
-               "\"priority\", \"retry_after\", \"id\"",
+               "\"queue\" = $1 ORDER BY \"processed_at\", \"priority\", \"retry_after\", \"id\" "
+               "LIMIT $2 FOR UPDATE SKIP LOCKED)) RETURNING *) SELECT \"id\", \"attempt\", "
+               "\"queue\", \"pkey\", \"headers\", \"payload\", \"title\", \"size\" FROM claimed "
+               "ORDER BY \"processed_at\", \"priority\", \"retry_after\", \"id\"",
                TABQ_P_GROUP, TABQ_P_LIMIT, 0);
 
   /* No attempt column: the claim selects and locks, nothing is counted. */
@@ -277,10 +277,10 @@ static void test_rowlock_claim(void) {
   t.priority = (tabq_col){0};
   b = on(&t);
   expect_built(rowlock->claim, &b,
-               "SELECT \"id\", \"queue\", \"pkey\", \"headers\", \"payload\", \"title\", \"size\" "
-               "FROM \"jobs\" WHERE (\"retry_after\" IS NULL OR \"retry_after\" <= $1) AND "
-               "\"processed_at\" IS NULL AND \"queue\" = $2 ORDER BY \"retry_after\", \"id\" "
-               "LIMIT $3 FOR UPDATE SKIP LOCKED",
+               "SELECT \"id\", \"queue\", \"pkey\", \"headers\", \"payload\", \"title\", "
+               "\"size\" FROM \"jobs\" WHERE (\"retry_after\" IS NULL OR \"retry_after\" <= $1) "
+               "AND \"processed_at\" IS NULL AND \"queue\" = $2 ORDER BY \"processed_at\", "
+               "\"retry_after\", \"id\" LIMIT $3 FOR UPDATE SKIP LOCKED",
                TABQ_P_NOW, TABQ_P_GROUP, TABQ_P_LIMIT, 0);
   /* Nothing to check: every row is due. */
   b = on(&plain);
@@ -304,12 +304,12 @@ static void test_rowlock_claim_fifo(void) {
   tabq_build b = on(&t);
   expect_built(rowlock->claim, &b,
                "WITH claimed AS (UPDATE \"jobs\" SET \"attempt\" = \"attempt\" + 1 WHERE \"id\" "
-               "= (SELECT \"id\" FROM \"jobs\" WHERE \"queue\" = $1 AND \"processed_at\" IS "
-               "NULL ORDER BY \"priority\", \"retry_after\", \"id\" LIMIT 1) AND "
+               "= (SELECT \"id\" FROM \"jobs\" WHERE \"queue\" = $1 AND \"processed_at\" IS NULL "
+               "ORDER BY \"processed_at\", \"priority\", \"retry_after\", \"id\" LIMIT 1) AND "
                "(\"retry_after\" IS NULL OR \"retry_after\" <= $2) AND \"processed_at\" IS NULL "
-               "AND \"queue\" = $1 RETURNING *) SELECT \"id\", \"attempt\", \"queue\", "
-               "\"pkey\", \"headers\", \"payload\", \"title\", \"size\" FROM claimed ORDER BY "
-               "\"priority\", \"retry_after\", \"id\"",
+               "AND \"queue\" = $1 RETURNING *) SELECT \"id\", \"attempt\", \"queue\", \"pkey\", "
+               "\"headers\", \"payload\", \"title\", \"size\" FROM claimed ORDER BY "
+               "\"processed_at\", \"priority\", \"retry_after\", \"id\"",
                TABQ_P_GROUP, TABQ_P_NOW, 0);
 
   /* Without attempt the head is selected and locked, never skipped. */
@@ -339,9 +339,9 @@ static void test_rowlock_claim_one(void) {
   expect_built(rowlock->claim_one, &b,
                "UPDATE \"jobs\" SET \"attempt\" = \"attempt\" + 1 WHERE \"id\" = (SELECT \"id\" "
                "FROM \"jobs\" WHERE (\"retry_after\" IS NULL OR \"retry_after\" <= $1) AND "
-               "\"processed_at\" IS NULL AND \"queue\" = $2 ORDER BY \"priority\", "
-               "\"retry_after\", \"id\" LIMIT 1 FOR UPDATE SKIP LOCKED) RETURNING \"id\", "
-               "\"attempt\", \"queue\", \"pkey\", \"headers\", \"payload\", \"title\", "
+               "\"processed_at\" IS NULL AND \"queue\" = $2 ORDER BY \"processed_at\", "
+               "\"priority\", \"retry_after\", \"id\" LIMIT 1 FOR UPDATE SKIP LOCKED) RETURNING "
+               "\"id\", \"attempt\", \"queue\", \"pkey\", \"headers\", \"payload\", \"title\", "
                "\"size\"",
                TABQ_P_NOW, TABQ_P_GROUP, 0);
   /* No attempt column: the one row selected and locked. */
@@ -350,10 +350,10 @@ static void test_rowlock_claim_one(void) {
   t.priority = (tabq_col){0};
   b = on(&t);
   expect_built(rowlock->claim_one, &b,
-               "SELECT \"id\", \"queue\", \"pkey\", \"headers\", \"payload\", \"title\", \"size\" "
-               "FROM \"jobs\" WHERE (\"retry_after\" IS NULL OR \"retry_after\" <= $1) AND "
-               "\"processed_at\" IS NULL AND \"queue\" = $2 ORDER BY \"retry_after\", \"id\" "
-               "LIMIT 1 FOR UPDATE SKIP LOCKED",
+               "SELECT \"id\", \"queue\", \"pkey\", \"headers\", \"payload\", \"title\", "
+               "\"size\" FROM \"jobs\" WHERE (\"retry_after\" IS NULL OR \"retry_after\" <= $1) "
+               "AND \"processed_at\" IS NULL AND \"queue\" = $2 ORDER BY \"processed_at\", "
+               "\"retry_after\", \"id\" LIMIT 1 FOR UPDATE SKIP LOCKED",
                TABQ_P_NOW, TABQ_P_GROUP, 0);
   b = on(&weird);
   expect_built(rowlock->claim_one, &b,
@@ -372,10 +372,10 @@ static void test_rowlock_claim_one_fifo(void) {
   expect_built(rowlock->claim_one, &b,
                "UPDATE \"jobs\" SET \"attempt\" = \"attempt\" + 1 WHERE \"id\" = (SELECT \"id\" "
                "FROM \"jobs\" WHERE \"queue\" = $1 AND \"processed_at\" IS NULL ORDER BY "
-               "\"priority\", \"retry_after\", \"id\" LIMIT 1) AND (\"retry_after\" IS NULL OR "
-               "\"retry_after\" <= $2) AND \"processed_at\" IS NULL AND \"queue\" = $1 RETURNING "
-               "\"id\", \"attempt\", \"queue\", \"pkey\", \"headers\", \"payload\", \"title\", "
-               "\"size\"",
+               "\"processed_at\", \"priority\", \"retry_after\", \"id\" LIMIT 1) AND "
+               "(\"retry_after\" IS NULL OR \"retry_after\" <= $2) AND \"processed_at\" IS NULL "
+               "AND \"queue\" = $1 RETURNING \"id\", \"attempt\", \"queue\", \"pkey\", "
+               "\"headers\", \"payload\", \"title\", \"size\"",
                TABQ_P_GROUP, TABQ_P_NOW, 0);
   t.attempt = (tabq_col){0};
   expect_none(rowlock->claim_one, &b);
@@ -392,10 +392,10 @@ static void test_lease_claim(void) {
                "\"attempt\" + 1 WHERE \"id\" = ANY (ARRAY(SELECT \"id\" FROM \"jobs\" WHERE "
                "(\"locked_until\" IS NULL OR \"locked_until\" <= $2) AND (\"retry_after\" IS "
                "NULL OR \"retry_after\" <= $2) AND \"processed_at\" IS NULL AND \"queue\" = $3 "
-               "ORDER BY \"priority\", \"retry_after\", \"id\" LIMIT $4 FOR UPDATE SKIP LOCKED)) "
-               "RETURNING *) SELECT \"id\", \"attempt\", \"queue\", \"pkey\", \"headers\", "
-               "\"payload\", \"title\", \"size\" FROM claimed ORDER BY \"priority\", "
-               "\"retry_after\", \"id\"",
+               "ORDER BY \"processed_at\", \"priority\", \"retry_after\", \"id\" LIMIT $4 FOR "
+               "UPDATE SKIP LOCKED)) RETURNING *) SELECT \"id\", \"attempt\", \"queue\", "
+               "\"pkey\", \"headers\", \"payload\", \"title\", \"size\" FROM claimed ORDER BY "
+               "\"processed_at\", \"priority\", \"retry_after\", \"id\"",
                TABQ_P_LEASE_UNTIL, TABQ_P_NOW, TABQ_P_GROUP, TABQ_P_LIMIT, 0);
   b = on(&thumbs);
   expect_built(lease->claim, &b,
@@ -421,13 +421,13 @@ static void test_lease_claim_fifo(void) {
   tabq_build b = on(&t);
   expect_built(lease->claim, &b,
                "WITH claimed AS (UPDATE \"jobs\" SET \"locked_until\" = $1, \"attempt\" = "
-               "\"attempt\" + 1 WHERE \"id\" = (SELECT \"id\" FROM \"jobs\" WHERE \"queue\" = "
-               "$2 AND \"processed_at\" IS NULL ORDER BY \"priority\", \"retry_after\", \"id\" "
-               "LIMIT 1) AND (\"locked_until\" IS NULL OR \"locked_until\" <= $3) AND "
-               "(\"retry_after\" IS NULL OR \"retry_after\" <= $3) AND \"processed_at\" IS NULL "
-               "AND \"queue\" = $2 RETURNING *) SELECT \"id\", \"attempt\", \"queue\", "
-               "\"pkey\", \"headers\", \"payload\", \"title\", \"size\" FROM claimed ORDER BY "
-               "\"priority\", \"retry_after\", \"id\"",
+               "\"attempt\" + 1 WHERE \"id\" = (SELECT \"id\" FROM \"jobs\" WHERE \"queue\" = $2 "
+               "AND \"processed_at\" IS NULL ORDER BY \"processed_at\", \"priority\", "
+               "\"retry_after\", \"id\" LIMIT 1) AND (\"locked_until\" IS NULL OR "
+               "\"locked_until\" <= $3) AND (\"retry_after\" IS NULL OR \"retry_after\" <= $3) "
+               "AND \"processed_at\" IS NULL AND \"queue\" = $2 RETURNING *) SELECT \"id\", "
+               "\"attempt\", \"queue\", \"pkey\", \"headers\", \"payload\", \"title\", \"size\" "
+               "FROM claimed ORDER BY \"processed_at\", \"priority\", \"retry_after\", \"id\"",
                TABQ_P_LEASE_UNTIL, TABQ_P_GROUP, TABQ_P_NOW, 0);
   /* Only the lease and the group: the head while its lease has ended. */
   tabq_table g = {.size = sizeof(tabq_table),
@@ -452,9 +452,9 @@ static void test_lease_claim_one(void) {
                "UPDATE \"jobs\" SET \"locked_until\" = $1, \"attempt\" = \"attempt\" + 1 WHERE "
                "\"id\" = (SELECT \"id\" FROM \"jobs\" WHERE (\"locked_until\" IS NULL OR "
                "\"locked_until\" <= $2) AND (\"retry_after\" IS NULL OR \"retry_after\" <= $2) "
-               "AND \"processed_at\" IS NULL AND \"queue\" = $3 ORDER BY \"priority\", "
-               "\"retry_after\", \"id\" LIMIT 1 FOR UPDATE SKIP LOCKED) RETURNING \"id\", "
-               "\"attempt\", \"queue\", \"pkey\", \"headers\", \"payload\", \"title\", "
+               "AND \"processed_at\" IS NULL AND \"queue\" = $3 ORDER BY \"processed_at\", "
+               "\"priority\", \"retry_after\", \"id\" LIMIT 1 FOR UPDATE SKIP LOCKED) RETURNING "
+               "\"id\", \"attempt\", \"queue\", \"pkey\", \"headers\", \"payload\", \"title\", "
                "\"size\"",
                TABQ_P_LEASE_UNTIL, TABQ_P_NOW, TABQ_P_GROUP, 0);
   b = on(&bare);
@@ -518,7 +518,8 @@ static void test_advisory(void) {
   expect_built(adv->candidates, &b,
                "SELECT \"id\", 'acct-' || coalesce(\"account\"::text, '') FROM \"adv_jobs\" "
                "WHERE (\"retry_after\" IS NULL OR \"retry_after\" <= $1) AND \"processed_at\" IS "
-               "NULL AND \"queue\" = $2 ORDER BY \"priority\", \"retry_after\", \"id\" LIMIT $3",
+               "NULL AND \"queue\" = $2 ORDER BY \"processed_at\", \"priority\", "
+               "\"retry_after\", \"id\" LIMIT $3",
                TABQ_P_NOW, TABQ_P_GROUP, TABQ_P_LIMIT, 0);
   expect_built(adv->lock, &b, "SELECT pg_try_advisory_lock(hashtextextended($1, 0))", TABQ_P_KEY,
                0);
@@ -554,8 +555,8 @@ static void test_advisory(void) {
   expect_built(adv->candidates, &b,
                "SELECT \"id\", 'acct-' || coalesce(\"account\"::text, '') FROM \"adv_jobs\" "
                "WHERE (\"retry_after\" IS NULL OR \"retry_after\" <= statement_timestamp()) AND "
-               "\"processed_at\" IS NULL AND \"queue\" = $1 ORDER BY \"priority\", "
-               "\"retry_after\", \"id\" LIMIT $2",
+               "\"processed_at\" IS NULL AND \"queue\" = $1 ORDER BY \"processed_at\", "
+               "\"priority\", \"retry_after\", \"id\" LIMIT $2",
                TABQ_P_GROUP, TABQ_P_LIMIT, 0);
   expect_built(adv->take, &b,
                "UPDATE \"adv_jobs\" SET \"attempt\" = \"attempt\" + 1 WHERE \"id\" = $1 AND "

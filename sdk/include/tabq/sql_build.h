@@ -50,6 +50,11 @@ typedef struct tabq_sql_style {
   const char *empty_insert;
   /* The database's name in refusals: "PostgreSQL". */
   const char *product;
+  /* Claims order by processed_at first where the table has one. Every claimable row has it
+   * NULL, so the order stays the same; but an index that leads with (group, processed_at)
+   * then gives that order, where a planner that does not take "IS NULL" for a constant
+   * (PostgreSQL) would take the primary key's id order instead and walk the finished rows. */
+  bool order_by_processed_at;
 } tabq_sql_style;
 
 /* Defines `static int name(const tabq_build *b, tabq_stmt *out)` as tabq_sqlb_<name> in `style`,
@@ -107,7 +112,8 @@ void tabq_sqlb_reached(const tabq_sql_style *s, tabq_stmt *st, const tabq_table 
  * first: [reached(locked_until) when leased], [reached(retry_after)], [processed_at IS NULL],
  * [group = :GROUP]. A table with none writes nothing. */
 void tabq_sqlb_due(const tabq_sql_style *s, const tabq_build *b, tabq_stmt *st, const char *lead);
-/* " ORDER BY [priority, ][retry_after, ]id". */
+/* " ORDER BY [processed_at, ][priority, ][retry_after, ]id" (processed_at where the style
+ * says order_by_processed_at). */
 void tabq_sqlb_claim_order(const tabq_sql_style *s, tabq_stmt *st, const tabq_table *t);
 /* The first due rows: due(" WHERE "), the claim order, " LIMIT :LIMIT". */
 void tabq_sqlb_first_due(const tabq_sql_style *s, const tabq_build *b, tabq_stmt *st);
