@@ -41,6 +41,9 @@ void gate_open(gate *g);
 
 void sleep_ms(int ms);
 
+/* A batch handler that acks every row. */
+void ack_every_row(tabq_delivery *const *ds, size_t n, tabq_outcome *out, void *user);
+
 /* Exactly-once counting: reset, mount once_handler (it acks), then once_check asserts. */
 #define ONCE_MAX 20000
 void once_reset(int n);

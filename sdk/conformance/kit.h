@@ -204,6 +204,11 @@ tabq_outcome hold_first(tabq_delivery *d, void *user);
  * it opens the gate first, so the test's end does not wait for the held handler for ever. */
 void held_until_claimed(held_first *h, const tabq_subscription *sub, uint64_t n);
 void shutdown_while_held(tabq_broker *b, held_first *h);
+/* On a table of two rows, `o` mounting hold_first on `h` in a way that claims the second row
+ * while the first is held (prefetch, workers_by_key): the second row's lease (`o` sets it to
+ * one second) is extended while it waits three leases long, and both are acked, none lost. */
+void waiting_row_keeps_its_lease(tabq_broker *b, const tabq_table *t, tabq_subscription_options *o,
+                                 held_first *h);
 
 /* A child: this executable again with the hidden --child MODE (child.c), on the test's table,
  * its stdout and stdin as pipes; killed by end_test if still running. */

@@ -241,36 +241,12 @@ static void by_key_waiting_lease_extended(void) {
   publish_keyed(b, "a", "1");
   publish_keyed(b, "a", "2");
   static held_first h;
-  memset(&h, 0, sizeof h);
-  gate_init(&h.g);
   tabq_subscription_options o = sub_options("q", hold_first, &h);
   o.workers_by_key = 2;
-  o.lease_s = 1;
-  tabq_subscription *sub = NULL;
-  CU_ASSERT_EQUAL_FATAL(tabq_subscribe(b, keyed_table(), &o, &sub, &err), TABQ_OK);
-  gate_wait_in(&h.g);
-  held_until_claimed(&h, sub, 2);
-  /* Three leases long: unextended, the waiting row's lease would have ended two seconds ago. */
-  sleep_ms(3000);
-  CU_ASSERT(db_ms_from_now("SELECT locked_until FROM {jobs} WHERE id = (SELECT max(id) FROM "
-                           "{jobs})") > 0);
-  gate_open(&h.g);
-  CU_ASSERT(wait_count("SELECT count(*) FROM {jobs}", 0, 10000));
-  tabq_stats st;
-  stats_after(sub, 2, &st);
-  CU_ASSERT_EQUAL(st.acked, 2);
-  CU_ASSERT_EQUAL(st.lease_lost, 0);
-  close_broker(b);
-  CU_ASSERT_EQUAL(atomic_load(&h.calls), 2);
+  waiting_row_keeps_its_lease(b, keyed_table(), &o, &h);
 }
 
 /* ---- Refusals -------------------------------------------------------------------------------- */
-
-static void ack_all(tabq_delivery *const *ds, size_t n, tabq_outcome *out, void *user) {
-  (void)ds, (void)user;
-  for (size_t i = 0; i < n; i++)
-    out[i] = tabq_ack();
-}
 
 static void by_key_refusals(void) {
   fresh_db();
@@ -283,7 +259,7 @@ static void by_key_refusals(void) {
   expect_refused(b, jobs_table(), &o, "workers_by_key needs a partition_key column");
   o.workers = 3;
   expect_refused(b, keyed_table(), &o, "workers_by_key sets the worker count");
-  tabq_subscription_options batch = batch_options("q", ack_all, NULL, 4);
+  tabq_subscription_options batch = batch_options("q", ack_every_row, NULL, 4);
   batch.workers_by_key = 2;
   expect_refused(b, keyed_table(), &batch, "a batch handler is not served");
   /* The advisory form takes no FIFO table at all (R-DESC-1). */

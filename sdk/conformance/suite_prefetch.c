@@ -83,34 +83,9 @@ static void prefetch_waiting_lease_extended(void) {
   tabq_broker *b = connect_broker(20);
   db_fill("q", 2);
   static held_first h;
-  memset(&h, 0, sizeof h);
-  gate_init(&h.g);
   tabq_subscription_options o = sub_options("q", hold_first, &h);
   o.prefetch = 1;
-  o.lease_s = 1;
-  tabq_subscription *sub = NULL;
-  CU_ASSERT_EQUAL_FATAL(tabq_subscribe(b, jobs_table(), &o, &sub, &err), TABQ_OK);
-  gate_wait_in(&h.g);
-  held_until_claimed(&h, sub, 2);
-  /* Three leases long: unextended, the waiting row's lease would have ended two seconds ago. */
-  sleep_ms(3000);
-  CU_ASSERT(db_ms_from_now("SELECT locked_until FROM {jobs} WHERE id = (SELECT max(id) FROM "
-                           "{jobs})") > 0);
-  gate_open(&h.g);
-  CU_ASSERT(wait_count("SELECT count(*) FROM {jobs}", 0, 10000));
-  tabq_stats st;
-  stats_after(sub, 2, &st);
-  CU_ASSERT_EQUAL(st.acked, 2);
-  CU_ASSERT_EQUAL(st.lease_lost, 0);
-  CU_ASSERT_EQUAL(st.claimed, 2);
-  close_broker(b);
-  CU_ASSERT_EQUAL(atomic_load(&h.calls), 2);
-}
-
-static void ack_all(tabq_delivery *const *ds, size_t n, tabq_outcome *out, void *user) {
-  (void)ds, (void)user;
-  for (size_t i = 0; i < n; i++)
-    out[i] = tabq_ack();
+  waiting_row_keeps_its_lease(b, jobs_table(), &o, &h);
 }
 
 static void prefetch_misused_is_refused(void) {
@@ -139,7 +114,7 @@ static void prefetch_misused_is_refused(void) {
       expect_refused(b, keyed_table(), &o, "workers_by_key keeps rows waiting");
     }
   }
-  tabq_subscription_options batch = batch_options("q", ack_all, NULL, 4);
+  tabq_subscription_options batch = batch_options("q", ack_every_row, NULL, 4);
   batch.prefetch = 4;
   expect_refused(b, jobs_table(), &batch, "a batch handler's claim takes its batch already");
   /* Nothing was claimed by any of them. */

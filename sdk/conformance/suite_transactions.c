@@ -356,18 +356,12 @@ static void transactional_handle_rules(void) {
   close_broker(b);
 }
 
-static void ack_all(tabq_delivery *const *ds, size_t n, tabq_outcome *out, void *user) {
-  (void)ds, (void)user;
-  for (size_t i = 0; i < n; i++)
-    out[i] = tabq_ack();
-}
-
 /* transactional misused is refused at subscribe, naming the table and the rule. */
 static void transactional_refusals(void) {
   fresh_db();
   tabq_broker *b = connect_broker(50);
   db_fill("q", 1);
-  tabq_subscription_options o = batch_options("q", ack_all, NULL, 4);
+  tabq_subscription_options o = batch_options("q", ack_every_row, NULL, 4);
   o.transactional = true;
   CU_ASSERT_EQUAL(tabq_subscribe(b, jobs_table(), &o, NULL, &err), TABQ_DECLARATION);
   CU_ASSERT_PTR_NOT_NULL(strstr(err.message, "transactional serves a handler of one delivery"));

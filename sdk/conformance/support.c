@@ -108,6 +108,31 @@ void held_until_claimed(held_first *h, const tabq_subscription *sub, uint64_t n)
   CU_ASSERT_EQUAL_FATAL(claimed, n);
 }
 
+void waiting_row_keeps_its_lease(tabq_broker *b, const tabq_table *t, tabq_subscription_options *o,
+                                 held_first *h) {
+  memset(h, 0, sizeof *h);
+  gate_init(&h->g);
+  o->lease_s = 1;
+  tabq_subscription *sub = NULL;
+  tabq_error err;
+  CU_ASSERT_EQUAL_FATAL(tabq_subscribe(b, t, o, &sub, &err), TABQ_OK);
+  gate_wait_in(&h->g);
+  held_until_claimed(h, sub, 2);
+  /* Three leases long: unextended, the waiting row's lease would have ended two seconds ago. */
+  sleep_ms(3000);
+  CU_ASSERT(db_ms_from_now("SELECT locked_until FROM {jobs} WHERE id = (SELECT max(id) FROM "
+                           "{jobs})") > 0);
+  gate_open(&h->g);
+  CU_ASSERT(wait_count("SELECT count(*) FROM {jobs}", 0, 10000));
+  tabq_stats st;
+  stats_after(sub, 2, &st);
+  CU_ASSERT_EQUAL(st.acked, 2);
+  CU_ASSERT_EQUAL(st.lease_lost, 0);
+  CU_ASSERT_EQUAL(st.claimed, 2);
+  close_broker(b);
+  CU_ASSERT_EQUAL(atomic_load(&h->calls), 2);
+}
+
 static void *shut_down(void *b) {
   tabq_shutdown(b);
   return NULL;
