@@ -88,10 +88,12 @@ bool tabq_claim_space_mark(tabq_subscription *s, tabq_claim_space *sp, const can
 void tabq_claim_gone(tabq_delivery *d, bool gone) {
   tabq_subscription *s = d->sub;
   d->gone = gone;
-  if (!gone)
+  /* Only claims that read candidates ask (advisory, claims by ids): elsewhere a batch's
+   * settlement would count on a shared counter for nothing. */
+  if (!gone || !s->gone_ids)
     return;
   d->gone_at = atomic_fetch_add(&s->gone_next, 1);
-  if (s->gone_ids && d->id.type == TABQ_T_INT)
+  if (d->id.type == TABQ_T_INT)
     atomic_store(&s->gone_ids[d->gone_at % s->ngone], d->id.u.i);
 }
 
