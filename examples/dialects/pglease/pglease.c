@@ -32,7 +32,7 @@ static const tabq_sql_style style = {
     .product = "PostgreSQL (pglease)",
 };
 
-/* ---- Dialect ----------------------------------------------------------------------------------- */
+/* ---- Dialect --------------------------------------------------------------------------------- */
 
 static int check(const tabq_build *b) {
   const tabq_table *t = b->table;
@@ -103,7 +103,7 @@ static const tabq_dialect_v1 dialect = {
     .count_attempt = count_attempt_row,
 };
 
-/* ---- Lease ------------------------------------------------------------------------------------- */
+/* ---- Lease ----------------------------------------------------------------------------------- */
 
 /* WITH picked AS MATERIALIZED (SELECT id FROM T WHERE <due> ORDER BY <claim order> LIMIT :LIMIT
  *                              FOR UPDATE SKIP LOCKED),
@@ -147,7 +147,7 @@ static const tabq_lease_v1 lease = {
     .lease_one = lease_one,
 };
 
-/* ---- The descriptor ---------------------------------------------------------------------------- */
+/* ---- The descriptor -------------------------------------------------------------------------- */
 
 static const char *const schemes[] = {"pglease", NULL};
 
