@@ -19,7 +19,6 @@ maria_test_start() {
   MARIA_TEST_DIR=$(mktemp -d /tmp/tabq-maria.XXXXXX)
   chmod 755 "$MARIA_TEST_DIR"
   [ "$(id -u)" -eq 0 ] && chown "$user" "$MARIA_TEST_DIR"
-  MARIA_TEST_PORT=$(free_port 53306)
   local d=$MARIA_TEST_DIR
   mariadb-install-db --no-defaults --datadir="$d/data" --user="$user" \
     --auth-root-authentication-method=normal --skip-test-db >"$d/install.log" 2>&1 ||
@@ -30,15 +29,34 @@ maria_test_start() {
   # that flushes its redo log at every commit, as a service's would.
   local flush=0
   [ "${MARIA_TEST_DURABLE:-0}" = 1 ] && flush=1
-  /usr/sbin/mariadbd --no-defaults --datadir="$d/data" --user="$user" --socket="$d/sock" \
-    --port="$MARIA_TEST_PORT" --bind-address=127.0.0.1 --pid-file="$d/pid" \
-    --log-error="$d/error.log" --innodb-flush-log-at-trx-commit=$flush --innodb-buffer-pool-size=128M \
-    --max-connections=400 --skip-name-resolve --log-bin="$d/binlog" --server-id=1 \
-    --sync-binlog=0 >/dev/null 2>&1 &
-  local i
-  for i in $(seq 1 120); do
-    mariadb-admin --no-defaults --socket="$d/sock" -uroot ping >/dev/null 2>&1 && break
-    sleep 0.5
+  # The port is probed free, then bound by the server a moment later: another ./dev started at
+  # the same time may take it in between. The server's own bind decides; when it exits refusing
+  # the port, the next free one is tried.
+  MARIA_TEST_PORT=$(free_port 53306)
+  local tries=0 pid i up
+  while :; do
+    rm -f "$d/error.log"
+    /usr/sbin/mariadbd --no-defaults --datadir="$d/data" --user="$user" --socket="$d/sock" \
+      --port="$MARIA_TEST_PORT" --bind-address=127.0.0.1 --pid-file="$d/pid" \
+      --log-error="$d/error.log" --innodb-flush-log-at-trx-commit=$flush --innodb-buffer-pool-size=128M \
+      --max-connections=400 --skip-name-resolve --log-bin="$d/binlog" --server-id=1 \
+      --sync-binlog=0 >/dev/null 2>&1 &
+    pid=$!
+    up=0
+    for i in $(seq 1 120); do
+      mariadb-admin --no-defaults --socket="$d/sock" -uroot ping >/dev/null 2>&1 && { up=1; break; }
+      kill -0 "$pid" 2>/dev/null || break
+      sleep 0.5
+    done
+    [ "$up" = 1 ] && break
+    tries=$((tries + 1))
+    if [ "$tries" -ge 20 ] || ! grep -q "Bind on TCP/IP port\|Address already in use" "$d/error.log"; then
+      cat "$d/error.log" >&2
+      return 1
+    fi
+    wait "$pid" 2>/dev/null || true
+    echo "dev: MariaDB could not bind 127.0.0.1:$MARIA_TEST_PORT (taken since it was probed free); trying the next free port"
+    MARIA_TEST_PORT=$(free_port $((MARIA_TEST_PORT + 1)))
   done
   mariadb --no-defaults --socket="$d/sock" -uroot -e \
     "CREATE DATABASE tabq_test; CREATE USER 'tabq'@'127.0.0.1' IDENTIFIED BY 'tabq';

@@ -33,16 +33,28 @@ pg_test_start() {
   PG_TEST_DIR=$(mktemp -d /tmp/tabq-pg.XXXXXX)
   chmod 755 "$PG_TEST_DIR"
   [ "$(id -u)" -eq 0 ] && chown "$PG_TEST_USER" "$PG_TEST_DIR"
-  PG_TEST_PORT=$(free_port 55432)
   as_db_user "$bin/initdb" -D "$PG_TEST_DIR/data" -A trust -U tabq --no-sync -E UTF8 >"$PG_TEST_DIR/initdb.log" 2>&1 ||
     { cat "$PG_TEST_DIR/initdb.log" >&2; return 1; }
   # fsync off: a test cluster needs no durability, and it keeps the suites fast. The benchmark
   # sets PG_TEST_DURABLE=1 for a server that flushes every commit, as a service's would.
   local sync="-c fsync=off -c synchronous_commit=off"
   [ "${PG_TEST_DURABLE:-0}" = 1 ] && sync="-c fsync=on -c synchronous_commit=on"
-  as_db_user "$bin/pg_ctl" -D "$PG_TEST_DIR/data" -l "$PG_TEST_DIR/server.log" -w -t 60 \
+  # The port is probed free, then bound by the server a moment later: another ./dev started at
+  # the same time may take it in between. The server's own bind decides; on a refusal the next
+  # free port is tried.
+  PG_TEST_PORT=$(free_port 55432)
+  local tries=0
+  until as_db_user "$bin/pg_ctl" -D "$PG_TEST_DIR/data" -l "$PG_TEST_DIR/server.log" -w -t 60 \
     -o "-c listen_addresses=127.0.0.1 -p $PG_TEST_PORT -k $PG_TEST_DIR $sync -c max_connections=300" \
-    start >/dev/null || { cat "$PG_TEST_DIR/server.log" >&2; return 1; }
+    start >/dev/null 2>&1; do
+    tries=$((tries + 1))
+    if [ "$tries" -ge 20 ] || ! grep -q "could not bind\|Address already in use" "$PG_TEST_DIR/server.log"; then
+      cat "$PG_TEST_DIR/server.log" >&2
+      return 1
+    fi
+    echo "dev: PostgreSQL could not bind 127.0.0.1:$PG_TEST_PORT (taken since it was probed free); trying the next free port"
+    PG_TEST_PORT=$(free_port $((PG_TEST_PORT + 1)))
+  done
   as_db_user "$bin/createdb" -h 127.0.0.1 -p "$PG_TEST_PORT" -U tabq tabq_test
   export TABQ_TEST_POSTGRES_URL="postgres://tabq@127.0.0.1:$PG_TEST_PORT/tabq_test"
   PG_TEST_PID=$(head -n 1 "$PG_TEST_DIR/data/postmaster.pid")
