@@ -28,19 +28,34 @@ static int refuse(tabq_error *err, const char *fmt_path, const char *path, const
                     iface);                                                                        \
   } while (0)
 
-static int check_header(const char *path, const char *iface, uint32_t size, uint32_t min_size,
+/* A table's size must cover its 1.0 members and end on a whole member: after the header every
+ * member is a pointer, so a size between two of them is no build's sizeof. */
+static int check_header(const char *path, const char *iface, uint32_t size, size_t min_size,
                         uint32_t version, tabq_error *err) {
   if (size < min_size || version < 1)
     return tabq_err_set(err, TABQ_PLUGIN, NULL, NULL,
-                        "plugin %s: interface %s has size %u and version %u; version 1 needs "
-                        "size %u or more",
+                        "plugin %s: interface %s has size %u and version %u; ABI 1.0 needs "
+                        "version 1 and size %zu or more",
                         path, iface, size, version, min_size);
+  if (size % sizeof(void *))
+    return tabq_err_set(err, TABQ_PLUGIN, NULL, NULL,
+                        "plugin %s: interface %s has size %u, which ends inside a member (no "
+                        "build of dialect.h gives it)",
+                        path, iface, size);
   return TABQ_OK;
 }
 
+/* Copies a plugin's table into the core's full-size one: the bytes its size covers, the rest
+ * zero. `size` was checked (check_header), so every member copied is a whole one. */
+static void take_sized(void *dst, size_t dst_size, const void *src, uint32_t size) {
+  memset(dst, 0, dst_size);
+  memcpy(dst, src, size < dst_size ? size : dst_size);
+  memcpy(dst, &(uint32_t){(uint32_t)dst_size}, sizeof(uint32_t)); /* the copy's own size */
+}
+#define TAKE(dst, src) take_sized(&(dst), sizeof(dst), (src), (src)->size)
+
 static int check_driver(const char *path, const tabq_driver_v1 *d, tabq_error *err) {
-  int rc = check_header(path, "Driver", d->size, (uint32_t)offsetof(tabq_driver_v1, listen),
-                        d->version, err);
+  int rc = check_header(path, "Driver", d->size, TABQ_DRIVER_SIZE_1_0, d->version, err);
   if (rc)
     return rc;
   REQUIRE(d, "Driver", connect);
@@ -61,14 +76,13 @@ static int check_driver(const char *path, const tabq_driver_v1 *d, tabq_error *e
   return TABQ_OK;
 }
 
+/* Each interface the plugin serves, against ABI 1.0's size (what a later minor appended is
+ * read only where the plugin's size covers it), then its required members, which 1.0 had. */
 static int check_interfaces(const char *path, const tabq_plugin *p, tabq_error *err) {
   const tabq_dialect_v1 *dl = p->dialect;
   if (!dl)
     return refuse(err, "plugin %s: %s", path, "the descriptor has no Dialect interface");
-  int rc =
-      /* 1.0's table ends at notify; what 1.1 added is read only where the size covers it. */
-      check_header(path, "Dialect", dl->size, (uint32_t)offsetof(tabq_dialect_v1, placeholder),
-                   dl->version, err);
+  int rc = check_header(path, "Dialect", dl->size, TABQ_DIALECT_SIZE_1_0, dl->version, err);
   if (rc)
     return rc;
   REQUIRE(dl, "Dialect", check);
@@ -82,21 +96,21 @@ static int check_interfaces(const char *path, const tabq_plugin *p, tabq_error *
   REQUIRE(dl, "Dialect", dead_letter_table);
   REQUIRE(dl, "Dialect", begin);
   if (p->rowlock) {
-    if ((rc = check_header(path, "RowLock", p->rowlock->size, sizeof(tabq_rowlock_v1),
+    if ((rc = check_header(path, "RowLock", p->rowlock->size, TABQ_ROWLOCK_SIZE_1_0,
                            p->rowlock->version, err)))
       return rc;
     REQUIRE(p->rowlock, "RowLock", claim);
   }
   if (p->lease) {
-    if ((rc = check_header(path, "Lease", p->lease->size,
-                           (uint32_t)offsetof(tabq_lease_v1, lease_one), p->lease->version, err)))
+    if ((rc = check_header(path, "Lease", p->lease->size, TABQ_LEASE_SIZE_1_0, p->lease->version,
+                           err)))
       return rc;
     REQUIRE(p->lease, "Lease", claim);
     REQUIRE(p->lease, "Lease", extend);
     REQUIRE(p->lease, "Lease", release);
   }
   if (p->advisory) {
-    if ((rc = check_header(path, "Advisory", p->advisory->size, sizeof(tabq_advisory_v1),
+    if ((rc = check_header(path, "Advisory", p->advisory->size, TABQ_ADVISORY_SIZE_1_0,
                            p->advisory->version, err)))
       return rc;
     REQUIRE(p->advisory, "Advisory", candidates);
@@ -107,12 +121,23 @@ static int check_interfaces(const char *path, const tabq_plugin *p, tabq_error *
     }
   }
   if (p->byname) {
-    if ((rc = check_header(path, "ByName", p->byname->size, sizeof(tabq_byname_v1),
+    if ((rc = check_header(path, "ByName", p->byname->size, TABQ_BYNAME_SIZE_1_0,
                            p->byname->version, err)))
       return rc;
     REQUIRE(p->byname, "ByName", check);
   }
   return TABQ_OK;
+}
+
+/* The checked descriptor and its tables, copied at this core's sizes into `own`. */
+static void take_interfaces(const tabq_plugin *p, tabq_ifaces *own) {
+  take_sized(&own->desc, sizeof own->desc, p, p->size);
+  own->desc.driver = p->driver ? (TAKE(own->driver, p->driver), &own->driver) : NULL;
+  own->desc.dialect = (TAKE(own->dialect, p->dialect), &own->dialect);
+  own->desc.rowlock = p->rowlock ? (TAKE(own->rowlock, p->rowlock), &own->rowlock) : NULL;
+  own->desc.lease = p->lease ? (TAKE(own->lease, p->lease), &own->lease) : NULL;
+  own->desc.advisory = p->advisory ? (TAKE(own->advisory, p->advisory), &own->advisory) : NULL;
+  own->desc.byname = p->byname ? (TAKE(own->byname, p->byname), &own->byname) : NULL;
 }
 
 /* Plugins stay loaded (RTLD_NODELETE, below), so each one's entry runs once per process: a later
@@ -142,7 +167,8 @@ static const tabq_plugin *enter_once(const void *sym, tabq_plugin_entry_fn entry
   return p;
 }
 
-static int handshake(const char *path, void *handle, const tabq_plugin **out, tabq_error *err) {
+/* Calls the entry, checks the descriptor and its tables, and copies them into out->own. */
+static int handshake(const char *path, void *handle, tabq_loaded *out, tabq_error *err) {
   dlerror();
   void *sym = dlsym(handle, TABQ_PLUGIN_ENTRY_SYMBOL);
   if (!sym)
@@ -167,10 +193,10 @@ static int handshake(const char *path, void *handle, const tabq_plugin **out, ta
                         TABQ_ABI_MINOR);
   /* The 1.0 descriptor's size, not this core's: members a later minor appends are read only
    * where the plugin's size covers them. */
-  if (p->size < TABQ_PLUGIN_SIZE_1_0)
+  if (p->size < TABQ_PLUGIN_SIZE_1_0 || p->size % sizeof(void *))
     return tabq_err_set(err, TABQ_PLUGIN, NULL, NULL,
-                        "plugin %s: descriptor size %u is smaller than ABI 1.0's %zu", path,
-                        p->size, (size_t)TABQ_PLUGIN_SIZE_1_0);
+                        "plugin %s: descriptor size %u is not a descriptor's (ABI 1.0's is %zu)",
+                        path, p->size, (size_t)TABQ_PLUGIN_SIZE_1_0);
   if (!p->name || !p->name[0] || !p->schemes || !p->schemes[0])
     return refuse(err, "plugin %s: %s", path, "the descriptor names no dialect or no URL scheme");
   if (!p->driver && !p->driver_from)
@@ -181,7 +207,9 @@ static int handshake(const char *path, void *handle, const tabq_plugin **out, ta
   rc = check_interfaces(path, p, err);
   if (rc)
     return rc;
-  *out = p;
+  out->returned = p;
+  take_interfaces(p, &out->own);
+  out->plugin = &out->own.desc;
   return TABQ_OK;
 }
 
@@ -312,8 +340,9 @@ static int borrow_driver(const tabq_plugin_index *ix, tabq_loaded *out, tabq_err
   if ((rc = open_entry(ix, e, NULL, false, &lender, err)))
     return rc;
   out->driver_handle = lender.handle;
-  out->driver = lender.driver;
-  out->lender = lender.plugin;
+  out->own.driver = lender.own.driver;
+  out->driver = &out->own.driver;
+  out->lender = lender.returned;
   return TABQ_OK;
 }
 
@@ -333,7 +362,7 @@ static int open_entry(const tabq_plugin_index *ix, const tabq_plugin_entry *e, c
   out->handle = dlopen(out->path, RTLD_NOW | RTLD_LOCAL | RTLD_NODELETE);
   if (!out->handle)
     return refuse(err, "cannot load plugin %s: %s", out->path, dlerror());
-  if (!(rc = handshake(out->path, out->handle, &out->plugin, err)))
+  if (!(rc = handshake(out->path, out->handle, out, err)))
     rc = e->has_manifest ? check_manifest_agrees(e, out->path, mpath, out->plugin, err)
                          : check_name_agrees(e, out->path, scheme, out->plugin, err);
   if (!rc && !out->plugin->driver && !may_borrow)

@@ -6,12 +6,27 @@
 #include <tabq/dialect.h>
 #include <tabq/tabq.h>
 
+/* A plugin's descriptor and tables as this core reads them: each copied at this core's full
+ * size, the members a plugin of an earlier minor does not have zero (NULL, no flag), so the
+ * engine reads one layout and never past the end of an older plugin's table. */
+typedef struct tabq_ifaces {
+  tabq_plugin desc; /* its pointers lead to the copies below (NULL where not served) */
+  tabq_driver_v1 driver;
+  tabq_dialect_v1 dialect;
+  tabq_rowlock_v1 rowlock;
+  tabq_lease_v1 lease;
+  tabq_advisory_v1 advisory;
+  tabq_byname_v1 byname;
+} tabq_ifaces;
+
 typedef struct tabq_loaded {
-  void *handle;              /* dlopen handle of the plugin */
-  void *driver_handle;       /* dlopen handle of the plugin lending its driver, or NULL */
-  const tabq_plugin *lender; /* that plugin's descriptor, or NULL */
-  const tabq_plugin *plugin;
-  const tabq_driver_v1 *driver;
+  void *handle;                 /* dlopen handle of the plugin */
+  void *driver_handle;          /* dlopen handle of the plugin lending its driver, or NULL */
+  const tabq_plugin *lender;    /* that plugin's descriptor as it returned it, or NULL */
+  const tabq_plugin *returned;  /* the plugin's descriptor as it returned it */
+  const tabq_plugin *plugin;    /* &own.desc: the engine reads this one */
+  const tabq_driver_v1 *driver; /* &own.driver: the plugin's driver, or the lender's */
+  tabq_ifaces own;
   char path[PATH_MAX];
 } tabq_loaded;
 

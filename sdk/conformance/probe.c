@@ -81,7 +81,7 @@ static const tabq_plugin *open_descriptor(const char *path, char *why, size_t ca
     return NULL;
   }
   if (TABQ_ABI_MAJOR_OF(p->abi) != TABQ_ABI_MAJOR || TABQ_ABI_MINOR_OF(p->abi) > TABQ_ABI_MINOR ||
-      p->size < sizeof(tabq_plugin) || !p->name || !p->schemes || !p->schemes[0] || !p->dialect) {
+      p->size < TABQ_PLUGIN_SIZE_1_0 || !p->name || !p->schemes || !p->schemes[0] || !p->dialect) {
     snprintf(why, cap,
              "cannot load plugin %s: descriptor of ABI %u.%u, size %u, which this kit (ABI "
              "%u.%u) cannot read",

@@ -279,8 +279,9 @@ static void newer_minor_is_refused(void) {
   mentions(host_abi);
 }
 
-/* A plugin built as ABI 1.0 (tables without the 1.1 members) loads: its driver is then asked to
- * connect, and that fixture's driver refuses every connect (BACKEND, not PLUGIN). */
+/* A plugin built as ABI 1.0 (every interface, each table without the members later minors
+ * appended: RowLock without claim_one, Advisory without lock_take) loads: its driver is then
+ * asked to connect, and that fixture's driver refuses every connect (BACKEND, not PLUGIN). */
 static void abi_1_0_plugin_loads(void) {
   CU_ASSERT_EQUAL(connect_to("abi10:x"), TABQ_BACKEND);
   CU_ASSERT_PTR_NULL(strstr(err.message, "abi10.so"));

@@ -405,9 +405,16 @@ typedef struct tabq_plugin {
   const tabq_byname_v1 *byname;     /* NULL: no subscriptions by name */
 } tabq_plugin;
 
-/* The descriptor as ABI 1.0 has it: the loader refuses a smaller one; members a later minor
- * appends are read only where the plugin's size covers them (TABQ_HAS_MEMBER). */
+/* The descriptor and each table as ABI 1.0 has them: the loader refuses a smaller one; members
+ * a later minor appends are read only where the plugin's size covers them (TABQ_HAS_MEMBER). */
 #define TABQ_PLUGIN_SIZE_1_0 (offsetof(tabq_plugin, byname) + sizeof(const tabq_byname_v1 *))
+/* The driver's optional members (listen, wait_notify, database) may be left out of its size. */
+#define TABQ_DRIVER_SIZE_1_0 offsetof(tabq_driver_v1, listen)
+#define TABQ_DIALECT_SIZE_1_0 offsetof(tabq_dialect_v1, placeholder)
+#define TABQ_ROWLOCK_SIZE_1_0 offsetof(tabq_rowlock_v1, claim_one)
+#define TABQ_LEASE_SIZE_1_0 offsetof(tabq_lease_v1, lease_one)
+#define TABQ_ADVISORY_SIZE_1_0 offsetof(tabq_advisory_v1, lock_take)
+#define TABQ_BYNAME_SIZE_1_0 sizeof(tabq_byname_v1)
 
 typedef const tabq_plugin *(*tabq_plugin_entry_fn)(const tabq_host *host, uint32_t host_abi);
 
