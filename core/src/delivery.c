@@ -144,7 +144,8 @@ int tabq_delivery_settle(tabq_delivery *d, tabq_outcome outcome, tabq_error *err
   if (s->ops->claim_txn && s->o.batch_handler)
     return tabq_err_set(err, TABQ_INVALID, s->t->name, NULL,
                         "table %s: the rows of a row lock batch settle together; write the "
-                        "outcome into the batch handler's array instead",
+                        "outcome into the batch handler's array, or settle the batch with "
+                        "tabq_batch_settle",
                         s->t->name);
   return tabq_settle(d, outcome, err);
 }

@@ -93,7 +93,8 @@ struct tabq_delivery {
   json_t *headers; /* parsed on first use (before the handler where a codec is set) */
   void *decoded;   /* the codec's result, released by tabq_delivery_done */
   bool has_decoded;
-  struct tabq_tx *tx; /* transactional mode: the slot's transaction handle (tx.c) */
+  struct tabq_tx *tx;           /* transactional mode: the slot's transaction handle (tx.c) */
+  struct tabq_batch_run *batch; /* while a batch handler has it: its call (batch.c) */
   /* The integer id while in work (0 otherwise, or for a text id): a claim's check against the
    * rows in work here reads it without the lock, then confirms a match under it (claim.c). */
   atomic_llong work_id;
@@ -150,7 +151,27 @@ typedef struct tabq_batch_scratch {
   int *rcs;              /* each row's result */
   bool *done;            /* settled by ack_ids */
   tabq_delivery **order; /* the batch by address: its locks are always taken in this order */
+  tabq_error err;        /* the first failure of the last settlement (code TABQ_OK: none) */
 } tabq_batch_scratch;
+
+/* batch.c: a batch handler's call. Its deliveries point at it while the handler runs, so
+ * tabq_batch_settle can settle the claim inside the handler. Allocated once per worker. */
+typedef struct tabq_batch_run {
+  tabq_delivery **claimed; /* the claim's rows, n long */
+  unsigned n;
+  tabq_outcome *outcomes; /* each row's: the decode policy's, else the handler's */
+  tabq_delivery **passed; /* the rows the handler was given (those that decoded) */
+  unsigned *passed_at;    /* where each of them sits among `claimed` */
+  tabq_outcome *passed_outcomes;
+  unsigned npassed;
+  tabq_batch_scratch scratch; /* rcs: each claimed row's result */
+  bool settled;               /* settled inside the handler already */
+} tabq_batch_run;
+int tabq_batch_run_init(tabq_batch_run *r, unsigned cap);
+void tabq_batch_run_free(tabq_batch_run *r);
+/* Gives the claim's rows that decode to the batch handler, then settles the claim (unless the
+ * handler did), and ends every delivery. */
+void tabq_batch_handle(tabq_batch_run *r, tabq_delivery **claimed, unsigned n);
 
 /* ack_coalesce.c: acks of concurrent deliveries gathered into one transaction (lease form). */
 typedef struct tabq_ack_entry tabq_ack_entry;
@@ -563,6 +584,9 @@ int tabq_ack_coalesced(tabq_delivery *d, tabq_outcome o, bool *settled, tabq_err
 
 /* Settles a handler's returned outcome unless the handler settled already; logs failures. */
 void tabq_settle_returned(tabq_delivery *d, tabq_outcome outcome);
+/* The same, returning the result: TABQ_INVALID when settled already, else the settlement's
+ * (its details in *err). */
+int tabq_settle_logged(tabq_delivery *d, tabq_outcome outcome, tabq_error *err);
 
 /* publish.c: what tabq_publish, tabq_publish_many and tabq_publish_tx share. */
 /* Writes message m's row on c (taken at full size by the caller), with its NOTIFY where the

@@ -401,14 +401,17 @@ void tabq_settle_batch(tabq_delivery *const *ds, unsigned n, const tabq_outcome 
   tabq_pconn *c = ds[0]->conn;
   action actions[n];
   tabq_error err;
+  tabq_err_clear(&err);
   int rc = TABQ_OK;
+  /* Where it failed: a row (its index), the batch's one ack statement (n + 1), or the commit (n).
+   */
   unsigned failed_at = n;
   for (unsigned i = 0; i < n; i++) {
     actions[i] = choose(ds[i], outcomes[i]);
     x->done[i] = false;
   }
   if (s->st[SQ_ACK_IDS] != TABQ_NO_STMT && (rc = ack_by_ids(ds, n, actions, c, x, &err)))
-    failed_at = 0;
+    failed_at = n + 1;
   for (unsigned i = 0; i < n && !rc; i++) {
     if (x->done[i])
       continue;
@@ -424,13 +427,26 @@ void tabq_settle_batch(tabq_delivery *const *ds, unsigned n, const tabq_outcome 
               "table %s: a batch of %u rolled back (%s%s): %s; the other settlements fail with "
               "BATCH_ROLLED_BACK",
               s->t->name, n, tabq_code_name(err.code),
-              failed_at < n ? " in one row's settlement" : " at commit", err.message);
+              failed_at < n    ? " in one row's settlement"
+              : failed_at == n ? " at commit"
+                               : " in the batch's ack",
+              err.message);
+  /* The rows whose own statement failed (or every row, when the commit did) get its code; the
+   * others of a rolled back batch BATCH_ROLLED_BACK: each row is back in the queue. */
+  for (unsigned i = 0; i < n; i++) {
+    bool own = failed_at == n || i == failed_at || (failed_at == n + 1 && x->done[i]);
+    x->rcs[i] = !rc ? TABQ_OK : own ? err.code : TABQ_BATCH_ROLLED_BACK;
+  }
+  if (rc)
+    x->err = err;
+  else
+    tabq_err_clear(&x->err);
   for (unsigned i = 0; i < n; i++) {
     pthread_mutex_lock(&ds[i]->mu);
     ds[i]->conn = NULL;
     leave_work(ds[i]);
     pthread_mutex_unlock(&ds[i]->mu);
-    count(s, actions[i], rc);
+    count(s, actions[i], x->rcs[i]);
   }
   tabq_pool_release(&s->b->pool, c);
   tabq_sub_unhold(s, 1);
@@ -601,9 +617,14 @@ void tabq_settle_joined(tabq_delivery *const *ds, unsigned n, const tabq_outcome
     actions[i] = choose(ds[i], outcomes[i]);
     x->rcs[i] = TABQ_OK;
   }
+  tabq_err_clear(&x->err);
   if (n < 2 || !joinable(ds, n, actions) || !settle_joined(ds, n, outcomes, actions, x)) {
-    for (unsigned i = 0; i < n; i++)
-      tabq_settle_returned(ds[i], outcomes[i]);
+    for (unsigned i = 0; i < n; i++) {
+      tabq_error err;
+      x->rcs[i] = tabq_settle_logged(ds[i], outcomes[i], &err);
+      if (x->rcs[i] && !x->err.code)
+        x->err = err;
+    }
     return;
   }
   bool wake = false;
@@ -620,6 +641,8 @@ void tabq_settle_joined(tabq_delivery *const *ds, unsigned n, const tabq_outcome
       expect_one(s, 0, name_of[actions[i]], &err);
       tabq_logf(&s->b->log, TABQ_LOG_WARN, "settlement on table %s failed (%s): %s", s->t->name,
                 tabq_code_name(err.code), err.message);
+      if (!x->err.code)
+        x->err = err;
     }
     wake = wake || (!x->rcs[i] && (actions[i] == ACT_RETRY || actions[i] == ACT_RELEASE));
   }
@@ -627,16 +650,22 @@ void tabq_settle_joined(tabq_delivery *const *ds, unsigned n, const tabq_outcome
     tabq_sub_wake(s);
 }
 
-void tabq_settle_returned(tabq_delivery *d, tabq_outcome o) {
+int tabq_settle_logged(tabq_delivery *d, tabq_outcome o, tabq_error *err) {
   pthread_mutex_lock(&d->mu);
   bool settled = d->settled;
   pthread_mutex_unlock(&d->mu);
   if (settled)
-    return;
-  tabq_error err;
-  int rc = tabq_settle(d, o, &err);
+    return tabq_err_set(err, TABQ_INVALID, d->sub->t->name, NULL,
+                        "table %s: the delivery is settled already", d->sub->t->name);
+  int rc = tabq_settle(d, o, err);
   if (rc)
     tabq_logf(&d->sub->b->log, rc == TABQ_LEASE_LOST ? TABQ_LOG_WARN : TABQ_LOG_ERROR,
-              "settlement on table %s failed (%s): %s", d->sub->t->name, tabq_code_name(err.code),
-              err.message);
+              "settlement on table %s failed (%s): %s", d->sub->t->name, tabq_code_name(err->code),
+              err->message);
+  return rc;
+}
+
+void tabq_settle_returned(tabq_delivery *d, tabq_outcome o) {
+  tabq_error err;
+  tabq_settle_logged(d, o, &err);
 }

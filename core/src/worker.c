@@ -18,12 +18,7 @@ typedef struct worker {
   unsigned index;          /* workers_by_key: the queue this worker pops */
   tabq_delivery **claimed; /* this worker's claim, s->batch or s->nslots long */
   int64_t *ids;            /* as long: its rows' ids for stamp_ids, where there is one */
-  tabq_outcome *outcomes;  /* batch handlers' answers */
-  tabq_batch_scratch scratch;
-  /* A batch's rows that decoded, where each sits in the batch, and their outcomes. */
-  tabq_delivery **passed;
-  unsigned *passed_at;
-  tabq_outcome *passed_outcomes;
+  tabq_batch_run batch;    /* a batch handler's call (batch.c) */
 } worker;
 
 static tabq_delivery *pop_ready(tabq_subscription *s) {
@@ -119,31 +114,6 @@ static void handle_one(tabq_subscription *s, tabq_delivery *d) {
   tabq_delivery_done(d);
 }
 
-/* The batch handler gets the rows that decoded, in claim order; the others take the decode
- * policy's outcome and settle with the batch. */
-static void handle_batch(worker *w, unsigned n) {
-  tabq_subscription *s = w->s;
-  unsigned npassed = 0;
-  for (unsigned i = 0; i < n; i++) {
-    w->outcomes[i] = tabq_no_outcome();
-    if (tabq_decode_gate(w->claimed[i], &w->outcomes[i])) {
-      w->passed_at[npassed] = i;
-      w->passed_outcomes[npassed] = tabq_no_outcome();
-      w->passed[npassed++] = w->claimed[i];
-    }
-  }
-  if (npassed == n) {
-    s->o.batch_handler(w->claimed, n, w->outcomes, s->o.user);
-  } else if (npassed) {
-    s->o.batch_handler(w->passed, npassed, w->passed_outcomes, s->o.user);
-    for (unsigned k = 0; k < npassed; k++)
-      w->outcomes[w->passed_at[k]] = w->passed_outcomes[k];
-  }
-  s->ops->settle_batch(w->claimed, n, w->outcomes, &w->scratch);
-  for (unsigned i = 0; i < n; i++)
-    tabq_delivery_done(w->claimed[i]);
-}
-
 /* Runs one claim as the claimer; called and returning with s->mu held. */
 static void claim_round(worker *w, unsigned limit) {
   tabq_subscription *s = w->s;
@@ -186,7 +156,7 @@ static void claim_round(worker *w, unsigned limit) {
       s->busy++;
       pthread_cond_broadcast(&s->cv); /* another worker may claim meanwhile */
       pthread_mutex_unlock(&s->mu);
-      handle_batch(w, got);
+      tabq_batch_handle(&w->batch, w->claimed, got);
       pthread_mutex_lock(&s->mu);
       s->busy--;
       for (unsigned i = 0; i < got; i++)
@@ -257,11 +227,7 @@ static void free_workers(tabq_subscription *s, worker *ws) {
   for (unsigned i = 0; i < s->workers; i++) {
     free(ws[i].claimed);
     free(ws[i].ids);
-    free(ws[i].outcomes);
-    free(ws[i].passed);
-    free(ws[i].passed_at);
-    free(ws[i].passed_outcomes);
-    tabq_batch_scratch_free(&ws[i].scratch);
+    tabq_batch_run_free(&ws[i].batch);
   }
   free(ws);
 }
@@ -280,17 +246,11 @@ int tabq_workers_start(tabq_subscription *s, tabq_error *err) {
     ws[i].s = s;
     ws[i].index = i;
     ws[i].claimed = calloc(per_claim, sizeof *ws[i].claimed);
-    ws[i].outcomes = calloc(s->batch, sizeof *ws[i].outcomes);
     if (s->st[SQ_STAMP_IDS] != TABQ_NO_STMT)
       ok = (ws[i].ids = calloc(per_claim, sizeof *ws[i].ids)) != NULL;
-    if (s->o.batch_handler) {
-      ws[i].passed = calloc(s->batch, sizeof *ws[i].passed);
-      ws[i].passed_at = calloc(s->batch, sizeof *ws[i].passed_at);
-      ws[i].passed_outcomes = calloc(s->batch, sizeof *ws[i].passed_outcomes);
-      ok = ok && ws[i].passed && ws[i].passed_at && ws[i].passed_outcomes &&
-           !tabq_batch_scratch_init(&ws[i].scratch, s->batch);
-    }
-    ok = ok && ws[i].claimed && ws[i].outcomes;
+    if (s->o.batch_handler)
+      ok = ok && !tabq_batch_run_init(&ws[i].batch, s->batch);
+    ok = ok && ws[i].claimed;
   }
   if (!ok) {
     if (ws)

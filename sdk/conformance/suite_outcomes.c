@@ -320,6 +320,95 @@ static void batches(void) {
   recorder_free(&rec);
 }
 
+/* A batch whose one row cannot settle: its dead letter copy meets a row of the same id already
+ * in the dead letter table. The handler settles with tabq_batch_settle and keeps each row's
+ * code; later calls (a row lock batch comes back whole) wait until the test has read the fates. */
+typedef struct failing_batch {
+  pthread_mutex_t mu;
+  pthread_cond_t cv;
+  bool first_done, fates_read;
+  unsigned calls;
+  int64_t doomed; /* the id whose dead letter fails */
+  int64_t ids[8];
+  int codes[8];
+  size_t n;
+  int rc;
+} failing_batch;
+
+static void settle_failing_batch(tabq_delivery *const *ds, size_t n, tabq_outcome *out,
+                                 void *user) {
+  failing_batch *f = user;
+  pthread_mutex_lock(&f->mu);
+  bool first = f->calls++ == 0;
+  while (!first && !f->fates_read)
+    pthread_cond_wait(&f->cv, &f->mu);
+  pthread_mutex_unlock(&f->mu);
+  if (!first) {
+    for (size_t i = 0; i < n; i++)
+      out[i] = tabq_retry_after(60000);
+    return;
+  }
+  tabq_outcome outcomes[8];
+  size_t m = n < 8 ? n : 8;
+  for (size_t i = 0; i < m; i++) {
+    f->ids[i] = tabq_delivery_id(ds[i]);
+    outcomes[i] = f->ids[i] == f->doomed ? tabq_dead_letter() : tabq_ack();
+  }
+  tabq_error e;
+  int rc = tabq_batch_settle(ds, m, outcomes, f->codes, &e);
+  pthread_mutex_lock(&f->mu);
+  f->n = m;
+  f->rc = rc;
+  f->first_done = true;
+  pthread_cond_broadcast(&f->cv);
+  pthread_mutex_unlock(&f->mu);
+}
+
+static void batch_settlement_fails(void) {
+  begin(50);
+  publish_n(broker, "q", 4);
+  failing_batch f = {.mu = PTHREAD_MUTEX_INITIALIZER, .cv = PTHREAD_COND_INITIALIZER};
+  f.doomed = db_int("SELECT max(id) - 1 FROM {jobs}");
+  db_exec("INSERT INTO {dead} SELECT * FROM {jobs} WHERE id = (SELECT max(id) - 1 FROM {jobs})");
+  tabq_subscription_options o = batch_options("q", settle_failing_batch, &f, 4);
+  o.max_attempts = 10;
+  o.dead_letter_table = dead_name();
+  CU_ASSERT_EQUAL_FATAL(tabq_subscribe(broker, jobs_table(), &o, NULL, &err), TABQ_OK);
+  struct timespec until;
+  clock_gettime(CLOCK_REALTIME, &until);
+  until.tv_sec += 10;
+  pthread_mutex_lock(&f.mu);
+  while (!f.first_done && pthread_cond_timedwait(&f.cv, &f.mu, &until) == 0)
+    ;
+  bool done = f.first_done;
+  pthread_mutex_unlock(&f.mu);
+  CU_ASSERT_FATAL(done);
+  CU_ASSERT_EQUAL(f.n, 4);
+  bool rowlock = kit.form == TABQ_FORM_ROWLOCK;
+  for (size_t i = 0; i < f.n; i++) {
+    if (f.ids[i] == f.doomed) {
+      CU_ASSERT(f.codes[i] != TABQ_OK && f.codes[i] != TABQ_BATCH_ROLLED_BACK);
+      CU_ASSERT_EQUAL(f.rc, f.codes[i]);
+    } else {
+      /* A row lock batch commits together: the rest rolled back with it. Elsewhere each row
+       * settles on its own. */
+      CU_ASSERT_EQUAL(f.codes[i], rowlock ? TABQ_BATCH_ROLLED_BACK : TABQ_OK);
+    }
+  }
+  /* Fates: nothing moved into the dead letter table and the doomed row is still queued; in the
+   * row lock form so is every other row, its attempt not spent (a later claim may hold them,
+   * unsettled, in the handler); elsewhere the others are gone. */
+  CU_ASSERT_EQUAL(db_int("SELECT count(*) FROM {dead}"), 1);
+  CU_ASSERT_EQUAL(db_int("SELECT count(*) FROM {jobs}"), rowlock ? 4 : 1);
+  if (rowlock)
+    CU_ASSERT_EQUAL(db_int("SELECT max(attempt) FROM {jobs}"), 1);
+  pthread_mutex_lock(&f.mu);
+  f.fates_read = true;
+  pthread_cond_broadcast(&f.cv);
+  pthread_mutex_unlock(&f.mu);
+  end();
+}
+
 static void refuse(const tabq_table *t, tabq_subscription_options o, int code, const char *text) {
   o.queue = o.queue ? o.queue : "q";
   o.handler = o.handler ? o.handler : recorder_handler;
@@ -537,6 +626,8 @@ const kit_test outcome_tests[] = {
     {"headers without a column fail with HEADER", headers_without_column, ALL_FORMS, NULL,
      "headers"},
     {"batch handler", batches, ALL_FORMS, NULL, "batch handlers"},
+    {"a batch whose one settlement fails: each row's code and fate", batch_settlement_fails,
+     ALL_FORMS, NULL, "batch handlers"},
     {"refusals at open claim nothing", refusals_at_open, ALL_FORMS, NULL,
      "refusals at subscribe, nothing claimed"},
     {"insert SQL is rendered", insert_sql_is_rendered, ALL_FORMS, NULL, NULL},

@@ -300,8 +300,18 @@ TABQ_API void *tabq_delivery_decoded(const tabq_delivery *d);
 /* Settles now, inside the handler, and says whether it took effect (TABQ_LEASE_LOST when the
  * lease had ended, TABQ_CLOSED when shutdown released an advisory lock). The handler then
  * returns tabq_no_outcome(), or anything: it is ignored. Not for the rows of a row lock batch,
- * which settle together (TABQ_INVALID). */
+ * which settle together (TABQ_INVALID): tabq_batch_settle settles them and tells each result. */
 TABQ_API int tabq_delivery_settle(tabq_delivery *d, tabq_outcome outcome, tabq_error *err);
+/* Settles a batch handler's rows now, inside the handler, with one outcome each, and writes each
+ * row's result into codes[i]: TABQ_OK; the code of a row whose settlement failed; in a row lock
+ * batch, whose rows commit together, TABQ_BATCH_ROLLED_BACK for every other row once one
+ * failed (the whole batch rolled back: each row is back in the queue and no attempt is spent);
+ * TABQ_LEASE_LOST for a lease batch's row whose lease had ended. `ds` and `n` are what the
+ * handler was given, all of them in their order; the outcomes it then writes are ignored.
+ * Returns TABQ_OK when every row settled, else the first failure's code (its details in err).
+ * Rows that did not decode settle with the batch too, by the decode policy. */
+TABQ_API int tabq_batch_settle(tabq_delivery *const *ds, size_t n, const tabq_outcome *outcomes,
+                               int *codes, tabq_error *err);
 /* Whether the delivery's hold on its row still stands, as far as tabq knows now, without a
  * round trip: false once an extension found the lease gone (lease), or once the connection that
  * holds the row's lock or transaction is known broken (row lock, advisory), and after the
