@@ -252,7 +252,10 @@ struct tabq_subscription {
   bool by_name;             /* opened by tabq_subscribe_to(): its queue is a route's name */
   tabq_projection proj;
   unsigned st[SQ_COUNT];
+  /* The begin of the engine's transactions (at the table's level only for the row lock form's
+   * claims), and of a transactional delivery's in the lease and advisory forms (the table's). */
   char begin_sql[128];
+  char tx_begin_sql[128];
   uint32_t claim_flags; /* the RowLock or Lease table's flags (TABQ_CLAIM_*) */
   bool serial;          /* claims run one at a time, one claimer serving every idle worker */
   /* Transactional mode in the lease form: each delivery in work holds a connection for its
@@ -519,6 +522,10 @@ void tabq_budget_give(tabq_broker *b, const tabq_subscription *s, unsigned n);
 /* Gives back the connections of n deliveries that settled, and wakes s's workers. */
 void tabq_sub_unhold(tabq_subscription *s, unsigned n);
 
+/* txn.c: the begin the dialect renders for build->table into out (cap bytes): at the table's
+ * isolation level (or SQLite mode) when table_level, else at the database's default. */
+int tabq_txn_render_begin(tabq_broker *b, const tabq_build *build, bool table_level, char *out,
+                          size_t cap, tabq_error *err);
 /* txn.c: a transaction on a pooled connection; failures reported as the statement "begin" or
  * "commit" of `table`. A rollback that fails is logged and marks the connection broken, so
  * the pool closes it when it comes back; false then. */

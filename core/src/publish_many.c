@@ -53,22 +53,8 @@ static int at_index(tabq_error *err, int rc, size_t i, size_t n) {
 static int publisher_begin(tabq_broker *b, tabq_publisher *p, tabq_error *err) {
   if (p->begin_sql[0])
     return TABQ_OK;
-  tabq_table plain = p->table;
-  plain.isolation = TABQ_ISOLATION_DEFAULT;
-  tabq_build build = {.table = &plain, .form = tabq_table_form(&plain)};
-  tabq_stmt st;
-  tabq_sql_init(&st, b->host);
-  int rc = b->plugin.plugin->dialect->begin(&build, &st);
-  if (!rc)
-    rc = st.status;
-  if (!rc && (!st.sql || st.len >= sizeof p->begin_sql))
-    rc = tabq_err_set(err, TABQ_DIALECT, plain.name, "begin", "the dialect's begin is unusable");
-  else if (rc)
-    tabq_err_from_plugin(err, rc, plain.name, "begin");
-  else
-    memcpy(p->begin_sql, st.sql, st.len + 1);
-  tabq_sql_free(&st);
-  return rc;
+  tabq_build build = {.table = &p->table, .form = tabq_table_form(&p->table)};
+  return tabq_txn_render_begin(b, &build, false, p->begin_sql, sizeof p->begin_sql, err);
 }
 
 /* Every message as tabq_publish checks it, its headers rendered into `headers` (reused) to

@@ -156,28 +156,17 @@ static int check_form(tabq_subscription *s, tabq_error *err) {
   return TABQ_OK;
 }
 
-/* The begin of the transactions tabq opens. A table's isolation level governs the row lock
- * form's claim transactions; the lease and advisory forms' short ones (FIFO guard, stamps, dead
- * letters) run at the database's default (READ COMMITTED on MySQL). */
+/* The begins of the transactions tabq opens. A table's isolation level (or SQLite mode)
+ * governs the transactions of deliveries: the row lock form's claims, and a transactional
+ * delivery's own in the lease and advisory forms (docs/transactions.md). The engine's short
+ * ones (FIFO guard, stamps, dead letters) run at the database's default (READ COMMITTED on
+ * MySQL; BEGIN IMMEDIATE on SQLite). */
 static int build_begin(tabq_subscription *s, tabq_error *err) {
-  tabq_table plain = *s->t;
   tabq_build build = tabq_sub_build(s);
-  if (!s->ops->claim_txn) {
-    plain.isolation = TABQ_ISOLATION_DEFAULT;
-    build.table = &plain;
-  }
-  tabq_stmt st;
-  tabq_sql_init(&st, s->b->host);
-  int rc = s->b->plugin.plugin->dialect->begin(&build, &st);
-  if (!rc)
-    rc = st.status;
-  if (!rc && (!st.sql || st.len >= sizeof s->begin_sql))
-    rc = tabq_err_set(err, TABQ_DIALECT, s->t->name, "begin", "the dialect's begin is unusable");
-  else if (rc)
-    tabq_err_from_plugin(err, rc, s->t->name, "begin");
-  else
-    memcpy(s->begin_sql, st.sql, st.len + 1);
-  tabq_sql_free(&st);
+  int rc = tabq_txn_render_begin(s->b, &build, s->ops->claim_txn, s->begin_sql, sizeof s->begin_sql,
+                                 err);
+  if (!rc && s->o.transactional && !s->ops->claim_txn)
+    rc = tabq_txn_render_begin(s->b, &build, true, s->tx_begin_sql, sizeof s->tx_begin_sql, err);
   return rc;
 }
 

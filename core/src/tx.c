@@ -44,19 +44,7 @@ static int begin_sql(tabq_broker *b, tabq_error *err) {
     return TABQ_OK;
   tabq_table plain = {.size = sizeof(tabq_table), .name = no_name};
   tabq_build build = {.table = &plain, .form = TABQ_FORM_LEASE};
-  tabq_stmt st;
-  tabq_sql_init(&st, b->host);
-  int rc = b->plugin.plugin->dialect->begin(&build, &st);
-  if (!rc)
-    rc = st.status;
-  if (!rc && (!st.sql || st.len >= sizeof b->tx_begin_sql))
-    rc = tabq_err_set(err, TABQ_DIALECT, NULL, "begin", "the dialect's begin is unusable");
-  else if (rc)
-    tabq_err_from_plugin(err, rc, NULL, "begin");
-  else
-    memcpy(b->tx_begin_sql, st.sql, st.len + 1);
-  tabq_sql_free(&st);
-  return rc;
+  return tabq_txn_render_begin(b, &build, false, b->tx_begin_sql, sizeof b->tx_begin_sql, err);
 }
 
 /* A free handle, or a new one kept on the broker's list. Called with b->mu held. */
@@ -103,8 +91,6 @@ int tabq_begin(tabq_broker *b, tabq_tx **out, tabq_error *err) {
     *out = NULL;
   if (!b || !out)
     return tabq_err_set(err, TABQ_INVALID, NULL, "begin", "tabq_begin needs a broker and out");
-  if (atomic_load(&b->shut))
-    return tabq_err_set(err, TABQ_CLOSED, NULL, "begin", "the broker is shut down");
   const tabq_logger *outer = tabq_log_enter(&b->log);
   pthread_mutex_lock(&b->mu);
   int rc = begin_sql(b, err);
@@ -346,10 +332,10 @@ int tabq_delivery_tx_open(tabq_delivery *d, tabq_error *err) {
       tabq_err_from_plugin(err, rc, s->t->name, "savepoint");
   } else if (!c) { /* lease: a connection of its own, reserved by the claim */
     if (!(rc = tabq_pool_acquire(&b->pool, &c, err)) &&
-        (rc = tabq_txn_begin(b, s->t->name, c, s->begin_sql, err)))
+        (rc = tabq_txn_begin(b, s->t->name, c, s->tx_begin_sql, err)))
       tabq_pool_release(&b->pool, c);
   } else {
-    rc = tabq_txn_begin(b, s->t->name, c, s->begin_sql, err);
+    rc = tabq_txn_begin(b, s->t->name, c, s->tx_begin_sql, err);
   }
   if (rc)
     return rc;

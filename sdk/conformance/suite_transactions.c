@@ -70,6 +70,22 @@ static void commit_keeps_both_rollback_neither(void) {
   close_broker(b);
 }
 
+/* Publishing outlives a shutdown (tabq.h): a plain publish and a transaction of the service's
+ * own both still write once the broker has shut down; subscribing is refused. */
+static void publishing_after_shutdown(void) {
+  fresh_db();
+  tabq_broker *b = connect_broker(50);
+  tabq_shutdown(b);
+  tabq_message m = message("q", "job", 3);
+  CU_ASSERT_EQUAL(tabq_publish(b, jobs_table(), &m, &err), TABQ_OK);
+  write_both(b, 1, true);
+  CU_ASSERT_EQUAL(db_int("SELECT count(*) FROM {jobs} WHERE queue = 'q'"), 2);
+  CU_ASSERT_EQUAL(db_int("SELECT count(*) FROM {dead} WHERE queue = 'biz'"), 1);
+  tabq_subscription_options o = sub_options("q", recorder_handler, NULL);
+  CU_ASSERT_EQUAL(tabq_subscribe(b, jobs_table(), &o, NULL, &err), TABQ_CLOSED);
+  close_broker(b);
+}
+
 /* A subscription that polls once a minute hears of a job only by its wake-up: none while the
  * transaction is open, none after a rollback, one with the commit. */
 static void wake_up_comes_with_the_commit(void) {
@@ -393,5 +409,7 @@ const kit_test transaction_tests[] = {
      wake_up_comes_with_the_commit, ALL_FORMS, NULL, NULL},
     {"a transaction: rows read back, refused from another thread and after its end",
      used_by_its_thread_until_its_end, ALL_FORMS, needs_placeholder, NULL},
+    {"publishing outlives a shutdown: a publish and a transaction still write",
+     publishing_after_shutdown, ALL_FORMS, needs_placeholder, NULL},
     {NULL, NULL, 0, NULL, NULL},
 };

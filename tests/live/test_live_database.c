@@ -8,6 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/wait.h>
+#include <time.h>
 #include <poll.h>
 #include <pthread.h>
 #include <tabq/tabq.h>
@@ -344,6 +345,89 @@ static void repeatable_read_fails_claims_not_rows(void) {
   testdb_remove(&db);
 }
 
+/* Transactional mode in the lease and advisory forms: the handler's transaction opens at the
+ * table's level. At serializable, a business row another session changed after the handler's
+ * transaction read it fails the handler's update (40001): an error the handler sees, and its
+ * ack then fails too, the row kept. At the database's default level (read committed) the update
+ * would go through and the row be acked. */
+typedef struct iso_probe {
+  pthread_mutex_t mu;
+  pthread_cond_t cv;
+  int stage; /* 1: the handler read; 2: the test wrote; 3: the handler settled */
+  unsigned calls;
+  int exec_rc, settle_rc;
+  char sqlstate[8];
+} iso_probe;
+
+static int ignore_row(void *user, const tabq_value *cells, unsigned n) {
+  (void)user, (void)cells, (void)n;
+  return 0;
+}
+
+static void iso_stage(iso_probe *p, int set, int wait) {
+  pthread_mutex_lock(&p->mu);
+  if (set) {
+    p->stage = set;
+    pthread_cond_broadcast(&p->cv);
+  }
+  for (int i = 0; wait && p->stage < wait && i < 200; i++) {
+    struct timespec t;
+    clock_gettime(CLOCK_REALTIME, &t);
+    t.tv_sec += 1;
+    pthread_cond_timedwait(&p->cv, &p->mu, &t);
+  }
+  pthread_mutex_unlock(&p->mu);
+}
+
+static tabq_outcome serializable_handler(tabq_delivery *d, void *user) {
+  iso_probe *p = user;
+  pthread_mutex_lock(&p->mu);
+  bool first = p->calls++ == 0;
+  pthread_mutex_unlock(&p->mu);
+  if (!first)
+    return tabq_retry_after(60000);
+  tabq_tx *tx = tabq_delivery_tx(d);
+  tabq_error e;
+  CU_ASSERT_EQUAL(
+      tabq_tx_query(tx, "SELECT n FROM acct WHERE id = 1", NULL, 0, 1, ignore_row, NULL, &e),
+      TABQ_OK);
+  iso_stage(p, 1, 2);
+  p->exec_rc = tabq_tx_exec(tx, "UPDATE acct SET n = n + 10 WHERE id = 1", NULL, 0, NULL, &e);
+  snprintf(p->sqlstate, sizeof p->sqlstate, "%s", p->exec_rc ? e.sqlstate : "");
+  p->settle_rc = tabq_delivery_settle(d, tabq_ack(), &e);
+  iso_stage(p, 3, 0);
+  return tabq_no_outcome();
+}
+
+static void transactional_delivery_takes_table_level(void) {
+  testdb_create(&db);
+  testdb_exec(&db, "CREATE TABLE acct (id INT PRIMARY KEY, n INT NOT NULL)");
+  testdb_exec(&db, "INSERT INTO acct VALUES (1, 0)");
+  tabq_broker *b = connect_broker(&db, 50);
+  publish_n(b, "q", 1);
+  tabq_table t = *jobs_table();
+  t.isolation = TABQ_ISOLATION_SERIALIZABLE;
+  iso_probe p = {.mu = PTHREAD_MUTEX_INITIALIZER, .cv = PTHREAD_COND_INITIALIZER};
+  tabq_subscription_options o = {.size = sizeof(tabq_subscription_options),
+                                 .queue = "q",
+                                 .handler = serializable_handler,
+                                 .user = &p,
+                                 .transactional = true};
+  CU_ASSERT_EQUAL_FATAL(tabq_subscribe(b, &t, &o, NULL, &err), TABQ_OK);
+  iso_stage(&p, 0, 1);
+  CU_ASSERT_FATAL(p.stage == 1);
+  testdb_exec(&db, "UPDATE acct SET n = n + 1 WHERE id = 1");
+  iso_stage(&p, 2, 3);
+  CU_ASSERT_FATAL(p.stage == 3);
+  CU_ASSERT_NOT_EQUAL(p.exec_rc, TABQ_OK);
+  CU_ASSERT_STRING_EQUAL(p.sqlstate, "40001");
+  CU_ASSERT_NOT_EQUAL(p.settle_rc, TABQ_OK);
+  CU_ASSERT_EQUAL(testdb_int(&db, "SELECT count(*) FROM jobs"), 1); /* not lost */
+  CU_ASSERT_EQUAL(testdb_int(&db, "SELECT n FROM acct WHERE id = 1"), 1);
+  tabq_close(b);
+  testdb_remove(&db);
+}
+
 /* Two brokers of two workers race for the same rows: a claim that read a row as a candidate
  * finds it settled by the other broker once it holds the key (the lock taken, the row not), and
  * must give the key back. Every row is handled once, and with both brokers still open the server
@@ -411,6 +495,11 @@ int register_tests(void) {
        shutdown_releases_advisory_locks},
       CU_TEST_INFO_NULL,
   };
+  static CU_TestInfo transactional_level_tests[] = {
+      {"transactional: the handler's transaction opens at the table's level (serializable)",
+       transactional_delivery_takes_table_level},
+      CU_TEST_INFO_NULL,
+  };
   static CU_TestInfo rowlock_tests[] = {
       {"repeatable read: serialization failures are errors, no row lost",
        repeatable_read_fails_claims_not_rows},
@@ -422,6 +511,9 @@ int register_tests(void) {
     ADD_SUITE("crashed sessions on postgres", NULL, NULL, postgres_lock_tests);
   if (test_db_kind() == TEST_POSTGRES && test_form() == TABQ_FORM_ROWLOCK)
     ADD_SUITE("isolation on postgres", NULL, NULL, rowlock_tests);
+  if (test_db_kind() == TEST_POSTGRES && test_form() != TABQ_FORM_ROWLOCK)
+    ADD_SUITE("isolation of transactional deliveries on postgres", NULL, NULL,
+              transactional_level_tests);
   if (test_db_kind() != TEST_SQLITE && test_form() == TABQ_FORM_ADVISORY)
     ADD_SUITE("advisory shutdown", NULL, NULL, advisory_tests);
   if (test_db_kind() == TEST_POSTGRES && test_form() == TABQ_FORM_ADVISORY)

@@ -105,7 +105,9 @@ TABQ_API int tabq_connect(const char *url, const tabq_broker_options *options, t
 /* Runs SQL text without parameters on a pooled connection (schema set-up, maintenance). */
 TABQ_API int tabq_exec(tabq_broker *b, const char *sql, tabq_error *err);
 /* Stops claiming, lets every delivery in work settle, and joins the subscriptions' threads.
- * Publishing still works afterwards; subscribing does not. Idempotent. */
+ * Publishing still works afterwards (tabq_publish, tabq_publish_many, tabq_publish_to, and
+ * transactions of the service's own: tabq_begin ... tabq_commit); subscribing does not
+ * (TABQ_CLOSED). Idempotent. */
 TABQ_API void tabq_shutdown(tabq_broker *b);
 /* Shuts down if needed and frees the broker with its subscriptions and connections. */
 TABQ_API void tabq_close(tabq_broker *b);
