@@ -175,6 +175,7 @@ void tabq_sub_free(tabq_subscription *s) {
   for (unsigned i = 0; s->slots && i < s->nslots; i++) {
     tabq_delivery *d = &s->slots[i];
     pthread_mutex_destroy(&d->mu);
+    pthread_cond_destroy(&d->cv);
     tabq_buf_free(&d->row);
     tabq_buf_free(&d->key);
     free(d->cells);

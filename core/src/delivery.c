@@ -137,6 +137,12 @@ int64_t tabq_delivery_lease_token(tabq_delivery *d) {
   return token;
 }
 
+void tabq_delivery_lock(tabq_delivery *d) {
+  pthread_mutex_lock(&d->mu);
+  while (d->extending)
+    pthread_cond_wait(&d->cv, &d->mu);
+}
+
 int tabq_delivery_settle(tabq_delivery *d, tabq_outcome outcome, tabq_error *err) {
   tabq_err_clear(err);
   tabq_subscription *s = d->sub;

@@ -76,8 +76,16 @@ typedef struct tabq_buf {
 
 struct tabq_delivery {
   tabq_subscription *sub;
-  pthread_mutex_t mu; /* orders a settlement against the lease extender */
-  bool in_work;       /* claimed and not yet settled */
+  /* Orders a settlement against the lease extender, which never holds it across a wait for the
+   * database: an extension marks the delivery `extending` with the expiry it writes (`pending`)
+   * and runs without the lock; a settlement waits on `cv` for it to end (tabq_delivery_lock),
+   * except one inside the delivery's own transaction, which the extension may be waiting for
+   * (SQLite's one writer): that one accepts either token (settle.c, confirm_lease). */
+  pthread_mutex_t mu;
+  pthread_cond_t cv;
+  bool extending;
+  int64_t pending;
+  bool in_work; /* claimed and not yet settled */
   bool settled;
   bool lease_lost;  /* an extension found the token gone */
   bool closed;      /* advisory: shutdown released its lock; settling fails with CLOSED */
@@ -545,6 +553,8 @@ static inline bool tabq_sub_rollback(tabq_subscription *s, tabq_pconn *c) {
 }
 
 /* delivery.c */
+/* Locks d->mu once no lease extension of d is in flight: what every settlement takes. */
+void tabq_delivery_lock(tabq_delivery *d);
 int tabq_delivery_fill(tabq_delivery *d, const tabq_driver_v1 *drv, tabq_prepared *p,
                        tabq_error *err);
 void tabq_delivery_done(tabq_delivery *d);

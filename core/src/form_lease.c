@@ -88,7 +88,11 @@ int tabq_lease_claim(tabq_subscription *s, tabq_delivery **slots, int64_t *ids, 
   return rc;
 }
 
-/* One extension round: every delivery in work gets a new expiry, if its token still holds. */
+/* One extension round: every delivery in work gets a new expiry, if its token still holds.
+ * No delivery's lock is held while the statement waits for the database: a delivery whose own
+ * transaction holds the write lock (SQLite) would otherwise wait for that lock in its
+ * settlement while the extension waits for its transaction. The delivery is marked
+ * `extending` instead, which its other settlements wait out. */
 static void extend_all(tabq_subscription *s) {
   tabq_broker *b = s->b;
   tabq_pconn *c;
@@ -101,25 +105,35 @@ static void extend_all(tabq_subscription *s) {
   for (unsigned i = 0; i < s->nslots; i++) {
     tabq_delivery *d = &s->slots[i];
     pthread_mutex_lock(&d->mu);
-    if (d->in_work && !d->lease_lost) {
-      tabq_bind v = {.id = d->id, .token = d->token};
-      v.lease_until = tabq_lease_expiry(s, tabq_now_us());
-      uint64_t changed = 0;
-      int rc = tabq_stmt_change(&b->stmts, b->drv, c, s->st[SQ_EXTEND], &v, &changed, &err);
-      if (!rc && changed == 1) {
-        d->token = v.lease_until;
-        atomic_fetch_add(&s->stats.extensions, 1);
-      } else if (!rc) {
-        d->lease_lost = true;
-        atomic_fetch_add(&s->stats.lease_lost, 1);
-        tabq_logf(&b->log, TABQ_LOG_WARN,
-                  "table %s: the lease on a row in work ended before its extension; another "
-                  "claim may own it",
-                  s->t->name);
-      } else {
-        tabq_logf(&b->log, TABQ_LOG_WARN, "table %s: lease extension failed (%s): %s", s->t->name,
-                  tabq_code_name(err.code), err.message);
-      }
+    bool skip = !d->in_work || d->lease_lost;
+    tabq_bind v = {.id = d->id, .token = d->token};
+    v.lease_until = tabq_lease_expiry(s, tabq_now_us());
+    d->extending = !skip;
+    d->pending = v.lease_until;
+    pthread_mutex_unlock(&d->mu);
+    if (skip)
+      continue;
+    uint64_t changed = 0;
+    int rc = tabq_stmt_change(&b->stmts, b->drv, c, s->st[SQ_EXTEND], &v, &changed, &err);
+    pthread_mutex_lock(&d->mu);
+    d->extending = false;
+    pthread_cond_broadcast(&d->cv);
+    /* A claim here may have handed the running delivery a newer lease meanwhile
+     * (tabq_claim_dedup): then this round's result is stale. */
+    bool current = d->in_work && d->token == v.token;
+    if (current && !rc && changed == 1) {
+      d->token = v.lease_until;
+      atomic_fetch_add(&s->stats.extensions, 1);
+    } else if (current && !rc) {
+      d->lease_lost = true;
+      atomic_fetch_add(&s->stats.lease_lost, 1);
+      tabq_logf(&b->log, TABQ_LOG_WARN,
+                "table %s: the lease on a row in work ended before its extension; another claim "
+                "may own it",
+                s->t->name);
+    } else if (rc) {
+      tabq_logf(&b->log, TABQ_LOG_WARN, "table %s: lease extension failed (%s): %s", s->t->name,
+                tabq_code_name(err.code), err.message);
     }
     pthread_mutex_unlock(&d->mu);
   }

@@ -106,13 +106,21 @@ static const char *const name_of[] = {
 };
 
 /* The lease form's confirmation: the extension written over itself, true while the delivery's
- * token still holds the row (and, on most databases, the row now locked until the commit). */
+ * token still holds the row (and, on most databases, the row now locked until the commit).
+ * With d->mu held. An extension in flight may have moved the token already, or be waiting for
+ * this very transaction (SQLite's write lock): the token it writes is tried too, and taken. */
 static int confirm_lease(tabq_delivery *d, tabq_pconn *c, const tabq_bind *v, tabq_error *err) {
   tabq_subscription *s = d->sub;
   tabq_bind same = *v;
-  same.lease_until = d->token;
+  same.token = same.lease_until = d->token;
   uint64_t changed = 0;
   int rc = tabq_stmt_change(&s->b->stmts, s->b->drv, c, s->st[SQ_EXTEND], &same, &changed, err);
+  if (!rc && changed != 1 && d->extending) {
+    same.token = same.lease_until = d->pending;
+    rc = tabq_stmt_change(&s->b->stmts, s->b->drv, c, s->st[SQ_EXTEND], &same, &changed, err);
+    if (!rc && changed == 1)
+      d->token = d->pending;
+  }
   if (!rc && changed != 1)
     rc = tabq_err_set(err, TABQ_LEASE_LOST, s->t->name, "extend",
                       "table %s: the lease ended before the settlement; another claim may own "
@@ -208,7 +216,7 @@ int tabq_settle_lease(tabq_delivery *d, tabq_outcome o, action *a, tabq_error *e
   int rc = tabq_pool_acquire(&b->pool, &c, err);
   if (rc)
     return rc;
-  pthread_mutex_lock(&d->mu);
+  tabq_delivery_lock(d);
   if (!d->in_work)
     rc = not_in_work(d, err);
   else {
@@ -333,6 +341,7 @@ static int settle_tx(tabq_delivery *d, tabq_outcome o, action *a, tabq_error *er
     return s->ops->settle(d, o, a, err);
   }
   tabq_pconn *c = tabq_tx_conn(d->tx);
+  /* Not tabq_delivery_lock: an extension in flight may wait for this transaction to end. */
   pthread_mutex_lock(&d->mu);
   int rc;
   if (!d->in_work) {
@@ -567,7 +576,7 @@ static bool settle_joined(tabq_delivery *const *ds, unsigned n, const tabq_outco
   }
   bool all = true;
   for (unsigned i = 0; i < n; i++) {
-    pthread_mutex_lock(&x->order[i]->mu);
+    tabq_delivery_lock(x->order[i]);
     all = all && x->order[i]->in_work; /* else its handler settled it: settle one by one */
   }
   bool begun = all && !tabq_sub_begin(s, c, &err);

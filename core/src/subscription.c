@@ -253,6 +253,7 @@ static int allocate(tabq_subscription *s, tabq_error *err) {
     tabq_delivery *d = &s->slots[i];
     d->sub = s;
     pthread_mutex_init(&d->mu, NULL);
+    pthread_cond_init(&d->cv, NULL);
     if (!(d->cells = calloc(s->proj.ncols, sizeof *d->cells)))
       return tabq_err_set(err, TABQ_NOMEM, s->t->name, NULL, "cannot allocate the deliveries");
     s->free_slots[s->nfree++] = d;
