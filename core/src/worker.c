@@ -275,6 +275,11 @@ void tabq_workers_stop(tabq_subscription *s) {
   pthread_mutex_lock(&s->mu);
   s->stop = true;
   pthread_cond_broadcast(&s->cv);
+  /* Claims in flight end first: an advisory claim still runs statements (the stamp) on the
+   * connection of a row it took, which `stopping` would otherwise release from this thread at
+   * the same time. Claims do not wait on locks, so this wait is short. */
+  while (s->claiming)
+    pthread_cond_wait(&s->cv, &s->mu);
   pthread_mutex_unlock(&s->mu);
   /* Advisory locks in work are released now (SPEC 3.3); their late settlements fail CLOSED. */
   if (s->ops->stopping && s->nthreads)
