@@ -331,6 +331,9 @@ double bench_run_tabq(const char *url, const tabq_table *table, const bench_args
   }
   double elapsed = bench_mono_s() - t0;
 
+  if (so.coalesce_acks) /* how many acks went together, beside the rate */
+    fprintf(stderr, "bench: coalesce_acks (window %u us) settled %llu of %lld acks together\n",
+            so.coalesce_window_us, (unsigned long long)st.coalesced, (long long)rows);
   if (st.acked != (uint64_t)rows)
     bench_die("tabq acked %llu rows of %lld (failed %llu, lease lost %llu)",
               (unsigned long long)st.acked, (long long)rows, (unsigned long long)st.failed,

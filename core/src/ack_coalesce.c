@@ -5,7 +5,8 @@
  *
  * A group commit: the first ack to find no flush running leads. It waits up to the window for
  * the others (or until every worker's ack is in), takes what has gathered, settles it and hands
- * each delivery its own result; acks that come meanwhile wait for the next leader. Every call
+ * each delivery its own result; acks that come meanwhile wait for the next leader, even while
+ * the flush holds the leader's ack alone. Every call
  * returns only after its row's commit, with its own result: a lost lease fails only its own
  * delivery. When the joined settlement cannot run (a statement of the service's own, a failure
  * other than a lost lease), each ack settles alone, as without the option. */
@@ -20,6 +21,7 @@ struct tabq_ack_entry {
   int rc;
   bool done;  /* settled by a leader: rc is its result */
   bool alone; /* the leader could not join it: settle it alone */
+  bool told;  /* settled by its own call as a flush of one: the caller's err has the details */
   tabq_ack_entry *next;
 };
 
@@ -109,11 +111,21 @@ int tabq_ack_coalesced(tabq_delivery *d, tabq_outcome o, bool *settled, tabq_err
     unsigned n = gather(c, s->workers);
     pthread_mutex_unlock(&c->mu);
     bool joined = n > 1 && tabq_settle_acks_joined(c->ds, n, c->outcomes, &c->scratch);
+    /* A flush of one ack (the leader's own) settles it as it would settle alone, but still as
+     * the flush: acks that come meanwhile wait and go together in the next one. Settled outside
+     * the flush, it would leave none to wait, and nothing would ever gather. */
+    bool single = n == 1 && c->entries[0] == &me;
+    if (single) {
+      tabq_action a;
+      me.rc = s->ops->settle(d, o, &a, err);
+    }
     pthread_mutex_lock(&c->mu);
     for (unsigned i = 0; i < n; i++) {
-      c->entries[i]->rc = joined ? c->scratch.rcs[i] : TABQ_OK;
-      c->entries[i]->done = joined;
-      c->entries[i]->alone = !joined;
+      if (!single)
+        c->entries[i]->rc = joined ? c->scratch.rcs[i] : TABQ_OK;
+      c->entries[i]->done = joined || single;
+      c->entries[i]->alone = !joined && !single;
+      c->entries[i]->told = single;
     }
     if (joined)
       atomic_fetch_add(&s->stats.coalesced, n);
@@ -122,7 +134,7 @@ int tabq_ack_coalesced(tabq_delivery *d, tabq_outcome o, bool *settled, tabq_err
   }
   pthread_mutex_unlock(&c->mu);
   *settled = me.done;
-  if (me.done && me.rc)
+  if (me.done && me.rc && !me.told)
     tabq_settle_lost(s, "ack", err);
   return me.done ? me.rc : TABQ_OK;
 }
