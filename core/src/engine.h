@@ -345,6 +345,12 @@ int tabq_sub_open(tabq_broker *b, const tabq_table *table, const tabq_subscripti
 void tabq_sub_free(tabq_subscription *s);
 /* What the dialect's builders get for this subscription: table, form, mount, server. */
 tabq_build tabq_sub_build(const tabq_subscription *s);
+/* The operations of a form. */
+const tabq_form_ops *tabq_form_ops_of(tabq_form form);
+/* The refusals every subscription on build->table meets whatever its mount: the dialect's
+ * check, and a form the dialect does not serve. A publish meets them too: a row no
+ * subscription could claim is not written. */
+int tabq_form_servable(tabq_broker *b, const tabq_build *build, tabq_error *err);
 
 /* worker.c */
 int tabq_workers_start(tabq_subscription *s, tabq_error *err);

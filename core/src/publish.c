@@ -29,8 +29,10 @@ int tabq_publisher_of(tabq_broker *b, const tabq_table *caller, tabq_pconn *on,
     return rc;
   }
   tabq_build build = {.table = t, .form = tabq_table_form(t)};
-  rc = tabq_stmt_build(&b->stmts, b->host, b->plugin.plugin->dialect->insert, &build, "insert",
-                       &p->insert, err);
+  rc = tabq_form_servable(b, &build, err);
+  if (!rc)
+    rc = tabq_stmt_build(&b->stmts, b->host, b->plugin.plugin->dialect->insert, &build, "insert",
+                         &p->insert, err);
   p->notify = TABQ_NO_STMT;
   if (!rc)
     tabq_rows_init(b, p);
@@ -73,6 +75,12 @@ int tabq_message_check(const tabq_table *t, const tabq_message *m, tabq_error *e
   if (t->group.name && !m->group)
     return tabq_err_set(err, TABQ_INVALID, t->name, "insert",
                         "table %s has a group column; the message needs a group", t->name);
+  /* A subscription reads a named queue: a row in group '' could never be claimed. */
+  if (t->group.name && !m->group[0])
+    return tabq_err_set(err, TABQ_INVALID, t->name, "insert",
+                        "table %s: the message's group is empty, and no subscription reads the "
+                        "queue ''; name the queue",
+                        t->name);
   /* Every database compares groups as text: one that is not UTF-8 would be written and then
    * never match a queue name (SQLite stores any bytes). */
   if (m->group && u8_check((const uint8_t *)m->group, strlen(m->group)))

@@ -138,16 +138,26 @@ static int read_server(tabq_subscription *s, tabq_error *err) {
   return rc;
 }
 
+int tabq_form_servable(tabq_broker *b, const tabq_build *build, tabq_error *err) {
+  const tabq_plugin *p = b->plugin.plugin;
+  const char *table = build->table->name;
+  int rc = p->dialect->check(build);
+  if (rc)
+    return tabq_err_from_plugin(err, rc, table, "check");
+  const tabq_form_ops *ops = tabq_form_ops_of(build->form);
+  if (!ops->served(p))
+    return tabq_err_set(err, TABQ_DIALECT, table, NULL,
+                        "table %s takes the %s form, which the %s dialect does not serve", table,
+                        ops->name, p->name);
+  return TABQ_OK;
+}
+
 static int check_form(tabq_subscription *s, tabq_error *err) {
   const tabq_plugin *p = s->b->plugin.plugin;
   tabq_build build = tabq_sub_build(s);
-  int rc = p->dialect->check(&build);
+  int rc = tabq_form_servable(s->b, &build, err);
   if (rc)
-    return tabq_err_from_plugin(err, rc, s->t->name, "check");
-  if (!s->ops->served(p))
-    return tabq_err_set(err, TABQ_DIALECT, s->t->name, NULL,
-                        "table %s takes the %s form, which the %s dialect does not serve",
-                        s->t->name, s->ops->name, p->name);
+    return rc;
   if (s->ops->check && (rc = s->ops->check(s, err)))
     return rc;
   /* route.c refused a plugin without ByName already. */
@@ -270,7 +280,7 @@ static int allocate(tabq_subscription *s, tabq_error *err) {
   return TABQ_OK;
 }
 
-static const tabq_form_ops *ops_of(tabq_form form) {
+const tabq_form_ops *tabq_form_ops_of(tabq_form form) {
   switch (form) {
   case TABQ_FORM_LEASE:
     return &tabq_lease_ops;
@@ -293,7 +303,7 @@ static tabq_subscription *new_subscription(tabq_broker *b, const tabq_table *t,
   t = s->t;
   s->o = *o;
   s->form = tabq_table_form(t);
-  s->ops = ops_of(s->form);
+  s->ops = tabq_form_ops_of(s->form);
   s->tx_conn = o->transactional && !s->ops->holds_conn; /* lease: a connection each */
   s->claim = s->ops->claim;
   for (int i = 0; i < SQ_COUNT; i++)

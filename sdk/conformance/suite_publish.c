@@ -95,7 +95,34 @@ static void a_batch_lands_each_row_once(void) {
   CU_ASSERT_EQUAL(atomic_load(&seen.out_of_order), 0);
 }
 
+/* A publish writes nothing that no subscription could claim: a row in the queue '' (every
+ * subscription reads a named one), or a row of a table in a form the plugin does not serve.
+ * Each is refused naming the table, and the table stays empty. */
+static void publish_refuses_what_cannot_be_claimed(void) {
+  fresh_db();
+  tabq_broker *b = connect_broker(50);
+  tabq_message m = message("", "job", 3);
+  CU_ASSERT_EQUAL(tabq_publish(b, jobs_table(), &m, &err), TABQ_INVALID);
+  CU_ASSERT_PTR_NOT_NULL(strstr(err.message, jobs_name()));
+  const tabq_message *one[] = {&m};
+  CU_ASSERT_EQUAL(tabq_publish_many(b, jobs_table(), one, 1, &err), TABQ_INVALID);
+  static const tabq_form forms[] = {TABQ_FORM_ROWLOCK, TABQ_FORM_LEASE, TABQ_FORM_ADVISORY};
+  for (int f = 0; f < 3; f++) {
+    if (kit.plugin.forms & forms[f])
+      continue;
+    tabq_table t = table_in_form(forms[f]);
+    m.group = "q";
+    CU_ASSERT_EQUAL(tabq_publish(b, &t, &m, &err), TABQ_DIALECT);
+    CU_ASSERT_PTR_NOT_NULL(strstr(err.message, jobs_name()));
+  }
+  CU_ASSERT_EQUAL(db_int("SELECT count(*) FROM {jobs}"), 0);
+  close_broker(b);
+}
+
 const kit_test publish_tests[] = {
+    {"a publish refuses rows no subscription could claim (queue '', a form not served)",
+     publish_refuses_what_cannot_be_claimed, ALL_FORMS, NULL,
+     "refusals at subscribe, nothing claimed"},
     {"publish_many: 2.5 chunks and 3 rows land every row once, in order",
      a_batch_lands_each_row_once, ALL_FORMS, NULL, NULL},
     {NULL, NULL, 0, NULL, NULL},
