@@ -75,6 +75,11 @@ check "a copy of the prefix elsewhere serves find_package and loads its own plug
   cmake --build '$work/ex-moved' >/dev/null &&
   '$work/ex-moved/thumbnails/thumbnails' '$work/moved.db' 20 | grep -q 'from $work/moved/.*/tabq-1/sqlite.so'"
 
+check "a C++ consumer of every TABQ_*_INIT builds with -Wall -Wextra -Werror" sh -c "c++ -std=c++11 \
+  -pedantic -Wall -Wextra -Werror '$src/tests/installed/consumer.cpp' -o '$work/consumer' \
+  \$(pkg-config --cflags --libs tabq) -Wl,-rpath,\$(realpath \$(pkg-config --variable=libdir tabq))"
+check "the C++ consumer drains its job on SQLite" sh -c "'$work/consumer' '$work/consumer.db' |
+  grep -qx 'handled 1'"
 check "try_connect builds with pkg-config" sh -c "cc -std=c11 -Wall -Werror \
   '$src/tests/installed/try_connect.c' -o '$work/try_connect' \$(pkg-config --cflags --libs tabq) \
   -Wl,-rpath,\$(realpath \$(pkg-config --variable=libdir tabq))"

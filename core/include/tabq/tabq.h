@@ -24,17 +24,24 @@
 #include <tabq/value.h>
 #include <tabq/version.h>
 
+/* TABQ_SIZED_INIT(type): an initialiser that sets `size` and zeroes the rest. In C++ it is a
+ * value-initialised struct with its size set: a braced initialiser naming the first member alone
+ * would warn about every other one (-Wmissing-field-initializers, an error under -Werror), and
+ * C++ before 20 has no designated initialisers. */
 #ifdef __cplusplus
-extern "C" {
-#endif
-
-/* TABQ_SIZED_INIT(type): an initialiser that sets `size` and zeroes the rest. */
-#ifdef __cplusplus
-#define TABQ_SIZED_INIT(type)                                                                      \
-  { sizeof(type) }
+template <typename T> inline T tabq_sized_init_() {
+  T v = T();
+  v.size = static_cast<uint32_t>(sizeof(T));
+  return v;
+}
+#define TABQ_SIZED_INIT(type) tabq_sized_init_<type>()
 #else
 #define TABQ_SIZED_INIT(type)                                                                      \
   { .size = sizeof(type) }
+#endif
+
+#ifdef __cplusplus
+extern "C" {
 #endif
 
 #if defined(TABQ_BUILDING_LIBRARY) && defined(__GNUC__)
