@@ -99,6 +99,13 @@ int tabq_connect(const char *url, const tabq_broker_options *options, tabq_broke
   b->drv = b->plugin.driver;
   b->host = tabq_host_services();
   tabq_logger_init(&b->log, o);
+  /* Which file serves the scheme, and what it shadows: a stale copy in a later folder is worth
+   * a warning (docs/plugins.md). */
+  if (b->plugin.shadowed[0])
+    tabq_logf(&b->log, TABQ_LOG_WARN, "dialect for '%s': %s, which shadows %s", scheme,
+              b->plugin.chosen, b->plugin.shadowed);
+  else
+    tabq_logf(&b->log, TABQ_LOG_INFO, "dialect for '%s': %s", scheme, b->plugin.chosen);
   tabq_registry_init(&b->stmts);
   pthread_mutex_init(&b->mu, NULL);
   const tabq_logger *outer = tabq_log_enter(&b->log);

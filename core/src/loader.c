@@ -349,7 +349,7 @@ static int borrow_driver(const tabq_plugin_index *ix, tabq_loaded *out, tabq_err
 /* Loads the plugin `e` (for `scheme`, or by its name when that is NULL) and checks it. */
 static int open_entry(const tabq_plugin_index *ix, const tabq_plugin_entry *e, const char *scheme,
                       bool may_borrow, tabq_loaded *out, tabq_error *err) {
-  memset(out, 0, sizeof *out);
+  memset(out, 0, offsetof(tabq_loaded, chosen)); /* what the choice wrote stays */
   char mpath[PATH_MAX + TABQ_FILE_NAME_CAP];
   tabq_plugin_entry_path(ix, e, out->path, sizeof out->path);
   tabq_plugin_manifest_path(ix, e, mpath, sizeof mpath);
@@ -385,7 +385,9 @@ int tabq_loader_open(const char *scheme, tabq_loaded *out, tabq_error *err) {
   const tabq_plugin_entry *e;
   int rc = tabq_plugin_index_read(ix, err);
   if (!rc)
-    rc = tabq_plugin_index_by_scheme(ix, scheme, &e, err);
+    rc = tabq_plugin_index_by_scheme(ix, scheme, &e, out->shadowed, sizeof out->shadowed, err);
+  if (!rc)
+    tabq_plugin_index_describe(ix, e, out->chosen, sizeof out->chosen);
   if (!rc)
     rc = open_entry(ix, e, scheme, true, out, err);
   tabq_plugin_index_free(ix);

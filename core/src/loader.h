@@ -28,10 +28,15 @@ typedef struct tabq_loaded {
   const tabq_driver_v1 *driver; /* &own.driver: the plugin's driver, or the lender's */
   tabq_ifaces own;
   char path[PATH_MAX];
+  /* For the log at connect: the file chosen for the scheme, and the files of later folders that
+   * also claim it, which it shadows ("" for none). Last: open_entry clears what comes before. */
+  char chosen[PATH_MAX + 64];
+  char shadowed[1024];
 } tabq_loaded;
 
-/* Loads the one plugin serving a URL scheme, chosen from the manifests and file names in the
- * folders of TABQ_PLUGIN_PATH (colon separated) and tabq-<major>/ beside libtabq, and checks it
+/* Loads the plugin serving a URL scheme, chosen from the manifests and file names in the
+ * folders of TABQ_PLUGIN_PATH (colon separated) and tabq-<major>/ beside libtabq, the first in
+ * that order (a later folder's claimant is shadowed; two of one folder are refused), and checks it
  * (the file, the handshake, every interface's members, agreement with its manifest). */
 int tabq_loader_open(const char *scheme, tabq_loaded *out, tabq_error *err);
 void tabq_loader_close(tabq_loaded *l);

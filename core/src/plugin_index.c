@@ -242,25 +242,51 @@ static int conflict(const tabq_plugin_index *ix, const char *what, const char *v
   describe(ix, a, da, sizeof da);
   describe(ix, b, db, sizeof db);
   return tabq_err_set(err, TABQ_PLUGIN, NULL, NULL,
-                      "two plugins claim the %s '%s': %s and %s; remove one, or take its folder "
-                      "off TABQ_PLUGIN_PATH",
-                      what, value, da, db);
+                      "two plugins in one folder claim the %s '%s': %s and %s; remove one", what,
+                      value, da, db);
+}
+
+/* The search order decides, as PATH does: the first folder's claimant wins and shadows those of
+ * later folders (named in `shadowed`, cap bytes, when given); two different files of one folder
+ * claiming the same are refused, since nothing orders them. */
+static int choose(const tabq_plugin_index *ix, const char *what, const char *value,
+                  bool (*claims)(const tabq_plugin_entry *, const char *),
+                  const tabq_plugin_entry **out, char *shadowed, size_t cap, tabq_error *err) {
+  *out = NULL;
+  if (shadowed && cap)
+    shadowed[0] = '\0';
+  for (size_t i = 0; i < ix->n; i++) {
+    const tabq_plugin_entry *e = &ix->entries[i];
+    if (!claims(e, value) || (*out && same_file(*out, e)))
+      continue;
+    if (!*out) {
+      *out = e;
+    } else if (e->dir == (*out)->dir) {
+      return conflict(ix, what, value, *out, e, err);
+    } else if (shadowed && cap) {
+      char d[PATH_MAX + 3 * TABQ_FILE_NAME_CAP];
+      describe(ix, e, d, sizeof d);
+      append(shadowed, cap, shadowed[0] ? ", " : "");
+      append(shadowed, cap, d);
+    }
+  }
+  return TABQ_OK;
+}
+
+static bool claims_scheme(const tabq_plugin_entry *e, const char *scheme) {
+  return tabq_manifest_serves(&e->m, scheme);
+}
+
+static bool claims_name(const tabq_plugin_entry *e, const char *name) {
+  return !strcmp(e->name, name);
 }
 
 int tabq_plugin_index_by_scheme(const tabq_plugin_index *ix, const char *scheme,
-                                const tabq_plugin_entry **out, tabq_error *err) {
-  *out = NULL;
-  for (size_t i = 0; i < ix->n; i++) {
-    const tabq_plugin_entry *e = &ix->entries[i];
-    if (!tabq_manifest_serves(&e->m, scheme))
-      continue;
-    if (!*out)
-      *out = e;
-    else if (!same_file(*out, e))
-      return conflict(ix, "URL scheme", scheme, *out, e, err);
-  }
-  if (*out)
-    return TABQ_OK;
+                                const tabq_plugin_entry **out, char *shadowed, size_t cap,
+                                tabq_error *err) {
+  int rc = choose(ix, "URL scheme", scheme, claims_scheme, out, shadowed, cap, err);
+  if (rc || *out)
+    return rc;
   char installed[256] = "", searched[256];
   for (size_t i = 0; i < ix->n; i++)
     for (unsigned s = 0; s < ix->entries[i].m.nschemes; s++) {
@@ -282,15 +308,10 @@ int tabq_plugin_index_by_scheme(const tabq_plugin_index *ix, const char *scheme,
 
 int tabq_plugin_index_by_name(const tabq_plugin_index *ix, const char *name,
                               const tabq_plugin_entry **out, tabq_error *err) {
-  *out = NULL;
-  for (size_t i = 0; i < ix->n; i++) {
-    const tabq_plugin_entry *e = &ix->entries[i];
-    if (strcmp(e->name, name))
-      continue;
-    if (!*out)
-      *out = e;
-    else if (!same_file(*out, e))
-      return conflict(ix, "plugin name", name, *out, e, err);
-  }
-  return TABQ_OK;
+  return choose(ix, "plugin name", name, claims_name, out, NULL, 0, err);
+}
+
+void tabq_plugin_index_describe(const tabq_plugin_index *ix, const tabq_plugin_entry *e, char *out,
+                                size_t cap) {
+  describe(ix, e, out, cap);
 }

@@ -18,7 +18,7 @@ static int locate(const char *key, bool by_name, char *path, size_t cap, tabq_er
   const tabq_plugin_entry *e = NULL;
   if (!rc)
     rc = by_name ? tabq_plugin_index_by_name(ix, key, &e, err)
-                 : tabq_plugin_index_by_scheme(ix, key, &e, err);
+                 : tabq_plugin_index_by_scheme(ix, key, &e, NULL, 0, err);
   if (!rc && !e) {
     char searched[512];
     tabq_plugin_index_folders(ix, searched, sizeof searched);

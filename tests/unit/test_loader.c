@@ -186,6 +186,50 @@ static void same_file_twice_is_no_conflict(void) {
   CU_ASSERT_EQUAL(connect_in(path, "wellformed:x"), TABQ_BACKEND);
 }
 
+static char log_text[4096];
+
+static void keep_log(int level, const char *message, void *user) {
+  (void)level, (void)user;
+  size_t len = strlen(log_text);
+  snprintf(log_text + len, sizeof log_text - len, "%s\n", message);
+}
+
+/* The same dialect in two folders (an installed copy and a build tree's, say) is no conflict:
+ * the first folder in search order wins, as PATH does, and the log at connect names the file
+ * chosen and the one it shadows. */
+static void first_folder_wins(void) {
+  char built[PATH_MAX], built_dir[PATH_MAX];
+  setenv("TABQ_PLUGIN_PATH", refusals, 1);
+  CU_ASSERT_EQUAL_FATAL(tabq_plugin_for_scheme("sqlite", built, sizeof built, &err), TABQ_OK);
+  snprintf(built_dir, sizeof built_dir, "%s", built);
+  *strrchr(built_dir, '/') = '\0';
+  const char *first = in_scratch("first");
+  make_dir(first, 0755);
+  char from[2 * PATH_MAX], to[2 * PATH_MAX];
+  const char *files[] = {"sqlite.so", "sqlite.tabq-plugin"};
+  for (int i = 0; i < 2; i++) {
+    snprintf(from, sizeof from, "%s/%s", built_dir, files[i]);
+    snprintf(to, sizeof to, "%s/%s", first, files[i]);
+    copy_file(from, to, 0644);
+  }
+  setenv("TABQ_PLUGIN_PATH", first, 1);
+  char url[PATH_MAX + 8];
+  snprintf(url, sizeof url, "sqlite:%s", in_scratch("first.db"));
+  tabq_broker_options o = TABQ_BROKER_OPTIONS_INIT;
+  o.log = keep_log;
+  o.log_level = TABQ_LOG_INFO;
+  log_text[0] = '\0';
+  tabq_broker *b = NULL;
+  CU_ASSERT_EQUAL_FATAL(tabq_connect(url, &o, &b, &err), TABQ_OK);
+  CU_ASSERT_PTR_NOT_NULL(strstr(tabq_dialect_path(b), first));
+  tabq_close(b);
+  if (!strstr(log_text, "shadows") || !strstr(log_text, built) || !strstr(log_text, first))
+    fprintf(stderr, "\nlog: %s\n", log_text);
+  CU_ASSERT_PTR_NOT_NULL(strstr(log_text, "shadows"));
+  CU_ASSERT_PTR_NOT_NULL(strstr(log_text, built));
+  CU_ASSERT_PTR_NOT_NULL(strstr(log_text, first));
+}
+
 /* ---- Refusals of a chosen plugin --------------------------------------------------------- */
 
 static void dlopen_rejection_has_dlerror(void) {
@@ -343,6 +387,7 @@ static void borrowed_driver_not_installed(void) {
 static void two_plugins_one_scheme_refused(void) {
   CU_ASSERT_EQUAL(connect_in(conflict, "twin:x"), TABQ_PLUGIN);
   mentions("'twin'");
+  mentions("one folder");
   mentions("one.so");
   mentions("two.so");
   /* Only the claimed scheme is ambiguous: each plugin's own scheme still loads. */
@@ -459,6 +504,7 @@ int register_tests(void) {
       {"sqlite plugin loads from the build tree", sqlite_loads_from_build_tree},
       {"looking a scheme up never runs a stranger's constructor", looking_up_never_runs_a_stranger},
       {"one file reached twice is no conflict", same_file_twice_is_no_conflict},
+      {"the same dialect in two folders: the first wins, the log names both", first_folder_wins},
       CU_TEST_INFO_NULL,
   };
   static CU_TestInfo chosen[] = {
