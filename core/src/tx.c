@@ -321,6 +321,13 @@ void tabq_delivery_txs_free(tabq_subscription *s) {
   }
 }
 
+static void open_tx(tabq_tx *tx, tabq_pconn *c) {
+  tx->c = c;
+  tx->owner = pthread_self();
+  tx->wakes.len = tx->groups.len = 0;
+  atomic_store(&tx->open, true);
+}
+
 int tabq_delivery_tx_open(tabq_delivery *d, tabq_error *err) {
   tabq_subscription *s = d->sub;
   tabq_broker *b = s->b;
@@ -335,15 +342,24 @@ int tabq_delivery_tx_open(tabq_delivery *d, tabq_error *err) {
         (rc = tabq_txn_begin(b, s->t->name, c, s->tx_begin_sql, err)))
       tabq_pool_release(&b->pool, c);
   } else {
-    rc = tabq_txn_begin(b, s->t->name, c, s->tx_begin_sql, err);
-  }
-  if (rc)
+    /* Advisory: the key's connection, under the delivery's lock, since shutdown releases the
+     * key on that connection from another thread unless the transaction is open; once it has
+     * released it, there is nothing to open. */
+    pthread_mutex_lock(&d->mu);
+    c = d->conn;
+    rc = d->in_work && c ? tabq_txn_begin(b, s->t->name, c, s->tx_begin_sql, err)
+                         : tabq_err_set(err, TABQ_CLOSED, s->t->name, "begin",
+                                        "table %s: the broker shut down and released this "
+                                        "delivery's lock",
+                                        s->t->name);
+    if (!rc)
+      open_tx(tx, c);
+    pthread_mutex_unlock(&d->mu);
     return rc;
-  tx->c = c;
-  tx->owner = pthread_self();
-  tx->wakes.len = tx->groups.len = 0;
-  atomic_store(&tx->open, true);
-  return TABQ_OK;
+  }
+  if (!rc)
+    open_tx(tx, c);
+  return rc;
 }
 
 tabq_pconn *tabq_tx_conn(const tabq_tx *tx) {
