@@ -88,11 +88,15 @@ const char *form_name(tabq_form f); /* "rowlock", "lease", "advisory" */
  */
 
 #define ALL_FORMS (TABQ_FORM_ROWLOCK | TABQ_FORM_LEASE | TABQ_FORM_ADVISORY)
+/* Beside a test's forms: one of the few tests --smoke runs (a claim of one row and of many, an
+ * ack, a retry, a lease's extensions; the advisory form's claims lock and take), quick enough to
+ * run on many plugins. */
+#define KIT_SMOKE 0x100u
 
 typedef struct kit_test {
   const char *name;
   void (*run)(void);
-  unsigned forms; /* the forms the test belongs to */
+  unsigned forms; /* the forms the test belongs to, and KIT_SMOKE for a smoke test */
   /* NULL, or why the plugin cannot be tested here (the test is then reported as skipped);
    * called with kit.form set. */
   const char *(*needs)(void);
