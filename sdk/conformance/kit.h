@@ -32,6 +32,7 @@ typedef struct kit_plugin {
   bool placeholder;  /* ABI 1.1 Dialect.placeholder: custom events */
   bool fetch_by_ids; /* Dialect.fetch: a claim of the service's own needs no fetch of its own */
   bool listen;       /* Driver.listen and wait_notify, Dialect.channel: LISTEN/NOTIFY wake-ups */
+  bool reals;        /* the driver's plugin is of ABI 1.5 or later: it binds TABQ_T_REAL */
   /* Advisory keys kept in the process (TABQ_ADVISORY_PROCESS_KEYS): one process at a time serves
    * advisory subscriptions on a database, a second is refused at subscribe. */
   bool process_keys;
