@@ -1,5 +1,6 @@
 # tabq_add_dialect(<name> SOURCES <files...> SCHEMES <schemes...> [LIBRARIES <libs...>]
-#                  [OUTPUT_DIRECTORY <dir>] [INSTALL_DIR <dir> | NO_INSTALL] [ABI <major.minor>])
+#                  [OUTPUT_DIRECTORY <dir>] [INSTALL_DIR <dir> | NO_INSTALL] [ABI <major.minor>]
+#                  [ABI_HEADERS <dir>])
 #
 # Builds a dialect plugin <name>.so as a MODULE with hidden visibility, so the entry function
 # (marked TABQ_PLUGIN_EXPORT) is the only symbol it exports. The target is tabq_dialect_<name>.
@@ -14,8 +15,13 @@
 # them with no environment; in tabq's own tree, <libdir>/tabq-<ABI major> of the prefix.
 # NO_INSTALL installs nothing (test fixtures). ABI is for a plugin whose descriptor declares an
 # older ABI than this SDK's (TABQ_ABI_VERSION): its manifest must say the same.
+#
+# ABI_HEADERS builds against the plugin ABI headers in <dir> (<dir>/tabq/dialect.h and what it
+# includes: a copy of an older minor's, as tabq's own tests keep) instead of the SDK's: the
+# manifest's ABI is that dialect.h's, and the statement builders, compiled against the SDK's
+# headers, are not linked.
 function(tabq_add_dialect name)
-  cmake_parse_arguments(ARG "NO_INSTALL" "OUTPUT_DIRECTORY;INSTALL_DIR;ABI"
+  cmake_parse_arguments(ARG "NO_INSTALL" "OUTPUT_DIRECTORY;INSTALL_DIR;ABI;ABI_HEADERS"
     "SOURCES;LIBRARIES;SCHEMES" ${ARGN})
   if(NOT ARG_SCHEMES)
     message(FATAL_ERROR "tabq_add_dialect(${name}): SCHEMES is required: the URL schemes the "
@@ -34,6 +40,9 @@ function(tabq_add_dialect name)
       "through find_package(tabq)")
   endif()
   set(header ${TABQ_SDK_INCLUDE_DIR}/tabq/dialect.h)
+  if(ARG_ABI_HEADERS)
+    set(header ${ARG_ABI_HEADERS}/tabq/dialect.h)
+  endif()
   file(STRINGS ${header} abi_lines REGEX "^#define TABQ_ABI_(MAJOR|MINOR) [0-9]+$")
   foreach(line IN LISTS abi_lines)
     if(line MATCHES "^#define TABQ_ABI_(MAJOR|MINOR) ([0-9]+)$")
@@ -54,7 +63,12 @@ function(tabq_add_dialect name)
 
   set(target tabq_dialect_${name})
   add_library(${target} MODULE ${ARG_SOURCES})
-  target_link_libraries(${target} PRIVATE tabq::sdk tabq::sqlbuild ${ARG_LIBRARIES})
+  if(ARG_ABI_HEADERS)
+    target_include_directories(${target} PRIVATE ${ARG_ABI_HEADERS})
+    target_link_libraries(${target} PRIVATE ${ARG_LIBRARIES})
+  else()
+    target_link_libraries(${target} PRIVATE tabq::sdk tabq::sqlbuild ${ARG_LIBRARIES})
+  endif()
   if(NOT ARG_OUTPUT_DIRECTORY)
     if(DEFINED TABQ_PLUGIN_OUTPUT_DIR)
       set(ARG_OUTPUT_DIRECTORY ${TABQ_PLUGIN_OUTPUT_DIR})

@@ -32,6 +32,7 @@ typedef struct kit_plugin {
   bool placeholder;  /* ABI 1.1 Dialect.placeholder: custom events */
   bool fetch_by_ids; /* Dialect.fetch: a claim of the service's own needs no fetch of its own */
   bool listen;       /* Driver.listen and wait_notify, Dialect.channel: LISTEN/NOTIFY wake-ups */
+  bool reals;        /* the driver's plugin is of ABI 1.5 or later: it binds TABQ_T_REAL */
   /* Advisory keys kept in the process (TABQ_ADVISORY_PROCESS_KEYS): one process at a time serves
    * advisory subscriptions on a database, a second is refused at subscribe. */
   bool process_keys;
@@ -88,11 +89,15 @@ const char *form_name(tabq_form f); /* "rowlock", "lease", "advisory" */
  */
 
 #define ALL_FORMS (TABQ_FORM_ROWLOCK | TABQ_FORM_LEASE | TABQ_FORM_ADVISORY)
+/* Beside a test's forms: one of the few tests --smoke runs (a claim of one row and of many, an
+ * ack, a retry, a lease's extensions; the advisory form's claims lock and take), quick enough to
+ * run on many plugins. */
+#define KIT_SMOKE 0x100u
 
 typedef struct kit_test {
   const char *name;
   void (*run)(void);
-  unsigned forms; /* the forms the test belongs to */
+  unsigned forms; /* the forms the test belongs to, and KIT_SMOKE for a smoke test */
   /* NULL, or why the plugin cannot be tested here (the test is then reported as skipped);
    * called with kit.form set. */
   const char *(*needs)(void);

@@ -16,7 +16,8 @@ kit_state kit;
 
 static const char usage[] =
     "usage: tabq-conformance (--plugin FILE | --scheme S) --url URL [--form rowlock|lease|advisory]"
-    " [--ddl sqlite|postgres|mysql|FILE] [--junit FILE] [--only NAME]; tabq-conformance --list"
+    " [--ddl sqlite|postgres|mysql|FILE] [--junit FILE] [--only NAME] [--smoke];"
+    " tabq-conformance --list"
     " prints each test's feature, forms and name";
 
 const char *form_name(tabq_form f) {
@@ -64,6 +65,7 @@ static void list_tests(void);
 
 typedef struct args {
   const char *plugin, *scheme, *url, *form, *ddl, *junit, *only, *child, *table;
+  bool smoke; /* the smoke tests alone (KIT_SMOKE) */
 } args;
 
 static args parse_args(int argc, char **argv) {
@@ -88,7 +90,10 @@ static args parse_args(int argc, char **argv) {
       slot = &a.child;
     else if (!strcmp(argv[i], "--table"))
       slot = &a.table;
-    else if (!strcmp(argv[i], "--help") || !strcmp(argv[i], "-h")) {
+    else if (!strcmp(argv[i], "--smoke")) {
+      a.smoke = true;
+      continue;
+    } else if (!strcmp(argv[i], "--help") || !strcmp(argv[i], "-h")) {
       puts(usage);
       exit(0);
     } else if (!strcmp(argv[i], "--list")) {
@@ -218,7 +223,7 @@ static const char *interface_of(tabq_form f) {
 }
 
 /* One CUnit suite per form; a test the plugin cannot serve is reported as skipped instead. */
-static void register_form(tabq_form form, const char *only) {
+static void register_form(tabq_form form, const char *only, bool smoke) {
   const char *name = form_name(form);
   if (!(kit.plugin.forms & form)) {
     char why[96];
@@ -234,7 +239,8 @@ static void register_form(tabq_form form, const char *only) {
     cannot_start("CUnit: %s", CU_get_error_msg());
   for (size_t g = 0; g < sizeof groups / sizeof groups[0]; g++)
     for (const kit_test *t = groups[g].tests; t->name; t++) {
-      if (!(t->forms & form) || (only && !strstr(t->name, only)))
+      if (!(t->forms & form) || (only && !strstr(t->name, only)) ||
+          (smoke && !(t->forms & KIT_SMOKE)))
         continue;
       kit.form = form;
       const char *why = t->needs ? t->needs() : NULL;
@@ -259,7 +265,7 @@ int main(int argc, char **argv) {
   static const tabq_form all[] = {TABQ_FORM_ROWLOCK, TABQ_FORM_LEASE, TABQ_FORM_ADVISORY};
   for (size_t i = 0; i < 3; i++)
     if (!a.form || form_of(a.form) == all[i])
-      register_form(all[i], a.only);
+      register_form(all[i], a.only, a.smoke);
   CU_run_all_tests();
   CU_cleanup_registry();
   return report_end(a.junit) ? 0 : 1;

@@ -104,6 +104,7 @@ static int describe(const char *path, kit_plugin *out, char *why, size_t cap) {
     return TABQ_PLUGIN;
   out->desc = p;
   out->driver = p->driver;
+  out->reals = TABQ_ABI_MINOR_OF(p->abi) >= 5;
   snprintf(out->driver_path, sizeof out->driver_path, "%s", out->path);
   if (!p->driver) {
     if (!p->driver_from) {
@@ -123,6 +124,7 @@ static int describe(const char *path, kit_plugin *out, char *why, size_t cap) {
       return TABQ_PLUGIN;
     }
     out->driver = lp->driver;
+    out->reals = TABQ_ABI_MINOR_OF(lp->abi) >= 5;
     snprintf(out->driver_scheme, sizeof out->driver_scheme, "%s", lp->schemes[0]);
     snprintf(out->driver_path, sizeof out->driver_path, "%s", lender);
   }
