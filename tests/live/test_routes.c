@@ -16,13 +16,14 @@ static tabq_broker *broker;
 static recorder rec;
 static tabq_error err;
 
-/* Tables of their own for the routes to tell apart: the columns a publish writes, row lock form
- * by default (only published to, never subscribed). */
+/* Tables of their own for the routes to tell apart: the columns a publish writes, in the lease
+ * form, which every database serves (only published to, never subscribed; a publish refuses a
+ * table no subscription could claim, such as a row lock table on SQLite). */
 #define ROUTED(table_name)                                                                         \
   {                                                                                                \
     .size = sizeof(tabq_table), .name = table_name, .id = {.name = "id", .generated = true},       \
     .group = {.name = "queue"}, .attempt = {.name = "attempt", .generated = true},                 \
-    .payload = {.name = "payload"},                                                                \
+    .locked_until = {.name = "locked_until"}, .payload = {.name = "payload"},                      \
   }
 static const tabq_table routed_a = ROUTED("routed_a");
 static const tabq_table routed_b = ROUTED("routed_b");
@@ -33,17 +34,18 @@ static void create_routed(const char *name) {
   if (db.kind == TEST_SQLITE)
     snprintf(sql, sizeof sql,
              "CREATE TABLE %s (id INTEGER PRIMARY KEY, queue TEXT NOT NULL, attempt INTEGER NOT "
-             "NULL DEFAULT 1, payload BLOB NOT NULL)",
+             "NULL DEFAULT 1, locked_until TEXT, payload BLOB NOT NULL)",
              name);
   else if (db.kind == TEST_POSTGRES)
     snprintf(sql, sizeof sql,
              "CREATE TABLE %s (id BIGSERIAL PRIMARY KEY, queue TEXT NOT NULL, attempt INTEGER NOT "
-             "NULL DEFAULT 1, payload BYTEA NOT NULL)",
+             "NULL DEFAULT 1, locked_until TIMESTAMPTZ, payload BYTEA NOT NULL)",
              name);
   else
     snprintf(sql, sizeof sql,
              "CREATE TABLE %s (id BIGINT AUTO_INCREMENT PRIMARY KEY, queue VARCHAR(191) NOT "
-             "NULL, attempt INT NOT NULL DEFAULT 1, payload BLOB NOT NULL) ENGINE=InnoDB",
+             "NULL, attempt INT NOT NULL DEFAULT 1, locked_until DATETIME NULL, payload BLOB NOT "
+             "NULL) ENGINE=InnoDB",
              name);
   testdb_exec(&db, sql);
 }
