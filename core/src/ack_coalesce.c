@@ -135,6 +135,6 @@ int tabq_ack_coalesced(tabq_delivery *d, tabq_outcome o, bool *settled, tabq_err
   pthread_mutex_unlock(&c->mu);
   *settled = me.done;
   if (me.done && me.rc && !me.told)
-    tabq_settle_lost(s, "ack", err);
+    s->ops->lost(s, "ack", err);
   return me.done ? me.rc : TABQ_OK;
 }

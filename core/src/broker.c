@@ -55,7 +55,7 @@ static int start_broker(tabq_broker *b, const char *url, const tabq_broker_optio
   int rc = driver_url(&b->plugin, url, &for_driver, err);
   if (rc)
     return rc;
-  rc = tabq_pool_init(&b->pool, b->drv, for_driver, size, timeout, err);
+  rc = tabq_pool_init(&b->pool, b->drv, b->host, for_driver, size, timeout, err);
   free(for_driver);
   if (rc)
     return rc;
@@ -97,8 +97,9 @@ int tabq_connect(const char *url, const tabq_broker_options *options, tabq_broke
     return rc;
   }
   b->drv = b->plugin.driver;
-  b->host = tabq_host_services();
   tabq_logger_init(&b->log, o);
+  tabq_host_of(&b->own_host, &b->log);
+  b->host = &b->own_host;
   /* Which file serves the scheme, and what it shadows: a stale copy in a later folder is worth
    * a warning (docs/plugins.md). */
   if (b->plugin.shadowed[0])
@@ -117,23 +118,6 @@ int tabq_connect(const char *url, const tabq_broker_options *options, tabq_broke
   }
   *out = b;
   return TABQ_OK;
-}
-
-int tabq_channel_of(tabq_broker *b, const tabq_table *t, char *out, size_t cap, tabq_error *err) {
-  tabq_build build = {.table = t, .form = tabq_table_form(t)};
-  tabq_stmt st;
-  tabq_sql_init(&st, b->host);
-  int rc = b->plugin.plugin->dialect->channel(&build, &st);
-  if (!rc)
-    rc = st.status;
-  if (rc)
-    tabq_err_from_plugin(err, rc, t->name, "listen");
-  else if (!st.sql || st.len >= cap)
-    rc = tabq_err_set(err, TABQ_DIALECT, t->name, "listen", "the dialect's channel is unusable");
-  else
-    memcpy(out, st.sql, st.len + 1);
-  tabq_sql_free(&st);
-  return rc;
 }
 
 int tabq_exec(tabq_broker *b, const char *sql, tabq_error *err) {
@@ -177,39 +161,6 @@ static void shut_down(tabq_broker *b) {
   tabq_listener_stop(b);
 }
 
-void tabq_sub_free(tabq_subscription *s) {
-  tabq_pkeys_close(s);
-  for (unsigned i = 0; s->slots && i < s->nslots; i++) {
-    tabq_delivery *d = &s->slots[i];
-    pthread_mutex_destroy(&d->mu);
-    pthread_cond_destroy(&d->cv);
-    tabq_buf_free(&d->row);
-    tabq_buf_free(&d->key);
-    free(d->cells);
-    if (d->headers)
-      json_decref(d->headers);
-  }
-  tabq_delivery_txs_free(s);
-  free(s->slots);
-  tabq_coalescer_free(&s->coalescer);
-  tabq_claim_spaces_free(s);
-  free(s->id_list);
-  free(s->refetch);
-  tabq_buf_free(&s->refetch_buf);
-  free(s->free_slots);
-  free(s->ready);
-  tabq_bykey_free(s);
-  free(s->threads);
-  free(s->queue);
-  free(s->dead_letter_group);
-  free(s->dead_letter_table);
-  pthread_mutex_destroy(&s->mu);
-  pthread_cond_destroy(&s->cv);
-  pthread_mutex_destroy(&s->ext_mu);
-  pthread_cond_destroy(&s->ext_cv);
-  free(s);
-}
-
 void tabq_close(tabq_broker *b) {
   if (!b)
     return;
@@ -239,39 +190,4 @@ const char *tabq_dialect_name(const tabq_broker *b) {
 }
 const char *tabq_dialect_path(const tabq_broker *b) {
   return b->plugin.path;
-}
-
-int tabq_buf_reserve(tabq_buf *b, size_t n) {
-  if (n <= b->cap)
-    return TABQ_OK;
-  size_t cap = b->cap ? b->cap : 64;
-  while (cap < n)
-    cap *= 2;
-  char *p = realloc(b->p, cap);
-  if (!p)
-    return TABQ_NOMEM;
-  b->p = p;
-  b->cap = cap;
-  return TABQ_OK;
-}
-
-void tabq_buf_free(tabq_buf *b) {
-  free(b->p);
-  b->p = NULL;
-  b->len = b->cap = 0;
-}
-
-int tabq_values_bindable(const tabq_broker *b, const tabq_value *v, size_t n, const char *table,
-                         const char *what, tabq_error *err) {
-  const tabq_plugin *drv_plugin = b->plugin.lender ? b->plugin.lender : b->plugin.plugin;
-  if (TABQ_ABI_MINOR_OF(drv_plugin->abi) >= 5)
-    return TABQ_OK;
-  for (size_t i = 0; i < n; i++)
-    if (v[i].type == TABQ_T_REAL)
-      return tabq_err_set(err, TABQ_INVALID, table, what,
-                          "value %zu is a real, which the driver of plugin %s (ABI %u.%u) cannot "
-                          "bind (reals came with ABI 1.5): pass the number as text",
-                          i, drv_plugin->name, TABQ_ABI_MAJOR_OF(drv_plugin->abi),
-                          TABQ_ABI_MINOR_OF(drv_plugin->abi));
-  return TABQ_OK;
 }

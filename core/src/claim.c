@@ -129,33 +129,6 @@ int tabq_claim_read(tabq_subscription *s, tabq_prepared *p, tabq_delivery **slot
   return rc;
 }
 
-int tabq_refetch(tabq_subscription *s, tabq_pconn *c, tabq_delivery **slots, unsigned *got,
-                 int64_t token, tabq_pconn *conn, tabq_error *err) {
-  /* The ids are copied out of the rows the fetch overwrites, into space of the refetch's own:
-   * the advisory claim still walks its candidates. */
-  unsigned n = *got;
-  tabq_buf *buf = &s->refetch_buf;
-  buf->len = 0;
-  for (unsigned i = 0; i < n; i++) {
-    candidate *k = &s->refetch[i];
-    const tabq_value *id = &slots[i]->id;
-    size_t len = id->type == TABQ_T_TEXT ? id->u.buf.len : 0;
-    if (tabq_buf_reserve(buf, buf->len + len + 1))
-      return tabq_err_set(err, TABQ_NOMEM, s->t->name, "fetch", "cannot hold the claimed ids");
-    k->id = *id;
-    k->id_at = buf->len;
-    k->key_at = k->key_len = 0;
-    if (len)
-      memcpy(buf->p + k->id_at, id->u.buf.ptr, len);
-    buf->p[k->id_at + len] = '\0';
-    buf->len += len + 1;
-  }
-  for (unsigned i = 0; i < n; i++)
-    if (s->refetch[i].id.type == TABQ_T_TEXT)
-      s->refetch[i].id.u.buf.ptr = buf->p + s->refetch[i].id_at;
-  return tabq_fetch_into(s, c, s->refetch, n, slots, got, token, conn, err);
-}
-
 /* Whether delivery d's row is in work here already, in a slot outside this claim's `n`. */
 static tabq_delivery *in_work_elsewhere(tabq_subscription *s, tabq_delivery *const *claimed,
                                         unsigned n, const tabq_delivery *d) {

@@ -166,15 +166,6 @@ int tabq_ids_read(tabq_subscription *s, tabq_claim_space *sp, tabq_pconn *c, uns
   return TABQ_OK;
 }
 
-bool tabq_same_id(const tabq_value *a, const tabq_value *b) {
-  if (a->type != b->type)
-    return false;
-  if (a->type == TABQ_T_INT)
-    return a->u.i == b->u.i;
-  return a->type == TABQ_T_TEXT && a->u.buf.len == b->u.buf.len &&
-         !memcmp(a->u.buf.ptr, b->u.buf.ptr, a->u.buf.len);
-}
-
 /* One run with every id: the rows come in any order and go to the slot of their id's place. */
 static int fetch_list(tabq_subscription *s, tabq_pconn *c, const candidate *ids, unsigned n,
                       tabq_delivery **slots, bool *found, int64_t token, tabq_pconn *conn,
@@ -305,19 +296,45 @@ int tabq_fetch_into(tabq_subscription *s, tabq_pconn *c, const candidate *ids, u
   return rc;
 }
 
-/* Leases (lease form) or counts (row lock form) each claimed id, keeping those it took: a
- * lease another claim holds is passed over. */
-static int take_ids(tabq_subscription *s, tabq_pconn *c, unsigned *n, int64_t now,
+int tabq_refetch(tabq_subscription *s, tabq_pconn *c, tabq_delivery **slots, unsigned *got,
+                 int64_t token, tabq_pconn *conn, tabq_error *err) {
+  /* The ids are copied out of the rows the fetch overwrites, into space of the refetch's own:
+   * the advisory claim still walks its candidates. */
+  unsigned n = *got;
+  tabq_buf *buf = &s->refetch_buf;
+  buf->len = 0;
+  for (unsigned i = 0; i < n; i++) {
+    candidate *k = &s->refetch[i];
+    const tabq_value *id = &slots[i]->id;
+    size_t len = id->type == TABQ_T_TEXT ? id->u.buf.len : 0;
+    if (tabq_buf_reserve(buf, buf->len + len + 1))
+      return tabq_err_set(err, TABQ_NOMEM, s->t->name, "fetch", "cannot hold the claimed ids");
+    k->id = *id;
+    k->id_at = buf->len;
+    k->key_at = k->key_len = 0;
+    if (len)
+      memcpy(buf->p + k->id_at, id->u.buf.ptr, len);
+    buf->p[k->id_at + len] = '\0';
+    buf->len += len + 1;
+  }
+  for (unsigned i = 0; i < n; i++)
+    if (s->refetch[i].id.type == TABQ_T_TEXT)
+      s->refetch[i].id.u.buf.ptr = buf->p + s->refetch[i].id_at;
+  return tabq_fetch_into(s, c, s->refetch, n, slots, got, token, conn, err);
+}
+
+/* Runs `take` on each claimed id (the lease form leases it, the row lock form counts its
+ * attempt), keeping those it changed: a lease another claim holds is passed over. */
+static int take_ids(tabq_subscription *s, tabq_pconn *c, unsigned take, unsigned *n, int64_t now,
                     int64_t lease_until, tabq_error *err) {
   tabq_broker *b = s->b;
-  unsigned stmt = s->ops->tokens ? s->st[SQ_LEASE_ONE] : s->st[SQ_STAMP];
-  if (stmt == TABQ_NO_STMT)
+  if (take == TABQ_NO_STMT)
     return TABQ_OK; /* a row lock table without an attempt column */
   unsigned kept = 0;
   for (unsigned i = 0; i < *n; i++) {
     tabq_bind v = {.id = s->spaces[0].candidates[i].id, .now = now, .lease_until = lease_until};
     uint64_t changed = 0;
-    int rc = tabq_stmt_change(&b->stmts, b->drv, c, stmt, &v, &changed, err);
+    int rc = tabq_stmt_change(&b->stmts, b->drv, c, take, &v, &changed, err);
     if (rc)
       return rc;
     if (changed == 1)
@@ -327,19 +344,16 @@ static int take_ids(tabq_subscription *s, tabq_pconn *c, unsigned *n, int64_t no
   return TABQ_OK;
 }
 
-int tabq_custom_claim(tabq_subscription *s, tabq_delivery **slots, int64_t *ids, unsigned limit,
-                      unsigned *got, tabq_error *err) {
-  (void)ids; /* each id is counted or leased on its own (take_ids) */
+int tabq_claim_by_ids(tabq_subscription *s, tabq_delivery **slots, unsigned limit, unsigned *got,
+                      const tabq_by_ids *how, tabq_error *err) {
   tabq_broker *b = s->b;
-  bool rowlock = s->ops->claim_txn; /* else the lease form */
   *got = 0;
   tabq_pconn *c = NULL;
   bool mine = true;
   int rc = tabq_claim_begin(s, &c, &mine, err);
   if (!c)
     return rc;
-  tabq_bind v = {.now = tabq_now_us(), .limit = limit};
-  v.lease_until = rowlock ? 0 : tabq_lease_expiry(s, v.now);
+  tabq_bind v = {.now = how->now, .limit = limit, .lease_until = how->lease_until};
   v.group = s->queue_value;
   unsigned n = 0;
   if (!rc && mine)
@@ -347,19 +361,16 @@ int tabq_custom_claim(tabq_subscription *s, tabq_delivery **slots, int64_t *ids,
   if (n > limit)
     n = limit;
   if (!rc && n)
-    rc = take_ids(s, c, &n, v.now, v.lease_until, err);
+    rc = take_ids(s, c, how->take, &n, v.now, v.lease_until, err);
   if (!rc && n)
     rc = tabq_fetch_into(s, c, s->spaces[0].candidates, n, slots, got, v.lease_until,
-                         rowlock ? c : NULL, err);
-  /* A row lock claim that took rows keeps its transaction for their settlement. */
-  if (!rc && rowlock && *got) {
+                         how->keep_txn ? c : NULL, err);
+  /* A claim that keeps its transaction for its rows' settlement (row lock) hands it over. */
+  if (!rc && how->keep_txn && *got) {
     atomic_fetch_add(&s->stats.claimed, *got);
     return TABQ_OK;
   }
-  if (!rc)
-    rc = tabq_sub_commit(s, c, err);
-  if (rc) {
-    tabq_sub_rollback(s, c);
+  if ((rc = tabq_txn_end(b, s->t->name, c, rc, err))) {
     tabq_delivery_unclaim(slots, *got);
     *got = 0;
   }

@@ -33,7 +33,7 @@ unsigned tabq_budget_take(tabq_broker *b, unsigned want) {
 static void wake_others(tabq_broker *b, const tabq_subscription *self) {
   pthread_mutex_lock(&b->mu);
   for (tabq_subscription *s = b->subs; s; s = s->next) {
-    if (s == self || !(s->ops->holds_conn || s->tx_conn))
+    if (s == self || !s->ops->conns_held(s, 1))
       continue;
     pthread_mutex_lock(&s->mu);
     pthread_cond_broadcast(&s->cv);

@@ -21,14 +21,14 @@ typedef struct event {
 /* The slot, and the names, of each event in a form. */
 static int describe(const tabq_subscription *s, size_t i, const char **sql, event *out) {
   const tabq_events *e = &s->t->events;
-  uint32_t held = s->ops->tokens ? TABQ_N_HELD : 0;
+  tabq_sq claim_slot;
+  uint32_t held; /* what the form's settlements bind besides every form's */
+  s->ops->events(&claim_slot, &held);
   const struct {
     const char *sql;
     event ev;
   } all[] = {
-      {e->claim,
-       {"claim", s->ops->candidates ? SQ_CANDIDATES : SQ_CLAIM,
-        TABQ_N_QUEUE | TABQ_N_LIMIT | TABQ_N_NOW}},
+      {e->claim, {"claim", claim_slot, TABQ_N_QUEUE | TABQ_N_LIMIT | TABQ_N_NOW}},
       {e->fetch, {"fetch", SQ_FETCH, TABQ_N_ID | TABQ_N_IDS | TABQ_N_QUEUE | TABQ_N_NOW}},
       {e->ack, {"ack", SQ_ACK, SETTLE_NAMES | held}},
       {e->retry, {"retry", SQ_RETRY, SETTLE_NAMES | held}},
@@ -87,8 +87,8 @@ static int check_fetch(tabq_subscription *s, uint32_t fetch_names, tabq_error *e
     s->fetch_by_list = by_list;
     return TABQ_OK;
   }
-  if (!t->events.claim || s->ops->candidates)
-    return TABQ_OK; /* the advisory take reads its row itself */
+  if (!t->events.claim || !s->ops->own_claim)
+    return TABQ_OK; /* the form's own claim reads the row (the advisory take) */
   if (!p->dialect->fetch)
     return tabq_err_set(err, TABQ_DIALECT, t->name, "fetch",
                         "table %s has a claim of its own (events.claim) and no fetch of its own: "
@@ -131,36 +131,13 @@ int tabq_custom_open(tabq_subscription *s, tabq_error *err) {
   return rc;
 }
 
-/* What a claim by ids needs of the form: the lease written on each id, or the attempt counted. */
-static int by_ids_statements(tabq_subscription *s, tabq_error *err) {
-  const tabq_plugin *p = s->b->plugin.plugin;
-  if (s->ops->tokens) {
-    if (!TABQ_HAS_MEMBER(p->lease, tabq_lease_v1, lease_one))
-      return tabq_err_set(err, TABQ_DIALECT, s->t->name, "lease_one",
-                          "table %s has a claim of its own, but the %s dialect cannot lease a "
-                          "claimed id (it needs ABI 1.1's Lease.lease_one)",
-                          s->t->name, p->name);
-    return tabq_sub_stmt(s, p->lease->lease_one, "lease_one", SQ_LEASE_ONE, err);
-  }
-  if (!s->t->attempt.name || s->st[SQ_STAMP] != TABQ_NO_STMT)
-    return TABQ_OK;
-  if (!TABQ_HAS_MEMBER(p->dialect, tabq_dialect_v1, count_attempt))
-    return tabq_err_set(err, TABQ_DIALECT, s->t->name, "count_attempt",
-                        "table %s has a claim of its own, but the %s dialect cannot count a "
-                        "claimed row's attempt (it needs ABI 1.1's Dialect.count_attempt)",
-                        s->t->name, p->name);
-  return tabq_sub_stmt(s, p->dialect->count_attempt, "count_attempt", SQ_STAMP, err);
-}
-
 int tabq_custom_after_open(tabq_subscription *s, tabq_error *err) {
   bool own_claim = tabq_sub_own(s, SQ_CLAIM), own_fetch = tabq_sub_own(s, SQ_FETCH);
   if (!own_claim && !own_fetch)
     return TABQ_OK;
-  /* The advisory form's own claim reads candidates: the take still counts and reads the row. */
-  bool by_ids = own_claim && !s->ops->candidates;
-  int rc = by_ids ? by_ids_statements(s, err) : TABQ_OK;
-  if (by_ids)
-    s->claim = tabq_custom_claim;
+  /* A form whose own claim reads the row (the advisory take) has no own_claim. */
+  bool by_ids = own_claim && s->ops->own_claim;
+  int rc = by_ids ? s->ops->own_claim(s, err) : TABQ_OK;
   /* The ids live in the subscription's scratch space: one claim at a time. */
   s->serial = true;
   if (!rc)
@@ -170,12 +147,4 @@ int tabq_custom_after_open(tabq_subscription *s, tabq_error *err) {
   if (!rc && own_fetch && !by_ids && !(s->refetch = calloc(s->nslots, sizeof *s->refetch)))
     rc = tabq_err_set(err, TABQ_NOMEM, s->t->name, NULL, "cannot allocate the claimed ids");
   return rc;
-}
-
-int tabq_sub_stmt(tabq_subscription *s, tabq_build_fn fn, const char *name, tabq_sq q,
-                  tabq_error *err) {
-  if (s->st[q] != TABQ_NO_STMT)
-    return TABQ_OK; /* the service's own */
-  tabq_build build = tabq_sub_build(s);
-  return tabq_stmt_build(&s->b->stmts, s->b->host, fn, &build, name, &s->st[q], err);
 }

@@ -123,9 +123,9 @@ static bool run_codec(tabq_delivery *d, char *why, size_t cap) {
   int rc;
   why[0] = '\0';
   if (s->t->payload.name) {
-    size_t len = 0;
-    const void *payload = tabq_delivery_payload(d, &len);
-    rc = c->decode(payload ? payload : "", len, &out, why, cap, c->user);
+    const tabq_value *v = s->proj.payload >= 0 ? &d->cells[s->proj.payload] : NULL;
+    bool has = v && tabq_has_buffer(v->type);
+    rc = c->decode(has ? v->u.buf.ptr : "", has ? v->u.buf.len : 0, &out, why, cap, c->user);
   } else {
     rc = c->decode_row(d, &out, why, cap, c->user);
   }

@@ -10,6 +10,8 @@
 #include <tabq/dialect.h>
 #include <tabq/tabq.h>
 
+#include "buf.h"
+#include "tx_handle.h"
 #include "listen.h"
 #include "loader.h"
 #include "log.h"
@@ -18,6 +20,11 @@
 #include "table.h"
 
 #define TABQ_NO_STMT UINT32_MAX
+
+/* Whether a value points into a buffer (the row's copy keeps such cells). */
+static inline bool tabq_has_buffer(tabq_type t) {
+  return t == TABQ_T_TEXT || t == TABQ_T_BYTES || t == TABQ_T_JSON;
+}
 
 /* The statements of 2^k rows a publisher may hold, k from 1 (rows[0] is unused: one row is the
  * insert). */
@@ -43,7 +50,8 @@ typedef struct tabq_publisher {
 struct tabq_broker {
   tabq_loaded plugin;
   const tabq_driver_v1 *drv;
-  const tabq_host *host;
+  const tabq_host *host; /* &own_host */
+  tabq_host own_host;    /* the broker's host: its log_to writes to `log` (ABI 1.6) */
   tabq_pool pool;
   tabq_registry stmts;
   tabq_logger log;
@@ -67,12 +75,6 @@ struct tabq_broker {
   struct tabq_tx *txs, *free_txs;
   char tx_begin_sql[128];
 };
-
-/* A growable byte buffer reused from one delivery to the next: the core's only copy of a row. */
-typedef struct tabq_buf {
-  char *p;
-  size_t len, cap;
-} tabq_buf;
 
 struct tabq_delivery {
   tabq_subscription *sub;
@@ -209,35 +211,67 @@ typedef enum tabq_action {
 } tabq_action;
 
 /* What differs between the forms (SPEC 3), one table per form defined in its form_*.c and
- * chosen once at subscribe (s->ops). The engine asks the form through it rather than by name. */
+ * chosen once at subscribe (s->ops). Everything that depends on the form is an operation here:
+ * nothing outside the form files asks which form a subscription has. */
 typedef struct tabq_form_ops {
   const char *name; /* in messages: "the %s form" */
   /* Whether the dialect serves the form at all; check: the form's further refusals (or NULL). */
   bool (*served)(const tabq_plugin *p);
   int (*check)(tabq_subscription *s, tabq_error *err);
-  /* Builds the form's statements. */
+  /* Renders the begins of the transactions the form opens and builds its statements. */
   int (*open)(tabq_subscription *s, tabq_error *err);
-  /* The form's built-in claim (a claim of the service's own may replace it, custom.c). */
+  /* The events of the service's own in this form (custom.c): the slot its claim takes, and the
+   * names its settlements may bind besides every form's. */
+  void (*events)(tabq_sq *claim_slot, uint32_t *settle_names);
+  /* What a claim of the service's own needs here (the statement run on each id it returns) and
+   * the claim that runs it (s->claim); NULL where its claim stays the form's own (the advisory
+   * take reads its row itself, so no fetch is needed either). */
+  int (*own_claim)(tabq_subscription *s, tabq_error *err);
+  /* The form's built-in claim (a claim of the service's own may replace it). */
   int (*claim)(tabq_subscription *s, tabq_delivery **slots, int64_t *ids, unsigned limit,
                unsigned *got, tabq_error *err);
+  /* The most rows one claim takes when `want` would serve the idle workers. */
+  unsigned (*claim_limit)(const tabq_subscription *s, unsigned want);
+  /* The pooled connections a claim of `rows` rows leaves its deliveries holding until they
+   * settle (the broker's budget counts them, conn_budget.c). */
+  unsigned (*conns_held)(const tabq_subscription *s, unsigned rows);
   /* Settles one delivery; *a tells what the settlement did. */
   int (*settle)(tabq_delivery *d, tabq_outcome o, tabq_action *a, tabq_error *err);
   /* Settles a batch handler's outcomes. */
   void (*settle_batch)(tabq_delivery *const *ds, unsigned n, const tabq_outcome *outcomes,
                        tabq_batch_scratch *x);
+  /* Whether a settlement that did `a` with result `rc` left the row due at once (the
+   * subscription then claims at once rather than a poll interval on). */
+  bool (*due_now)(tabq_action a, int rc);
+  /* Whether `a` runs a settlement statement: retry and release run none where the end of what
+   * the delivery holds puts the row back (a row lock's commit, an advisory key's release). */
+  bool (*by_statement)(tabq_action a);
+  /* The error of a settlement statement that changed no row. */
+  int (*lost)(tabq_subscription *s, const char *what, tabq_error *err);
+  /* NULL, or: inside a transaction on c, confirms that the delivery still holds its row (the
+   * lease form writes its token over itself), with d->mu held. */
+  int (*confirm)(tabq_delivery *d, tabq_pconn *c, const tabq_bind *v, tabq_error *err);
+  /* Whether the delivery's hold on its row still stands as far as tabq knows, with d->mu held
+   * and d in work; and its lease token (0 outside the lease form). */
+  bool (*held)(tabq_delivery *d);
+  int64_t (*token)(const tabq_delivery *d);
+  /* Transactional mode: opens the delivery's transaction before its handler runs and starts its
+   * handle (tabq_tx_start); rolls the handler's writes back (an outcome other than ack), then the
+   * settlement goes on as without the mode; gives back what the transaction held once it ended,
+   * with d->mu held; and gives back what a claim reserved for a transaction that will not open
+   * (NULL: nothing). */
+  int (*tx_open)(tabq_delivery *d, tabq_error *err);
+  int (*tx_undo)(tabq_delivery *d, tabq_error *err);
+  void (*tx_end)(tabq_delivery *d, tabq_pconn *c, bool committed);
+  void (*tx_skip)(tabq_delivery *d);
   /* Hooks, NULL where the form has none: start before the workers start; stopping once they are
-   * told to stop, before they are joined; stop after. */
+   * told to stop and their claims in flight ended, before they are joined; stop after. */
   int (*start)(tabq_subscription *s, tabq_error *err);
   void (*stopping)(tabq_subscription *s);
   void (*stop)(tabq_subscription *s);
   /* Gives back what a delivery holds after a joined settlement, with its mu held (NULL: it
    * holds nothing). */
   bool (*release)(tabq_delivery *d);
-  bool holds_conn;   /* deliveries hold a pooled connection until they settle */
-  bool conn_per_row; /* ... one each, rather than one for a claim's rows */
-  bool claim_txn;    /* the claim's transaction stays open and the settlements run in it */
-  bool tokens;       /* deliveries own their rows by a lease token that settlements name */
-  bool candidates;   /* claims read candidate rows with their keys, then take each */
 } tabq_form_ops;
 
 /* form_lease.c, form_rowlock.c, form_advisory.c */
@@ -264,11 +298,11 @@ struct tabq_subscription {
    * claims), and of a transactional delivery's in the lease and advisory forms (the table's). */
   char begin_sql[128];
   char tx_begin_sql[128];
+  /* Transactional mode in the row lock form: the savepoint after the claim and the rollback to
+   * it, the dialect's (ABI 1.6) or the SQL standard's. */
+  char savepoint_sql[96], rollback_sql[96];
   uint32_t claim_flags; /* the RowLock or Lease table's flags (TABQ_CLAIM_*) */
   bool serial;          /* claims run one at a time, one claimer serving every idle worker */
-  /* Transactional mode in the lease form: each delivery in work holds a connection for its
-   * transaction, counted in the broker's budget as an advisory delivery's is. */
-  bool tx_conn;
   uint32_t server_version;
   char server_version_text[64];
   /* The connection's current database, "" when the driver does not say: a file's path (SQLite)
@@ -343,8 +377,18 @@ struct tabq_subscription {
 int tabq_sub_open(tabq_broker *b, const tabq_table *table, const tabq_subscription_options *options,
                   bool by_name, tabq_subscription **out, tabq_error *err);
 void tabq_sub_free(tabq_subscription *s);
-/* What the dialect's builders get for this subscription: table, form, mount, server. */
+
+/* sub_stmts.c: what the dialect's builders get for this subscription (table, form, mount,
+ * server); and a statement built into slot q with the dialect's builder, unless the service
+ * gave its own there. */
 tabq_build tabq_sub_build(const tabq_subscription *s);
+int tabq_sub_stmt(tabq_subscription *s, tabq_build_fn fn, const char *name, tabq_sq q,
+                  tabq_error *err);
+/* Renders the begins of the subscription's transactions: the engine's own (at the table's
+ * level where claims_at_level, else the database's default) and, in transactional mode outside
+ * a claim's transaction, the delivery's (the table's). */
+int tabq_sub_begins(tabq_subscription *s, bool claims_at_level, tabq_error *err);
+
 /* The operations of a form. */
 const tabq_form_ops *tabq_form_ops_of(tabq_form form);
 /* The refusals every subscription on build->table meets whatever its mount: the dialect's
@@ -355,7 +399,11 @@ int tabq_form_servable(tabq_broker *b, const tabq_build *build, tabq_error *err)
 /* worker.c */
 int tabq_workers_start(tabq_subscription *s, tabq_error *err);
 void tabq_workers_stop(tabq_subscription *s);
+
+/* wake.c: a subscription claims at once instead of after its poll interval; and so do this
+ * process's subscriptions of a table (and of `group`, where it has a group column). */
 void tabq_sub_wake(tabq_subscription *s);
+void tabq_publish_wake(tabq_broker *b, const tabq_table *t, const char *group);
 
 /* key_dispatch.c: workers_by_key(n), one FIFO of claimed rows per worker (under s->mu). */
 typedef struct tabq_key_dispatch tabq_key_dispatch;
@@ -378,9 +426,6 @@ int tabq_custom_after_open(tabq_subscription *s, tabq_error *err);
 static inline bool tabq_sub_own(const tabq_subscription *s, tabq_sq q) {
   return s->custom & (1u << q);
 }
-/* Builds a statement into slot q with the dialect's builder, unless the service gave its own. */
-int tabq_sub_stmt(tabq_subscription *s, tabq_build_fn fn, const char *name, tabq_sq q,
-                  tabq_error *err);
 
 /* claim_ids.c: claims that read ids first and the rows after. */
 /* Runs `stmt` and copies its rows' first cell (the id) and, with_key, second (the key) into
@@ -411,9 +456,16 @@ void tabq_claim_spaces_free(tabq_subscription *s);
 int tabq_fetch_into(tabq_subscription *s, tabq_pconn *c, const candidate *ids, unsigned n,
                     tabq_delivery **slots, unsigned *got, int64_t token, tabq_pconn *conn,
                     tabq_error *err);
-/* The claim of the service's own in the lease and row lock forms. */
-int tabq_custom_claim(tabq_subscription *s, tabq_delivery **slots, int64_t *ids, unsigned limit,
-                      unsigned *got, tabq_error *err);
+/* A claim of the service's own that returns ids (the lease and row lock forms), as its form
+ * takes them: `take` run on each id (TABQ_NO_STMT: none) with `now` and `lease_until`, the
+ * claim's transaction kept for the rows' settlement where keep_txn. */
+typedef struct tabq_by_ids {
+  unsigned take;
+  int64_t now, lease_until;
+  bool keep_txn;
+} tabq_by_ids;
+int tabq_claim_by_ids(tabq_subscription *s, tabq_delivery **slots, unsigned limit, unsigned *got,
+                      const tabq_by_ids *how, tabq_error *err);
 
 /* claim.c: what the forms' claims share. */
 /* Builds the dialect's claim_one (`fn`, NULL for a plugin older than ABI 1.3) into
@@ -491,22 +543,6 @@ void tabq_advisory_give_back(tabq_delivery *d, bool released, const char *why);
 /* Shutdown: releases the lock of every delivery in work that is not settling. */
 void tabq_advisory_release_all(tabq_subscription *s);
 
-/* tx.c: frees every transaction handle (tabq_close). */
-void tabq_txs_free(tabq_broker *b);
-/* Transactional mode: a handle per delivery slot (subscribe), freed with the subscription. */
-int tabq_delivery_txs_init(tabq_subscription *s, tabq_error *err);
-void tabq_delivery_txs_free(tabq_subscription *s);
-/* Opens the delivery's transaction before its handler runs: a savepoint in the claim's
- * transaction (row lock), a transaction on a pooled connection (lease) or on the key's
- * connection (advisory). */
-int tabq_delivery_tx_open(tabq_delivery *d, tabq_error *err);
-/* The connection the delivery's transaction runs on. */
-tabq_pconn *tabq_tx_conn(const tabq_tx *tx);
-/* Ends the handle once its transaction ended (committed: `woke` runs the publishes' wake-ups). */
-void tabq_tx_close(tabq_tx *tx, bool wake);
-/* Whether the delivery's transaction is open. */
-bool tabq_tx_open(const tabq_tx *tx);
-
 /* process_keys.c: advisory keys kept in the process, for a dialect with
  * TABQ_ADVISORY_PROCESS_KEYS (no session locks), unless the service locks with its own
  * statements. One registry per database file (s->database), shared by the process's
@@ -540,6 +576,10 @@ void tabq_sub_unhold(tabq_subscription *s, unsigned n);
  * isolation level (or SQLite mode) when table_level, else at the database's default. */
 int tabq_txn_render_begin(tabq_broker *b, const tabq_build *build, bool table_level, char *out,
                           size_t cap, tabq_error *err);
+/* txn.c: the savepoint of a row lock delivery's transaction and the rollback to it, rendered
+ * by the dialect (ABI 1.6) into set and back (cap bytes each), else the SQL standard's. */
+int tabq_txn_render_savepoint(tabq_broker *b, const tabq_build *build, char *set, char *back,
+                              size_t cap, tabq_error *err);
 /* txn.c: a transaction on a pooled connection; failures reported as the statement "begin" or
  * "commit" of `table`. A rollback that fails is logged and marks the connection broken, so
  * the pool closes it when it comes back; false then. */
@@ -547,6 +587,9 @@ int tabq_txn_begin(tabq_broker *b, const char *table, tabq_pconn *c, const char 
                    tabq_error *err);
 int tabq_txn_commit(tabq_broker *b, const char *table, tabq_pconn *c, tabq_error *err);
 bool tabq_txn_rollback(tabq_broker *b, const char *table, tabq_pconn *c);
+/* Ends a transaction by what happened in it: commits when rc is TABQ_OK, else (or when the
+ * commit fails) rolls back; returns rc, or the commit's failure. */
+int tabq_txn_end(tabq_broker *b, const char *table, tabq_pconn *c, int rc, tabq_error *err);
 /* The same, for a subscription's transactions (its table, its begin). */
 static inline int tabq_sub_begin(tabq_subscription *s, tabq_pconn *c, tabq_error *err) {
   return tabq_txn_begin(s->b, s->t->name, c, s->begin_sql, err);
@@ -561,42 +604,57 @@ static inline bool tabq_sub_rollback(tabq_subscription *s, tabq_pconn *c) {
 /* delivery.c */
 /* Locks d->mu once no lease extension of d is in flight: what every settlement takes. */
 void tabq_delivery_lock(tabq_delivery *d);
+/* Whether the connection holding d's row (its lock or its transaction) is not known broken. */
+bool tabq_conn_held(tabq_delivery *d);
+/* Two ids of the same row (integer or text). */
+bool tabq_same_id(const tabq_value *a, const tabq_value *b);
 int tabq_delivery_fill(tabq_delivery *d, const tabq_driver_v1 *drv, tabq_prepared *p,
                        tabq_error *err);
 void tabq_delivery_done(tabq_delivery *d);
 /* Takes claimed deliveries back out of work (their claim failed or rolled back). */
 void tabq_delivery_unclaim(tabq_delivery **slots, unsigned n);
 
-/* claim_ids.c: two ids of the same row (integer or text). */
-bool tabq_same_id(const tabq_value *a, const tabq_value *b);
+/* settle_rows.c: what every form's settlement shares. */
+/* The action an outcome asks of the delivery's row (max_attempts and the dead letter decide). */
+tabq_action tabq_choose(tabq_delivery *d, tabq_outcome o);
+/* A settlement statement that changed `changed` rows: TABQ_OK for one, else its error. */
+int tabq_expect_one(tabq_subscription *s, uint64_t changed, const char *what, tabq_error *err);
+/* Runs the statements of action a for d on c (in_txn: inside a transaction the caller ends; a
+ * statement of the service's own otherwise gets one of its own). */
+int tabq_run_action(tabq_delivery *d, tabq_action a, tabq_outcome o, tabq_pconn *c, bool in_txn,
+                    tabq_error *err);
+/* Counts a settlement in the subscription's stats. */
+void tabq_settle_count(tabq_subscription *s, tabq_action a, int rc);
+/* Whether a settlement that did `a` took the row off the queue. */
+bool tabq_takes_row_off(tabq_action a);
+/* The error of settling a delivery no longer in work (CLOSED after the advisory form's shutdown
+ * released it); and the delivery leaving work, with d->mu held. */
+int tabq_not_in_work(tabq_delivery *d, tabq_error *err);
+void tabq_leave_work(tabq_delivery *d);
+/* Transactional mode: the settlement of a delivery whose own transaction is open. */
+int tabq_settle_tx(tabq_delivery *d, tabq_outcome o, tabq_action *a, tabq_error *err);
+/* What action a is called in messages ("ack", "retry", ...), and the slot of its statement. */
+const char *tabq_action_name(tabq_action a);
+tabq_sq tabq_action_stmt(tabq_action a);
 
-/* settle.c */
-
-int tabq_batch_scratch_init(tabq_batch_scratch *x, unsigned n);
-void tabq_batch_scratch_free(tabq_batch_scratch *x);
-int tabq_settle(tabq_delivery *d, tabq_outcome outcome, tabq_error *err);
-/* One delivery's settlement in each form (its ops->settle). */
-int tabq_settle_lease(tabq_delivery *d, tabq_outcome o, tabq_action *a, tabq_error *err);
-int tabq_settle_rowlock(tabq_delivery *d, tabq_outcome o, tabq_action *a, tabq_error *err);
-int tabq_settle_advisory(tabq_delivery *d, tabq_outcome o, tabq_action *a, tabq_error *err);
-/* Row lock batches: every row's settlement in the claim's one transaction, then one commit;
- * a failure rolls them all back. */
-void tabq_settle_batch(tabq_delivery *const *ds, unsigned n, const tabq_outcome *outcomes,
-                       tabq_batch_scratch *x);
-
-/* Lease and advisory batches: the returned outcomes in one transaction, one commit (each row's
- * token still checked; the acks in one statement where the dialect has ack_ids); one by one
+/* settle_joined.c */
+/* A batch's acks in one ack_ids statement per lease token, the rows done marked in x. */
+int tabq_ack_by_ids(tabq_delivery *const *ds, unsigned n, const tabq_action *actions, tabq_pconn *c,
+                    tabq_batch_scratch *x, tabq_error *err);
+/* A lease or advisory batch's actions in one transaction, one commit (each row's token still
+ * checked; the acks in one statement where the dialect has ack_ids), on a pooled connection or,
+ * not pooled, the first row's own; counted, each row's result in x->rcs. False, nothing settled,
  * when that cannot be (a statement of the service's own, a failure other than a lost lease, a
  * row its handler settled). */
-void tabq_settle_joined(tabq_delivery *const *ds, unsigned n, const tabq_outcome *outcomes,
-                        tabq_batch_scratch *x);
+bool tabq_settle_joined_try(tabq_delivery *const *ds, unsigned n, const tabq_outcome *outcomes,
+                            const tabq_action *actions, tabq_batch_scratch *x, bool pooled);
 /* The acks of single deliveries gathered by ack_coalesce.c, settled as a lease batch is: true
  * when they settled together, each row's result in x->rcs (TABQ_OK or TABQ_LEASE_LOST); false
  * when they could not (nothing settled: settle each alone). */
 bool tabq_settle_acks_joined(tabq_delivery *const *ds, unsigned n, const tabq_outcome *outcomes,
                              tabq_batch_scratch *x);
-/* The error of a settlement whose statement changed no row: LEASE_LOST in the lease form. */
-int tabq_settle_lost(tabq_subscription *s, const char *what, tabq_error *err);
+int tabq_batch_scratch_init(tabq_batch_scratch *x, unsigned n);
+void tabq_batch_scratch_free(tabq_batch_scratch *x);
 
 /* ack_coalesce.c */
 int tabq_coalescer_init(tabq_coalescer *c, unsigned cap, unsigned window_us);
@@ -605,11 +663,17 @@ void tabq_coalescer_free(tabq_coalescer *c);
  * join them, settle it alone. */
 int tabq_ack_coalesced(tabq_delivery *d, tabq_outcome o, bool *settled, tabq_error *err);
 
+/* settle.c: a delivery settled by its outcome (coalesced, in its own transaction, or by its
+ * form), counted, and its subscription woken where the row is due again at once. */
+int tabq_settle(tabq_delivery *d, tabq_outcome outcome, tabq_error *err);
 /* Settles a handler's returned outcome unless the handler settled already; logs failures. */
 void tabq_settle_returned(tabq_delivery *d, tabq_outcome outcome);
 /* The same, returning the result: TABQ_INVALID when settled already, else the settlement's
  * (its details in *err). */
 int tabq_settle_logged(tabq_delivery *d, tabq_outcome outcome, tabq_error *err);
+/* A lease or advisory batch: joined where it can be (tabq_settle_joined_try), else one by one. */
+void tabq_settle_joined(tabq_delivery *const *ds, unsigned n, const tabq_outcome *outcomes,
+                        tabq_batch_scratch *x, bool pooled);
 
 /* publish.c: what tabq_publish, tabq_publish_many and tabq_publish_tx share. */
 /* Writes message m's row on c (taken at full size by the caller), with its NOTIFY where the
@@ -622,8 +686,6 @@ int tabq_publisher_of(tabq_broker *b, const tabq_table *caller, tabq_pconn *on,
                       tabq_publisher **out, tabq_error *err);
 /* The checks of one message against the table, before anything is written. */
 int tabq_message_check(const tabq_table *t, const tabq_message *m, tabq_error *err);
-/* Wakes this process's subscriptions of the table (and of `group`, where it has a group column). */
-void tabq_publish_wake(tabq_broker *b, const tabq_table *t, const char *group);
 /* The insert's values for a checked message: its rendered headers, and `now` for the row's
  * times (retry_after is now + its delay). */
 tabq_bind tabq_message_bind(const tabq_message *m, const char *headers, size_t headers_len,
@@ -649,7 +711,8 @@ int tabq_headers_append(const tabq_header *h, size_t n, tabq_buf *out, tabq_erro
                         const char *table);
 const char *tabq_headers_get(tabq_delivery *d, const char *name);
 
-/* The table's notification channel from the dialect (TABQ_DECLARATION when too long). */
+/* listen.c: the table's notification channel from the dialect (TABQ_DECLARATION when too
+ * long). */
 int tabq_channel_of(tabq_broker *b, const tabq_table *t, char *out, size_t cap, tabq_error *err);
 
 /* decode.c: the codec and the decode policy (docs/decoding.md). */
@@ -672,15 +735,7 @@ const char *tabq_type_name(int t);
 /* Whether a published value may go into a column declared `declared`. */
 bool tabq_row_value_fits(int declared, const tabq_value *v);
 
-/* broker.c: refuses a real among values a driver older than ABI 1.5 would bind. */
-int tabq_values_bindable(const tabq_broker *b, const tabq_value *v, size_t n, const char *table,
-                         const char *what, tabq_error *err);
-
 /* route.c: frees the broker's routes (tabq_close). */
 void tabq_routes_free(tabq_broker *b);
-
-/* buffers */
-int tabq_buf_reserve(tabq_buf *b, size_t n);
-void tabq_buf_free(tabq_buf *b);
 
 #endif

@@ -17,7 +17,9 @@ int tabq_advisory_open(tabq_subscription *s, tabq_error *err) {
   tabq_broker *b = s->b;
   const tabq_advisory_v1 *adv = b->plugin.plugin->advisory;
   tabq_build build = tabq_sub_build(s);
-  int rc = tabq_sub_stmt(s, adv->candidates, "candidates", SQ_CANDIDATES, err);
+  int rc = tabq_sub_begins(s, false, err);
+  if (!rc)
+    rc = tabq_sub_stmt(s, adv->candidates, "candidates", SQ_CANDIDATES, err);
   /* A database without session locks: the process keeps the keys, unless the service locks
    * with statements of its own. */
   if (!rc && (adv->flags & TABQ_ADVISORY_PROCESS_KEYS) && !tabq_sub_own(s, SQ_LOCK))
@@ -282,6 +284,137 @@ static bool served(const tabq_plugin *p) {
   return p->advisory != NULL;
 }
 
+/* Transactional mode: a transaction on the key's connection, begun under the delivery's lock,
+ * since shutdown releases the key on that connection from another thread unless the
+ * transaction is open; once it has released it, there is nothing to open. */
+static int tx_open(tabq_delivery *d, tabq_error *err) {
+  tabq_subscription *s = d->sub;
+  pthread_mutex_lock(&d->mu);
+  tabq_pconn *c = d->conn;
+  int rc = d->in_work && c ? tabq_txn_begin(s->b, s->t->name, c, s->tx_begin_sql, err)
+                           : tabq_err_set(err, TABQ_CLOSED, s->t->name, "begin",
+                                          "table %s: the broker shut down and released this "
+                                          "delivery's lock",
+                                          s->t->name);
+  if (!rc)
+    tabq_tx_start(d->tx, c);
+  pthread_mutex_unlock(&d->mu);
+  return rc;
+}
+
+/* An advisory ack and the key's release in one statement (SQ_ACK_UNLOCK): the connection goes
+ * back to the pool when the release is confirmed, else it is closed, which ends the lock. */
+static int ack_unlock(tabq_delivery *d, tabq_error *err) {
+  tabq_subscription *s = d->sub;
+  tabq_broker *b = s->b;
+  tabq_bind v = {.id = d->id, .now = tabq_now_us(), .key = tabq_text(d->key.p, d->key.len)};
+  v.group = s->queue_value;
+  tabq_prepared *p = NULL;
+  tabq_value changed = tabq_null(), released = tabq_null();
+  bool row = false;
+  int rc = tabq_stmt_run(&b->stmts, b->drv, d->conn, s->st[SQ_ACK_UNLOCK], &v, &p, err);
+  if (!rc) {
+    if (!(rc = b->drv->next(p, &row)) && row && !(rc = b->drv->cell(p, 0, &changed)))
+      rc = b->drv->cell(p, 1, &released);
+    b->drv->reset(p);
+    if (rc)
+      rc = tabq_err_from_plugin(err, rc, s->t->name, "ack_unlock");
+  }
+  if (!rc)
+    rc = tabq_expect_one(s, changed.type == TABQ_T_INT ? (uint64_t)changed.u.i : 0, "ack", err);
+  tabq_advisory_give_back(d, row && released.type == TABQ_T_INT && released.u.i != 0,
+                          rc ? err->message : NULL);
+  return rc;
+}
+
+/* One delivery on its key's connection, in autocommit, then the key's release. */
+static int settle(tabq_delivery *d, tabq_outcome o, tabq_action *a, tabq_error *err) {
+  tabq_subscription *s = d->sub;
+  pthread_mutex_lock(&d->mu);
+  if (!d->in_work) {
+    int rc = tabq_not_in_work(d, err);
+    pthread_mutex_unlock(&d->mu);
+    return rc;
+  }
+  *a = tabq_choose(d, o);
+  int rc = TABQ_OK;
+  if (*a == ACT_RELEASE) {
+    /* Dropped unsettled: end the session, which ends its lock, without waiting on a statement. */
+    tabq_pool_discard(&s->b->pool, d->conn);
+    d->conn = NULL;
+    tabq_pkeys_release(s, d); /* a key the process keeps goes with it */
+  } else if (*a == ACT_ACK && s->st[SQ_ACK_UNLOCK] != TABQ_NO_STMT) {
+    rc = ack_unlock(d, err);
+    tabq_claim_gone(d, !rc);
+  } else {
+    rc = tabq_run_action(d, *a, o, d->conn, false, err);
+    tabq_claim_gone(d, !rc && tabq_takes_row_off(*a));
+    tabq_advisory_release(d);
+  }
+  tabq_leave_work(d);
+  pthread_mutex_unlock(&d->mu);
+  tabq_sub_unhold(s, 1);
+  return rc;
+}
+
+/* A batch's settlements joined in one transaction on its first row's key connection. */
+static void settle_batch(tabq_delivery *const *ds, unsigned n, const tabq_outcome *outcomes,
+                         tabq_batch_scratch *x) {
+  tabq_settle_joined(ds, n, outcomes, x, false);
+}
+
+static int lost(tabq_subscription *s, const char *what, tabq_error *err) {
+  return tabq_err_set(err, TABQ_BACKEND, s->t->name, what,
+                      "table %s: the %s changed no row, under the key's lock", s->t->name, what);
+}
+
+/* A retry or release runs no statement: the key's release (or its session's end) puts the row
+ * back. */
+static bool by_statement(tabq_action a) {
+  return a != ACT_RETRY && a != ACT_RELEASE;
+}
+
+static bool due_now(tabq_action a, int rc) {
+  return !rc && (a == ACT_RETRY || a == ACT_RELEASE);
+}
+
+static int64_t token(const tabq_delivery *d) {
+  (void)d;
+  return 0;
+}
+
+static unsigned claim_limit(const tabq_subscription *s, unsigned want) {
+  (void)s;
+  return want;
+}
+
+/* Each row holds its key's session: a connection each. */
+static unsigned conns_held(const tabq_subscription *s, unsigned rows) {
+  (void)s;
+  return rows;
+}
+
+static int tx_undo(tabq_delivery *d, tabq_error *err) {
+  (void)err;
+  tabq_subscription *s = d->sub;
+  tabq_txn_rollback(s->b, s->t->name, tabq_tx_conn(d->tx));
+  tabq_tx_close(d->tx, false);
+  return TABQ_OK;
+}
+
+/* The transaction ended on the key's connection: the key's release follows on it. */
+static void tx_end(tabq_delivery *d, tabq_pconn *c, bool committed) {
+  (void)c;
+  tabq_claim_gone(d, committed);
+  tabq_advisory_release(d);
+}
+
+/* A claim of the service's own reads candidates here: the take still counts and reads the row. */
+static void events(tabq_sq *claim_slot, uint32_t *settle_names) {
+  *claim_slot = SQ_CANDIDATES;
+  *settle_names = 0;
+}
+
 /* Each delivery holds its key's session, one connection a row, released at settlement or at
  * shutdown. */
 const tabq_form_ops tabq_advisory_ops = {
@@ -290,11 +423,19 @@ const tabq_form_ops tabq_advisory_ops = {
     .check = NULL, /* TABQ_ADVISORY_PROCESS_KEYS: the keys are kept in the process */
     .open = tabq_advisory_open,
     .claim = tabq_advisory_claim,
-    .settle = tabq_settle_advisory,
-    .settle_batch = tabq_settle_joined,
+    .events = events,
+    .claim_limit = claim_limit,
+    .conns_held = conns_held,
+    .settle = settle,
+    .settle_batch = settle_batch,
+    .due_now = due_now,
+    .by_statement = by_statement,
+    .lost = lost,
+    .held = tabq_conn_held,
+    .token = token,
+    .tx_undo = tx_undo,
+    .tx_end = tx_end,
     .stopping = tabq_advisory_release_all,
     .release = tabq_advisory_release,
-    .holds_conn = true,
-    .conn_per_row = true,
-    .candidates = true,
+    .tx_open = tx_open,
 };

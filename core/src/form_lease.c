@@ -2,6 +2,7 @@
  * the delivery's ownership token, named by every settlement and extension, and moved every half
  * lease while the handler runs. */
 #include <string.h>
+#include <tabq/sql_named.h>
 
 #include "clock.h"
 #include "engine.h"
@@ -12,7 +13,9 @@ int tabq_lease_open(tabq_subscription *s, tabq_error *err) {
   const tabq_lease_v1 *lease = b->plugin.plugin->lease;
   tabq_build build = tabq_sub_build(s);
   s->claim_flags = lease->flags;
-  int rc = tabq_sub_stmt(s, lease->claim, "claim", SQ_CLAIM, err);
+  int rc = tabq_sub_begins(s, false, err);
+  if (!rc)
+    rc = tabq_sub_stmt(s, lease->claim, "claim", SQ_CLAIM, err);
   if (!rc && TABQ_HAS_MEMBER(lease, tabq_lease_v1, claim_one))
     rc = tabq_claim_one_open(s, lease->claim_one, err);
   if (!rc)
@@ -74,10 +77,7 @@ int tabq_lease_claim(tabq_subscription *s, tabq_delivery **slots, int64_t *ids, 
     rc = tabq_stamp_claimed(s, c, slots, ids, *got, v.lease_until, err);
   if (!rc && *got && s->st[SQ_FETCH] != TABQ_NO_STMT)
     rc = tabq_refetch(s, c, slots, got, v.lease_until, NULL, err);
-  if (in_txn && !rc)
-    rc = tabq_sub_commit(s, c, err);
-  if (in_txn && rc) {
-    tabq_sub_rollback(s, c);
+  if (in_txn && (rc = tabq_txn_end(b, s->t->name, c, rc, err))) {
     tabq_delivery_unclaim(slots, *got);
     *got = 0;
   }
@@ -182,15 +182,179 @@ static bool served(const tabq_plugin *p) {
   return p->lease != NULL;
 }
 
+/* Transactional mode: a transaction of the delivery's own on a pooled connection, reserved in
+ * the broker's budget by the claim. */
+static int tx_open(tabq_delivery *d, tabq_error *err) {
+  tabq_subscription *s = d->sub;
+  tabq_broker *b = s->b;
+  tabq_pconn *c;
+  int rc = tabq_pool_acquire(&b->pool, &c, err);
+  if (!rc && (rc = tabq_txn_begin(b, s->t->name, c, s->tx_begin_sql, err)))
+    tabq_pool_release(&b->pool, c);
+  if (!rc)
+    tabq_tx_start(d->tx, c);
+  return rc;
+}
+
+/* The lease form's confirmation: the extension written over itself, true while the delivery's
+ * token still holds the row (and, on most databases, the row now locked until the commit).
+ * With d->mu held. An extension in flight may have moved the token already, or be waiting for
+ * this very transaction (SQLite's write lock): the token it writes is tried too, and taken. */
+static int confirm(tabq_delivery *d, tabq_pconn *c, const tabq_bind *v, tabq_error *err) {
+  tabq_subscription *s = d->sub;
+  tabq_bind same = *v;
+  same.token = same.lease_until = d->token;
+  uint64_t changed = 0;
+  int rc = tabq_stmt_change(&s->b->stmts, s->b->drv, c, s->st[SQ_EXTEND], &same, &changed, err);
+  if (!rc && changed != 1 && d->extending) {
+    same.token = same.lease_until = d->pending;
+    rc = tabq_stmt_change(&s->b->stmts, s->b->drv, c, s->st[SQ_EXTEND], &same, &changed, err);
+    if (!rc && changed == 1)
+      d->token = d->pending;
+  }
+  if (!rc && changed != 1)
+    rc = tabq_err_set(err, TABQ_LEASE_LOST, s->t->name, "extend",
+                      "table %s: the lease ended before the settlement; another claim may own "
+                      "the row, and the service's own statement did not run",
+                      s->t->name);
+  return rc;
+}
+
+/* One delivery on a pooled connection: every statement names the row and the token, so a late
+ * settlement changes nothing and fails with LEASE_LOST; a failed statement leaves the row
+ * leased until its lease ends. */
+static int settle(tabq_delivery *d, tabq_outcome o, tabq_action *a, tabq_error *err) {
+  tabq_broker *b = d->sub->b;
+  /* The connection first, then the delivery: the extender takes them in the same order. */
+  tabq_pconn *c;
+  int rc = tabq_pool_acquire(&b->pool, &c, err);
+  if (rc)
+    return rc;
+  tabq_delivery_lock(d);
+  if (!d->in_work)
+    rc = tabq_not_in_work(d, err);
+  else {
+    *a = tabq_choose(d, o);
+    rc = tabq_run_action(d, *a, o, c, false, err);
+    tabq_leave_work(d); /* settled or not: a failed statement leaves the row to its lease */
+  }
+  pthread_mutex_unlock(&d->mu);
+  tabq_pool_release(&b->pool, c);
+  return rc;
+}
+
+/* A batch's settlements joined in one transaction on a pooled connection. */
+static void settle_batch(tabq_delivery *const *ds, unsigned n, const tabq_outcome *outcomes,
+                         tabq_batch_scratch *x) {
+  tabq_settle_joined(ds, n, outcomes, x, true);
+}
+
+static int lost(tabq_subscription *s, const char *what, tabq_error *err) {
+  return tabq_err_set(err, TABQ_LEASE_LOST, s->t->name, what,
+                      "table %s: the %s changed no row: the lease ended and another claim may "
+                      "own the row",
+                      s->t->name, what);
+}
+
+/* Every action is a statement: the lease is in the row. */
+static bool by_statement(tabq_action a) {
+  (void)a;
+  return true;
+}
+
+static bool due_now(tabq_action a, int rc) {
+  return !rc && (a == ACT_RETRY || a == ACT_RELEASE);
+}
+
+static bool held(tabq_delivery *d) {
+  return !d->lease_lost;
+}
+
+static int64_t token(const tabq_delivery *d) {
+  return d->token;
+}
+
+static unsigned claim_limit(const tabq_subscription *s, unsigned want) {
+  (void)s;
+  return want;
+}
+
+/* A delivery holds no connection, but in transactional mode its transaction's own. */
+static unsigned conns_held(const tabq_subscription *s, unsigned rows) {
+  return s->o.transactional ? rows : 0;
+}
+
+/* The handler's transaction rolls back, and its connection goes back. */
+static int tx_undo(tabq_delivery *d, tabq_error *err) {
+  (void)err;
+  tabq_subscription *s = d->sub;
+  tabq_pconn *c = tabq_tx_conn(d->tx);
+  tabq_txn_rollback(s->b, s->t->name, c);
+  tabq_tx_close(d->tx, false);
+  tabq_pool_release(&s->b->pool, c);
+  tabq_sub_unhold(s, 1);
+  return TABQ_OK;
+}
+
+static void tx_end(tabq_delivery *d, tabq_pconn *c, bool committed) {
+  (void)committed;
+  tabq_pool_release(&d->sub->b->pool, c);
+}
+
+/* The connection the claim reserved for a transaction that will not open. */
+static void tx_skip(tabq_delivery *d) {
+  tabq_sub_unhold(d->sub, 1);
+}
+
+/* The service's own settlements may bind :held, the lease the delivery holds. */
+static void events(tabq_sq *claim_slot, uint32_t *settle_names) {
+  *claim_slot = SQ_CLAIM;
+  *settle_names = TABQ_N_HELD;
+}
+
+/* A claim of the service's own: each id it returns is leased (Lease.lease_one, ABI 1.1). */
+static int claim_own(tabq_subscription *s, tabq_delivery **slots, int64_t *ids, unsigned limit,
+                     unsigned *got, tabq_error *err) {
+  (void)ids;
+  int64_t now = tabq_now_us();
+  tabq_by_ids how = {
+      .take = s->st[SQ_LEASE_ONE], .now = now, .lease_until = tabq_lease_expiry(s, now)};
+  return tabq_claim_by_ids(s, slots, limit, got, &how, err);
+}
+
+static int own_claim(tabq_subscription *s, tabq_error *err) {
+  const tabq_plugin *p = s->b->plugin.plugin;
+  if (!p->lease->lease_one)
+    return tabq_err_set(err, TABQ_DIALECT, s->t->name, "lease_one",
+                        "table %s has a claim of its own, but the %s dialect cannot lease a "
+                        "claimed id (it needs ABI 1.1's Lease.lease_one)",
+                        s->t->name, p->name);
+  s->claim = claim_own;
+  return tabq_sub_stmt(s, p->lease->lease_one, "lease_one", SQ_LEASE_ONE, err);
+}
+
 /* Deliveries hold no connection: a token in the row, moved by the extender while they work. */
 const tabq_form_ops tabq_lease_ops = {
     .name = "lease",
     .served = served,
     .open = tabq_lease_open,
+    .events = events,
+    .own_claim = own_claim,
     .claim = tabq_lease_claim,
-    .settle = tabq_settle_lease,
-    .settle_batch = tabq_settle_joined,
+    .claim_limit = claim_limit,
+    .conns_held = conns_held,
+    .settle = settle,
+    .settle_batch = settle_batch,
+    .due_now = due_now,
+    .by_statement = by_statement,
+    .lost = lost,
+    .confirm = confirm,
+    .held = held,
+    .token = token,
+    .tx_open = tx_open,
+    .tx_undo = tx_undo,
+    .tx_end = tx_end,
+    .tx_skip = tx_skip,
     .start = tabq_lease_extender_start,
     .stop = tabq_lease_extender_stop,
-    .tokens = true,
 };

@@ -1,3 +1,6 @@
+/* The services the core lends plugins (tabq_host): the allocator, failures recorded for the
+ * calling thread, and logging, through the broker the host belongs to (ABI 1.6) or, for a
+ * plugin before 1.6 that has only `log`, the broker the calling thread works for. */
 #include "host.h"
 
 #include <stdarg.h>
@@ -21,6 +24,18 @@ static void host_log(int level, const char *fmt, ...) {
   va_end(ap);
 }
 
+/* A line to the log of the broker whose host this is (its context: the broker's logger); the
+ * process-wide host has none and logs as `log` does. */
+static void host_log_to(const tabq_host *self, int level, const char *fmt, ...) {
+  va_list ap;
+  va_start(ap, fmt);
+  if (self && self->context)
+    tabq_log_v(self->context, level, fmt, ap);
+  else
+    tabq_log_plugin_v(level, fmt, ap);
+  va_end(ap);
+}
+
 static const tabq_host services = {
     .size = sizeof(tabq_host),
     .abi = TABQ_ABI_VERSION,
@@ -29,8 +44,14 @@ static const tabq_host services = {
     .free = free,
     .fail = host_fail,
     .log = host_log,
+    .log_to = host_log_to,
 };
 
 const tabq_host *tabq_host_services(void) {
   return &services;
+}
+
+void tabq_host_of(tabq_host *out, const tabq_logger *log) {
+  *out = services;
+  out->context = log;
 }

@@ -2,6 +2,7 @@
 
 #include <errno.h>
 #include <string.h>
+#include <tabq/sql.h>
 #include <time.h>
 
 #include "clock.h"
@@ -180,4 +181,21 @@ void tabq_listener_stop(tabq_broker *b) {
   l->started = false;
   pthread_mutex_destroy(&l->mu);
   pthread_cond_destroy(&l->cv);
+}
+
+int tabq_channel_of(tabq_broker *b, const tabq_table *t, char *out, size_t cap, tabq_error *err) {
+  tabq_build build = {.table = t, .form = tabq_table_form(t)};
+  tabq_stmt st;
+  tabq_sql_init(&st, b->host);
+  int rc = b->plugin.plugin->dialect->channel(&build, &st);
+  if (!rc)
+    rc = st.status;
+  if (rc)
+    tabq_err_from_plugin(err, rc, t->name, "listen");
+  else if (!st.sql || st.len >= cap)
+    rc = tabq_err_set(err, TABQ_DIALECT, t->name, "listen", "the dialect's channel is unusable");
+  else
+    memcpy(out, st.sql, st.len + 1);
+  tabq_sql_free(&st);
+  return rc;
 }

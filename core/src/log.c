@@ -42,12 +42,15 @@ void tabq_log_leave(const tabq_logger *outer) {
   current = outer;
 }
 
-void tabq_log_plugin_v(int level, const char *fmt, va_list ap) {
-  static const tabq_logger fallback = {log_to_stderr, NULL, TABQ_LOG_WARN};
-  const tabq_logger *l = current ? current : &fallback;
+void tabq_log_v(const tabq_logger *l, int level, const char *fmt, va_list ap) {
   if (level > l->level)
     return;
   char message[768];
   vsnprintf(message, sizeof message, fmt, ap);
   l->fn(level, message, l->user);
+}
+
+void tabq_log_plugin_v(int level, const char *fmt, va_list ap) {
+  static const tabq_logger fallback = {log_to_stderr, NULL, TABQ_LOG_WARN};
+  tabq_log_v(current ? current : &fallback, level, fmt, ap);
 }

@@ -11,10 +11,11 @@
 
 static void disconnect(tabq_pool *p, tabq_pconn *c);
 
-int tabq_pool_init(tabq_pool *p, const tabq_driver_v1 *drv, const char *url, unsigned size,
-                   unsigned timeout_ms, tabq_error *err) {
+int tabq_pool_init(tabq_pool *p, const tabq_driver_v1 *drv, const tabq_host *host, const char *url,
+                   unsigned size, unsigned timeout_ms, tabq_error *err) {
   memset(p, 0, sizeof *p);
   p->drv = drv;
+  p->host = host;
   p->size = size;
   p->timeout_ms = timeout_ms;
   p->url = strdup(url);
@@ -74,7 +75,9 @@ int tabq_pool_acquire(tabq_pool *p, tabq_pconn **out, tabq_error *err) {
       tabq_pool_release(p, c);
       return tabq_err_set(err, TABQ_NOMEM, NULL, NULL, "cannot allocate a connection's cache");
     }
-    int rc = p->drv->connect(p->url, &c->conn);
+    /* With the broker's host where the driver takes it, so its log lines reach that broker. */
+    int rc = p->drv->connect_host ? p->drv->connect_host(p->host, p->url, &c->conn)
+                                  : p->drv->connect(p->url, &c->conn);
     if (rc) {
       c->conn = NULL;
       tabq_pool_release(p, c);

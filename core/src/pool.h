@@ -31,14 +31,15 @@ typedef struct tabq_pool {
   pthread_mutex_t mu;
   pthread_cond_t freed;
   const tabq_driver_v1 *drv;
+  const tabq_host *host; /* the broker's: connections opened with Driver.connect_host (1.6) */
   char *url;
   tabq_pconn *slots;
   unsigned size;
   unsigned timeout_ms;
 } tabq_pool;
 
-int tabq_pool_init(tabq_pool *p, const tabq_driver_v1 *drv, const char *url, unsigned size,
-                   unsigned timeout_ms, tabq_error *err);
+int tabq_pool_init(tabq_pool *p, const tabq_driver_v1 *drv, const tabq_host *host, const char *url,
+                   unsigned size, unsigned timeout_ms, tabq_error *err);
 /* Waits up to the acquire timeout for a free connection (TABQ_POOL_TIMEOUT). */
 int tabq_pool_acquire(tabq_pool *p, tabq_pconn **out, tabq_error *err);
 /* Gives a connection back; one marked broken, or whose call failed and that the driver finds

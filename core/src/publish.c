@@ -118,18 +118,6 @@ int tabq_message_check(const tabq_table *t, const tabq_message *m, tabq_error *e
   return TABQ_OK;
 }
 
-void tabq_publish_wake(tabq_broker *b, const tabq_table *t, const char *group) {
-  pthread_mutex_lock(&b->mu);
-  for (tabq_subscription *s = b->subs; s; s = s->next) {
-    if (strcmp(s->t->name, t->name))
-      continue;
-    if (t->group.name && group && s->queue && strcmp(s->queue, group))
-      continue;
-    tabq_sub_wake(s);
-  }
-  pthread_mutex_unlock(&b->mu);
-}
-
 static tabq_value text_or_null(const char *s) {
   return s ? tabq_text(s, strlen(s)) : tabq_null();
 }
@@ -169,7 +157,7 @@ int tabq_publish_on(tabq_broker *b, tabq_publisher *p, tabq_pconn *c, const tabq
   const tabq_table *t = &p->table;
   int rc = tabq_message_check(t, m, err);
   if (!rc)
-    rc = tabq_values_bindable(b, m->data, m->ndata, t->name, "insert", err);
+    rc = tabq_values_bindable(&b->plugin, m->data, m->ndata, t->name, "insert", err);
   headers->len = 0;
   if (!rc && t->headers.name)
     rc = tabq_headers_render(m->headers, m->nheaders, headers, err, t->name);

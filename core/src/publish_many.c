@@ -68,7 +68,8 @@ static int check_all(const tabq_broker *b, const tabq_table *t, const tabq_messa
       rc = tabq_err_set(err, TABQ_INVALID, t->name, "insert", "the message pointer is NULL");
     else if (!(rc = TABQ_TAKE(msgs[i], &m, TABQ_MESSAGE_SIZE_1_0, t->name, err)) &&
              !(rc = tabq_message_check(t, &m, err)) &&
-             !(rc = tabq_values_bindable(b, m.data, m.ndata, t->name, "insert", err)) && m.nheaders)
+             !(rc = tabq_values_bindable(&b->plugin, m.data, m.ndata, t->name, "insert", err)) &&
+             m.nheaders)
       rc = tabq_headers_render(m.headers, m.nheaders, headers, err, t->name);
     if (rc)
       return at_index(err, rc, i, n);
@@ -217,11 +218,7 @@ static int in_transaction(tabq_broker *b, tabq_publisher *p, const tabq_message 
     tabq_pool_release(&b->pool, c);
     return rc;
   }
-  rc = write_all(b, p, c, msgs, n, g, headers, x, err);
-  if (!rc)
-    rc = tabq_txn_commit(b, t->name, c, err);
-  if (rc) /* a rollback that fails closes the connection (txn.c) */
-    tabq_txn_rollback(b, t->name, c);
+  rc = tabq_txn_end(b, t->name, c, write_all(b, p, c, msgs, n, g, headers, x, err), err);
   tabq_pool_release(&b->pool, c);
   return rc;
 }

@@ -226,3 +226,18 @@ int tabq_stmt_change_values(tabq_registry *r, const tabq_driver_v1 *drv, tabq_pc
   drv->reset(p);
   return TABQ_OK;
 }
+
+int tabq_values_bindable(const tabq_loaded *l, const tabq_value *v, size_t n, const char *table,
+                         const char *what, tabq_error *err) {
+  const tabq_plugin *drv_plugin = l->lender ? l->lender : l->plugin;
+  if (TABQ_ABI_MINOR_OF(drv_plugin->abi) >= 5)
+    return TABQ_OK;
+  for (size_t i = 0; i < n; i++)
+    if (v[i].type == TABQ_T_REAL)
+      return tabq_err_set(err, TABQ_INVALID, table, what,
+                          "value %zu is a real, which the driver of plugin %s (ABI %u.%u) cannot "
+                          "bind (reals came with ABI 1.5): pass the number as text",
+                          i, drv_plugin->name, TABQ_ABI_MAJOR_OF(drv_plugin->abi),
+                          TABQ_ABI_MINOR_OF(drv_plugin->abi));
+  return TABQ_OK;
+}

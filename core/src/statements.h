@@ -8,6 +8,7 @@
 #include <tabq/dialect.h>
 #include <tabq/tabq.h>
 
+#include "loader.h"
 #include "pool.h"
 
 typedef struct tabq_sdef {
@@ -70,5 +71,10 @@ void tabq_stmt_values(const tabq_registry *r, unsigned id, const tabq_bind *v, t
 /* As tabq_stmt_change, with the values bound already: nparams * rows of them, copy after copy. */
 int tabq_stmt_change_values(tabq_registry *r, const tabq_driver_v1 *drv, tabq_pconn *c, unsigned id,
                             const tabq_value *values, uint64_t *changed, tabq_error *err);
+
+/* Refuses a real among values a driver older than ABI 1.5 would bind (it came with 1.5),
+ * naming the value, the table and the plugin. */
+int tabq_values_bindable(const tabq_loaded *l, const tabq_value *v, size_t n, const char *table,
+                         const char *what, tabq_error *err);
 
 #endif

@@ -108,16 +108,6 @@ static int check_mount(const tabq_table *t, const tabq_subscription_options *o, 
   return check_prefetch(t, o, err);
 }
 
-tabq_build tabq_sub_build(const tabq_subscription *s) {
-  tabq_build b = {.table = s->t,
-                  .form = s->form,
-                  .dead_letter_table = s->dead_letter_table,
-                  .server_version = s->server_version,
-                  .server_version_text = s->server_version_text,
-                  .database = s->database[0] ? s->database : NULL};
-  return b;
-}
-
 /* The server's version and current database, read once at open for the dialect's floors and
  * names. */
 static int read_server(tabq_subscription *s, tabq_error *err) {
@@ -166,20 +156,6 @@ static int check_form(tabq_subscription *s, tabq_error *err) {
   return TABQ_OK;
 }
 
-/* The begins of the transactions tabq opens. A table's isolation level (or SQLite mode)
- * governs the transactions of deliveries: the row lock form's claims, and a transactional
- * delivery's own in the lease and advisory forms (docs/transactions.md). The engine's short
- * ones (FIFO guard, stamps, dead letters) run at the database's default (READ COMMITTED on
- * MySQL; BEGIN IMMEDIATE on SQLite). */
-static int build_begin(tabq_subscription *s, tabq_error *err) {
-  tabq_build build = tabq_sub_build(s);
-  int rc = tabq_txn_render_begin(s->b, &build, s->ops->claim_txn, s->begin_sql, sizeof s->begin_sql,
-                                 err);
-  if (!rc && s->o.transactional && !s->ops->claim_txn)
-    rc = tabq_txn_render_begin(s->b, &build, true, s->tx_begin_sql, sizeof s->tx_begin_sql, err);
-  return rc;
-}
-
 /* The settlements every form shares, and the dead letter the mount declared. */
 static int build_settlements(tabq_subscription *s, tabq_error *err) {
   tabq_broker *b = s->b;
@@ -188,9 +164,9 @@ static int build_settlements(tabq_subscription *s, tabq_error *err) {
   int rc = tabq_sub_stmt(s, dl->ack, "ack", SQ_ACK, err);
   if (!rc)
     rc = tabq_sub_stmt(s, dl->discard, "discard", SQ_DISCARD, err);
-  /* Outside the lease form a retry runs no statement (unless the service gives its own): a
-   * commit or a key's release does it. */
-  if (!rc && !s->ops->holds_conn)
+  /* A retry runs no statement where what the delivery holds puts the row back (unless the
+   * service gives its own): a commit or a key's release. */
+  if (!rc && s->ops->by_statement(ACT_RETRY))
     rc = tabq_sub_stmt(s, dl->retry, "retry", SQ_RETRY, err);
   if (!rc && s->t->retry_after.name)
     rc = tabq_sub_stmt(s, dl->retry_after, "retry_after", SQ_RETRY_AFTER, err);
@@ -304,7 +280,6 @@ static tabq_subscription *new_subscription(tabq_broker *b, const tabq_table *t,
   s->o = *o;
   s->form = tabq_table_form(t);
   s->ops = tabq_form_ops_of(s->form);
-  s->tx_conn = o->transactional && !s->ops->holds_conn; /* lease: a connection each */
   s->claim = s->ops->claim;
   for (int i = 0; i < SQ_COUNT; i++)
     s->st[i] = TABQ_NO_STMT;
@@ -374,8 +349,6 @@ int tabq_sub_open(tabq_broker *b, const tabq_table *table, const tabq_subscripti
   if (!rc && s->lease_s < 1)
     rc = mount_broken(err, t, "a lease lasts one second or more");
   if (!rc)
-    rc = build_begin(s, err);
-  if (!rc)
     rc = tabq_custom_open(s, err);
   if (!rc)
     rc = s->ops->open(s, err);
@@ -398,7 +371,7 @@ int tabq_sub_open(tabq_broker *b, const tabq_table *table, const tabq_subscripti
   pthread_mutex_lock(&b->mu);
   s->next = b->subs;
   b->subs = s;
-  if (s->ops->holds_conn || s->tx_conn)
+  if (s->ops->conns_held(s, 1))
     atomic_fetch_add(&b->conn_subs, 1);
   pthread_mutex_unlock(&b->mu);
   if (out)
@@ -437,4 +410,37 @@ void tabq_subscription_stats(const tabq_subscription *s, tabq_stats *caller, siz
   out->coalesced = atomic_load(&s->stats.coalesced);
   out->decode_failed = atomic_load(&s->stats.decode_failed);
   memcpy(caller, &all, size < sizeof all ? size : sizeof all);
+}
+
+void tabq_sub_free(tabq_subscription *s) {
+  tabq_pkeys_close(s);
+  for (unsigned i = 0; s->slots && i < s->nslots; i++) {
+    tabq_delivery *d = &s->slots[i];
+    pthread_mutex_destroy(&d->mu);
+    pthread_cond_destroy(&d->cv);
+    tabq_buf_free(&d->row);
+    tabq_buf_free(&d->key);
+    free(d->cells);
+    if (d->headers)
+      json_decref(d->headers);
+  }
+  tabq_delivery_txs_free(s);
+  free(s->slots);
+  tabq_coalescer_free(&s->coalescer);
+  tabq_claim_spaces_free(s);
+  free(s->id_list);
+  free(s->refetch);
+  tabq_buf_free(&s->refetch_buf);
+  free(s->free_slots);
+  free(s->ready);
+  tabq_bykey_free(s);
+  free(s->threads);
+  free(s->queue);
+  free(s->dead_letter_group);
+  free(s->dead_letter_table);
+  pthread_mutex_destroy(&s->mu);
+  pthread_cond_destroy(&s->cv);
+  pthread_mutex_destroy(&s->ext_mu);
+  pthread_cond_destroy(&s->ext_cv);
+  free(s);
 }

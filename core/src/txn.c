@@ -3,6 +3,7 @@
  * still be open, holding its locks), so its connection is closed when it goes back to the pool
  * rather than handed to the next caller. Savepoints and the service's own transactions
  * (tabq_tx) are to live here too. */
+#include <stdio.h>
 #include <string.h>
 #include <tabq/sql.h>
 
@@ -62,4 +63,40 @@ bool tabq_txn_rollback(tabq_broker *b, const char *table, tabq_pconn *c) {
             table ? table : "?", tabq_code_name(rb.code), rb.message);
   c->suspect = c->broken = true;
   return false;
+}
+
+int tabq_txn_end(tabq_broker *b, const char *table, tabq_pconn *c, int rc, tabq_error *err) {
+  if (!rc)
+    rc = tabq_txn_commit(b, table, c, err);
+  if (rc)
+    tabq_txn_rollback(b, table, c);
+  return rc;
+}
+
+int tabq_txn_render_savepoint(tabq_broker *b, const tabq_build *build, char *set, char *back,
+                              size_t cap, tabq_error *err) {
+  const tabq_dialect_v1 *dl = b->plugin.plugin->dialect;
+  const char *table = build->table->name;
+  if (!dl->savepoint) { /* a dialect before ABI 1.6: the SQL standard's */
+    snprintf(set, cap, "SAVEPOINT tabq_handler");
+    snprintf(back, cap, "ROLLBACK TO SAVEPOINT tabq_handler");
+    return TABQ_OK;
+  }
+  tabq_stmt s1, s2;
+  tabq_sql_init(&s1, b->host);
+  tabq_sql_init(&s2, b->host);
+  int rc = dl->savepoint(build, &s1, &s2);
+  if (!rc)
+    rc = s1.status ? s1.status : s2.status;
+  if (!rc && (!s1.sql || !s2.sql || s1.len >= cap || s2.len >= cap))
+    rc = tabq_err_set(err, TABQ_DIALECT, table, "savepoint", "the dialect's savepoint is unusable");
+  else if (rc)
+    tabq_err_from_plugin(err, rc, table, "savepoint");
+  else {
+    memcpy(set, s1.sql, s1.len + 1);
+    memcpy(back, s2.sql, s2.len + 1);
+  }
+  tabq_sql_free(&s1);
+  tabq_sql_free(&s2);
+  return rc;
 }

@@ -44,16 +44,6 @@ static tabq_delivery *next_ready(worker *w) {
   return d ? d : s->ready_count ? pop_ready(s) : NULL;
 }
 
-/* Whether deliveries hold a connection, and one each: the form's answer, or transactional mode
- * in the lease form (each delivery's transaction on a connection of its own). */
-static bool holds_conn(const tabq_subscription *s) {
-  return s->ops->holds_conn || s->tx_conn;
-}
-
-static bool conn_per_row(const tabq_subscription *s) {
-  return s->ops->conn_per_row || s->tx_conn;
-}
-
 /* How many rows this claim may take: one batch; or with workers_by_key, every free slot (rows
  * of a busy worker's keys wait in its queue, the slots bound them); or, serial, one per idle
  * worker and `prefetch` more, less the rows already waiting; or one for this worker. */
@@ -71,42 +61,35 @@ static unsigned claim_limit(const tabq_subscription *s) {
     want = 1;
   if (want > s->nfree)
     want = s->nfree;
-  /* A row lock delivery's settlement commits its claim's transaction: outside a batch, one row
-   * a claim (and a transaction, a connection each). */
-  if (s->ops->claim_txn && !s->o.batch_handler && want > 1)
-    want = 1;
-  if (holds_conn(s)) {
+  want = s->ops->claim_limit(s, want);
+  /* No more rows than the connections their deliveries would hold leave room for. */
+  if (s->ops->conns_held(s, want)) {
     unsigned room = tabq_budget_room(s->b);
-    /* A row lock claim holds one connection for all its rows; an advisory one, one per row. */
-    if (conn_per_row(s) && want > room)
-      want = room;
-    else if (!room)
-      want = 0;
+    while (want && s->ops->conns_held(s, want) > room)
+      want--;
   }
   return want;
 }
 
-/* The connections a claim of `limit` rows may take at most. */
-static unsigned reservation(const tabq_subscription *s, unsigned limit) {
-  if (!holds_conn(s))
-    return 0;
-  return conn_per_row(s) ? limit : 1;
+/* A row that will not reach a handler in a transaction of its own (it did not decode, or the
+ * transaction did not open): what the claim reserved for that transaction goes back. */
+static void skip_tx(tabq_subscription *s, tabq_delivery *d) {
+  if (s->o.transactional && s->ops->tx_skip)
+    s->ops->tx_skip(d);
 }
 
 static void handle_one(tabq_subscription *s, tabq_delivery *d) {
   tabq_error err;
   tabq_outcome policy;
   if (!tabq_decode_gate(d, &policy)) {
-    if (s->tx_conn) /* the connection its transaction would have taken */
-      tabq_sub_unhold(s, 1);
+    skip_tx(s, d);
     tabq_settle_returned(d, policy);
-  } else if (s->o.transactional && tabq_delivery_tx_open(d, &err)) {
+  } else if (s->o.transactional && s->ops->tx_open(d, &err)) {
     /* No transaction for the handler: the row goes back (its attempt counted) for a later try. */
     tabq_logf(&s->b->log, TABQ_LOG_ERROR,
               "table %s: the delivery's transaction did not open (%s): %s; the row is released",
               s->t->name, tabq_code_name(err.code), err.message);
-    if (s->tx_conn)
-      tabq_sub_unhold(s, 1);
+    skip_tx(s, d);
     tabq_settle_returned(d, tabq_no_outcome());
   } else {
     tabq_settle_returned(d, s->o.handler(d, s->o.user));
@@ -117,13 +100,16 @@ static void handle_one(tabq_subscription *s, tabq_delivery *d) {
 /* Runs one claim as the claimer; called and returning with s->mu held. */
 static void claim_round(worker *w, unsigned limit) {
   tabq_subscription *s = w->s;
-  unsigned want = reservation(s, limit), reserved = want ? tabq_budget_take(s->b, want) : 0;
-  if (reserved < want) { /* another subscription took the room meanwhile */
-    if (!reserved || !conn_per_row(s)) {
-      tabq_budget_put(s->b, reserved); /* s->mu held: no wake-ups from here */
+  unsigned want = s->ops->conns_held(s, limit);
+  unsigned reserved = want ? tabq_budget_take(s->b, want) : 0;
+  if (reserved < want) { /* another subscription took the room meanwhile: fewer rows */
+    while (limit && s->ops->conns_held(s, limit) > reserved)
+      limit--;
+    unsigned kept = s->ops->conns_held(s, limit);
+    tabq_budget_put(s->b, reserved - kept); /* s->mu held: no wake-ups from here */
+    reserved = kept;
+    if (!limit)
       return;
-    }
-    limit = reserved; /* advisory: one connection a row */
   }
   uint64_t wakes = s->wakes;
   s->claiming++;
@@ -138,7 +124,7 @@ static void claim_round(worker *w, unsigned limit) {
   if (rc)
     tabq_logf(&s->b->log, TABQ_LOG_ERROR, "claim on table %s failed (%s): %s", s->t->name,
               tabq_code_name(err.code), err.message);
-  unsigned held = !holds_conn(s) || !got ? 0 : conn_per_row(s) ? got : 1;
+  unsigned held = s->ops->conns_held(s, got);
   tabq_budget_give(s->b, s, reserved - held); /* the deliveries keep what they hold */
 
   pthread_mutex_lock(&s->mu);
@@ -213,14 +199,6 @@ static void *worker_main(void *arg) {
   }
   pthread_mutex_unlock(&s->mu);
   return NULL;
-}
-
-void tabq_sub_wake(tabq_subscription *s) {
-  pthread_mutex_lock(&s->mu);
-  s->wakes++;
-  s->next_claim_ms = 0;
-  pthread_cond_broadcast(&s->cv);
-  pthread_mutex_unlock(&s->mu);
 }
 
 static void free_workers(tabq_subscription *s, worker *ws) {
@@ -300,8 +278,7 @@ void tabq_workers_stop(tabq_subscription *s) {
     if (!closed)
       tabq_settle_returned(d, tabq_no_outcome());
     tabq_delivery_done(d);
-    if (s->tx_conn) /* the connection its transaction would have taken */
-      tabq_sub_unhold(s, 1);
+    skip_tx(s, d);
     s->free_slots[s->nfree++] = d;
   }
   if (s->ops->stop)

@@ -25,6 +25,7 @@
 
 #include <errmsg.h>
 #include <mysql.h>
+#include <tabq/host_log.h>
 #include <mysqld_error.h>
 
 #include "binds.h"
@@ -38,8 +39,9 @@
 
 struct tabq_conn {
   MYSQL *my;
-  bool broken;          /* the connection is known lost: the pool replaces it */
-  tabq_prepared *stmts; /* still prepared; close frees them */
+  const tabq_host *log_host; /* its broker's (Driver.connect_host, ABI 1.6), else NULL */
+  bool broken;               /* the connection is known lost: the pool replaces it */
+  tabq_prepared *stmts;      /* still prepared; close frees them */
 };
 
 struct tabq_prepared {
@@ -411,7 +413,7 @@ static int open_session(MYSQL *my, const my_url *u, const char *shown) {
   return TABQ_OK;
 }
 
-static int my_connect(const char *url, tabq_conn **out) {
+static int my_connect_host(const tabq_host *log_host, const char *url, tabq_conn **out) {
   *out = NULL;
   char shown[URL_SHOWN];
   if (!url)
@@ -441,10 +443,16 @@ static int my_connect(const char *url, tabq_conn **out) {
       host()->free(c);
     return rc;
   }
-  host()->log(TABQ_LOG_DEBUG, "mysql: connected to %s (server %s, connection id %lu)", shown,
-              mysql_get_server_info(c->my), mysql_thread_id(c->my));
+  c->log_host = log_host;
+  tabq_host_log(log_host, host(), TABQ_LOG_DEBUG,
+                "mysql: connected to %s (server %s, connection id %lu)", shown,
+                mysql_get_server_info(c->my), mysql_thread_id(c->my));
   *out = c;
   return TABQ_OK;
+}
+
+static int my_connect(const char *url, tabq_conn **out) {
+  return my_connect_host(NULL, url, out);
 }
 
 static void free_prepared(tabq_prepared *p);
@@ -814,4 +822,5 @@ const tabq_driver_v1 tabq_my_driver = {
     .listen = NULL,
     .wait_notify = NULL,
     .database = my_database,
+    .connect_host = my_connect_host,
 };

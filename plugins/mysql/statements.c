@@ -313,6 +313,10 @@ static int ack_ids(const tabq_build *b, tabq_stmt *out) {
   return tabq_sqlb_finish(&style, b, out, "ack_ids");
 }
 
+static int savepoint(const tabq_build *b, tabq_stmt *set, tabq_stmt *back) {
+  return tabq_sqlb_savepoint(&style, b, set, back);
+}
+
 const tabq_dialect_v1 tabq_my_dialect = {
     .size = sizeof(tabq_dialect_v1),
     .version = 1,
@@ -335,6 +339,7 @@ const tabq_dialect_v1 tabq_my_dialect = {
     .column_default = column_default,
     .ack_ids = ack_ids,
     .insert_rows = insert_rows,
+    .savepoint = savepoint,
 };
 
 /* ---- RowLock ------------------------------------------------------------------------------ */

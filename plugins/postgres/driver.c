@@ -20,6 +20,7 @@
 #include <time.h>
 
 #include <libpq-fe.h>
+#include <tabq/host_log.h>
 
 #include "codec.h"
 #include "postgres_plugin.h"
@@ -35,7 +36,8 @@
 
 struct tabq_conn {
   PGconn *pg;
-  uint64_t stmt_seq;    /* the last statement number handed out */
+  const tabq_host *log_host; /* its broker's (Driver.connect_host, ABI 1.6), else NULL */
+  uint64_t stmt_seq;         /* the last statement number handed out */
   bool broken;          /* left in a state the driver cannot use (COPY): the pool replaces it */
   tabq_prepared *stmts; /* still prepared; close frees them */
 };
@@ -113,7 +115,7 @@ static int fail_pg(tabq_conn *c, const PGresult *res, const char *what) {
 /* Server notices (NOTICE, WARNING, and a FATAL that arrives while idle) go to the host's log
  * instead of libpq's default, stderr. */
 static void on_notice(void *arg, const PGresult *res) {
-  (void)arg;
+  const tabq_conn *c = arg;
   const char *sev = PQresultErrorField(res, PG_DIAG_SEVERITY_NONLOCALIZED);
   if (!sev)
     sev = PQresultErrorField(res, PG_DIAG_SEVERITY);
@@ -122,7 +124,8 @@ static void on_notice(void *arg, const PGresult *res) {
   copy_message(msg, sizeof msg, primary ? primary : PQresultErrorMessage(res));
   bool loud = sev && (strcmp(sev, "WARNING") == 0 || strcmp(sev, "FATAL") == 0 ||
                       strcmp(sev, "PANIC") == 0 || strcmp(sev, "ERROR") == 0);
-  host()->log(loud ? TABQ_LOG_WARN : TABQ_LOG_DEBUG, "postgres: %s: %s", sev ? sev : "NOTICE", msg);
+  tabq_host_log(c->log_host, host(), loud ? TABQ_LOG_WARN : TABQ_LOG_DEBUG, "postgres: %s: %s",
+                sev ? sev : "NOTICE", msg);
 }
 
 /* ---- URLs --------------------------------------------------------------------------------- */
@@ -276,7 +279,7 @@ static int fail_connect(PGconn *pg, const char *url, int64_t elapsed_ms) {
                       msg);
 }
 
-static int pg_connect(const char *url, tabq_conn **out) {
+static int pg_connect_host(const tabq_host *log_host, const char *url, tabq_conn **out) {
   *out = NULL;
   char shown[URL_SHOWN];
   const char *conninfo = url ? conninfo_of(url) : NULL;
@@ -318,11 +321,17 @@ static int pg_connect(const char *url, tabq_conn **out) {
   }
   memset(c, 0, sizeof *c);
   c->pg = pg;
-  PQsetNoticeReceiver(pg, on_notice, NULL);
-  host()->log(TABQ_LOG_DEBUG, "postgres: connected to %s (server %s, backend pid %d)",
-              shown_url(url, shown), PQparameterStatus(pg, "server_version"), PQbackendPID(pg));
+  c->log_host = log_host;
+  PQsetNoticeReceiver(pg, on_notice, c);
+  tabq_host_log(log_host, host(), TABQ_LOG_DEBUG,
+                "postgres: connected to %s (server %s, backend pid %d)", shown_url(url, shown),
+                PQparameterStatus(pg, "server_version"), PQbackendPID(pg));
   *out = c;
   return TABQ_OK;
+}
+
+static int pg_connect(const char *url, tabq_conn **out) {
+  return pg_connect_host(NULL, url, out);
 }
 
 static void free_prepared(tabq_prepared *p);
@@ -761,4 +770,5 @@ const tabq_driver_v1 tabq_pg_driver = {
     .alive = pg_alive,
     .listen = pg_listen,
     .wait_notify = pg_wait_notify,
+    .connect_host = pg_connect_host,
 };

@@ -269,6 +269,10 @@ static int notify(const tabq_build *b, tabq_stmt *out) {
   return tabq_sqlb_finish(&style, b, out, "notify");
 }
 
+static int savepoint(const tabq_build *b, tabq_stmt *set, tabq_stmt *back) {
+  return tabq_sqlb_savepoint(&style, b, set, back);
+}
+
 const tabq_dialect_v1 tabq_pg_dialect = {
     .size = sizeof(tabq_dialect_v1),
     .version = 1,
@@ -291,6 +295,7 @@ const tabq_dialect_v1 tabq_pg_dialect = {
     .column_default = column_default,
     .ack_ids = ack_ids,
     .insert_rows = insert_rows,
+    .savepoint = savepoint,
 };
 
 /* ---- RowLock ------------------------------------------------------------------------------ */

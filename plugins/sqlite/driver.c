@@ -12,6 +12,7 @@
 #include <strings.h>
 
 #include <sqlite3.h>
+#include <tabq/host_log.h>
 
 #include "sqlite_plugin.h"
 
@@ -24,6 +25,7 @@ enum { SYNC_FULL = 2 };
 
 struct tabq_conn {
   sqlite3 *db;
+  const tabq_host *log_host; /* its broker's (Driver.connect_host, ABI 1.6), else NULL */
   tabq_sqlite_writer *writer;
   int busy_ms;
   unsigned writer_refs; /* holders of the writer lock on this connection: statements, tx, exec */
@@ -293,7 +295,7 @@ static int configure(tabq_conn *c, const url_opts *o) {
   return code;
 }
 
-static int sqlite_connect(const char *url, tabq_conn **out) {
+static int sqlite_connect_host(const tabq_host *log_host, const char *url, tabq_conn **out) {
   *out = NULL;
   if (sqlite3_libversion_number() < MIN_VERSION_NUMBER)
     return host()->fail(TABQ_SERVER_TOO_OLD, NULL, 0,
@@ -332,11 +334,17 @@ static int sqlite_connect(const char *url, tabq_conn **out) {
     host()->free(o.path);
     return code;
   }
-  host()->log(TABQ_LOG_DEBUG, "sqlite: opened %s (synchronous=%s, busy_timeout=%d ms)",
-              tabq_sqlite_writer_path(c->writer), sync_names[o.sync], o.busy_ms);
+  c->log_host = log_host;
+  tabq_host_log(log_host, host(), TABQ_LOG_DEBUG,
+                "sqlite: opened %s (synchronous=%s, busy_timeout=%d ms)",
+                tabq_sqlite_writer_path(c->writer), sync_names[o.sync], o.busy_ms);
   host()->free(o.path);
   *out = c;
   return TABQ_OK;
+}
+
+static int sqlite_connect(const char *url, tabq_conn **out) {
+  return sqlite_connect_host(NULL, url, out);
 }
 
 static void sqlite_finalize(tabq_prepared *p);
@@ -749,4 +757,5 @@ const tabq_driver_v1 tabq_sqlite_driver = {
     .listen = NULL,
     .wait_notify = NULL,
     .database = sqlite_database,
+    .connect_host = sqlite_connect_host,
 };

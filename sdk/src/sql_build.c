@@ -503,6 +503,16 @@ int tabq_sqlb_dead_letter_table(const tabq_sql_style *s, const tabq_build *b, ta
   return tabq_sqlb_finish(s, b, remove, "dead_letter delete");
 }
 
+int tabq_sqlb_savepoint(const tabq_sql_style *s, const tabq_build *b, tabq_stmt *set,
+                        tabq_stmt *back) {
+  tabq_sql_raw(set, "SAVEPOINT tabq_handler");
+  int code = tabq_sqlb_finish(s, b, set, "savepoint");
+  if (code != TABQ_OK)
+    return code;
+  tabq_sql_raw(back, "ROLLBACK TO SAVEPOINT tabq_handler");
+  return tabq_sqlb_finish(s, b, back, "rollback to savepoint");
+}
+
 /* ---- Builders: tabq_advisory_v1 ---------------------------------------------------------- */
 
 int tabq_sqlb_candidates(const tabq_sql_style *s, const tabq_build *b, tabq_stmt *out,

@@ -428,6 +428,70 @@ static void transactional_delivery_takes_table_level(void) {
   testdb_remove(&db);
 }
 
+/* Each broker's host (ABI 1.6): a line the driver logs on a connection goes to the broker that
+ * connection serves, whatever thread runs the statement. Two brokers with log callbacks of their
+ * own each run, from a thread of the test's, a statement that makes the server send a warning;
+ * each warning reaches its own broker's callback alone. */
+typedef struct heard {
+  pthread_mutex_t mu;
+  char lines[1024];
+} heard;
+
+static void keep_line(int level, const char *message, void *user) {
+  (void)level;
+  heard *h = user;
+  pthread_mutex_lock(&h->mu);
+  size_t len = strlen(h->lines);
+  snprintf(h->lines + len, sizeof h->lines - len, "%s\n", message);
+  pthread_mutex_unlock(&h->mu);
+}
+
+typedef struct warn_job {
+  tabq_broker *b;
+  const char *sql;
+  int rc;
+} warn_job;
+
+static void *warn_from_thread(void *arg) {
+  warn_job *j = arg;
+  tabq_tx *tx = NULL;
+  tabq_error e;
+  j->rc = tabq_begin(j->b, &tx, &e);
+  if (!j->rc) {
+    j->rc = tabq_tx_exec(tx, j->sql, NULL, 0, NULL, &e);
+    tabq_rollback(tx, &e);
+  }
+  return NULL;
+}
+
+static void driver_lines_reach_their_broker(void) {
+  testdb_create(&db);
+  heard h1 = {.mu = PTHREAD_MUTEX_INITIALIZER}, h2 = {.mu = PTHREAD_MUTEX_INITIALIZER};
+  tabq_broker_options o1 = TABQ_BROKER_OPTIONS_INIT, o2 = TABQ_BROKER_OPTIONS_INIT;
+  o1.log = o2.log = keep_line;
+  o1.log_user = &h1;
+  o2.log_user = &h2;
+  tabq_broker *b1 = NULL, *b2 = NULL;
+  CU_ASSERT_EQUAL_FATAL(tabq_connect(db.url, &o1, &b1, &err), TABQ_OK);
+  CU_ASSERT_EQUAL_FATAL(tabq_connect(db.url, &o2, &b2, &err), TABQ_OK);
+  warn_job j1 = {b1, "DO $$ BEGIN RAISE WARNING 'for-broker-one'; END $$", -1};
+  warn_job j2 = {b2, "DO $$ BEGIN RAISE WARNING 'for-broker-two'; END $$", -1};
+  pthread_t t1, t2;
+  pthread_create(&t1, NULL, warn_from_thread, &j1);
+  pthread_create(&t2, NULL, warn_from_thread, &j2);
+  pthread_join(t1, NULL);
+  pthread_join(t2, NULL);
+  CU_ASSERT_EQUAL(j1.rc, TABQ_OK);
+  CU_ASSERT_EQUAL(j2.rc, TABQ_OK);
+  tabq_close(b1);
+  tabq_close(b2);
+  CU_ASSERT_PTR_NOT_NULL(strstr(h1.lines, "for-broker-one"));
+  CU_ASSERT_PTR_NULL(strstr(h1.lines, "for-broker-two"));
+  CU_ASSERT_PTR_NOT_NULL(strstr(h2.lines, "for-broker-two"));
+  CU_ASSERT_PTR_NULL(strstr(h2.lines, "for-broker-one"));
+  testdb_remove(&db);
+}
+
 /* Two brokers of two workers race for the same rows: a claim that read a row as a candidate
  * finds it settled by the other broker once it holds the key (the lock taken, the row not), and
  * must give the key back. Every row is handled once, and with both brokers still open the server
@@ -495,6 +559,11 @@ int register_tests(void) {
        shutdown_releases_advisory_locks},
       CU_TEST_INFO_NULL,
   };
+  static CU_TestInfo host_tests[] = {
+      {"a driver's log lines reach the broker its connection serves, from any thread",
+       driver_lines_reach_their_broker},
+      CU_TEST_INFO_NULL,
+  };
   static CU_TestInfo transactional_level_tests[] = {
       {"transactional: the handler's transaction opens at the table's level (serializable)",
        transactional_delivery_takes_table_level},
@@ -514,6 +583,8 @@ int register_tests(void) {
   if (test_db_kind() == TEST_POSTGRES && test_form() != TABQ_FORM_ROWLOCK)
     ADD_SUITE("isolation of transactional deliveries on postgres", NULL, NULL,
               transactional_level_tests);
+  if (test_db_kind() == TEST_POSTGRES && test_form() == TABQ_FORM_LEASE)
+    ADD_SUITE("each broker's host on postgres", NULL, NULL, host_tests);
   if (test_db_kind() != TEST_SQLITE && test_form() == TABQ_FORM_ADVISORY)
     ADD_SUITE("advisory shutdown", NULL, NULL, advisory_tests);
   if (test_db_kind() == TEST_POSTGRES && test_form() == TABQ_FORM_ADVISORY)

@@ -42,7 +42,7 @@ extern "C" {
 #endif
 
 #define TABQ_ABI_MAJOR 1
-#define TABQ_ABI_MINOR 5
+#define TABQ_ABI_MINOR 6
 #define TABQ_ABI_VERSION ((uint32_t)(TABQ_ABI_MAJOR << 16 | TABQ_ABI_MINOR))
 #define TABQ_ABI_MAJOR_OF(v) ((uint32_t)(v) >> 16)
 #define TABQ_ABI_MINOR_OF(v) ((uint32_t)(v)&0xffffu)
@@ -75,7 +75,19 @@ typedef struct tabq_host {
    * can `return host->fail(TABQ_BACKEND, "40001", 0, "claim failed: %s", msg);`.
    * `sqlstate` may be NULL; `native` is the driver's own error number or 0. */
   int (*fail)(int code, const char *sqlstate, long native, const char *fmt, ...) TABQ_PRINTF_(4, 5);
+  /* A line for the log of the broker the calling thread works for (a plugin before ABI 1.6 has
+   * no other way; from 1.6 on, prefer log_to). */
   void (*log)(int level, const char *fmt, ...) TABQ_PRINTF_(2, 3);
+
+  /* ---- ABI 1.6 ---- */
+  /* The host of one broker: each broker has its own (`context` tells them apart; it is the
+   * core's, not the plugin's), handed to every connection its pool opens (Driver.connect_host)
+   * and to every statement it builds (tabq_stmt.host). A line logged through log_to(self, ...)
+   * reaches that broker's log callback from any thread, so a driver keeps its connection's host
+   * and logs through it. Read both through TABQ_HAS_MEMBER(host, tabq_host, log_to): a core
+   * before 1.6 hands a host without them. */
+  const void *context;
+  void (*log_to)(const struct tabq_host *self, int level, const char *fmt, ...) TABQ_PRINTF_(3, 4);
 } tabq_host;
 
 /* ---- Statements --------------------------------------------------------------------------- */
@@ -188,6 +200,12 @@ typedef struct tabq_driver_v1 {
                      size_t payload_cap, bool *got);
   /* Optional: the connection's current database or schema, NUL-terminated. */
   int (*database)(tabq_conn *c, char *out, size_t cap);
+
+  /* ---- ABI 1.6 ---- */
+  /* Optional: `connect` for the broker whose host (tabq_host, its log_to) it is given; the
+   * driver keeps the host with the connection for the lines it logs. The core opens every pooled
+   * connection with it where the driver has it, else with `connect`. */
+  int (*connect_host)(const tabq_host *host, const char *url, tabq_conn **out);
 } tabq_driver_v1;
 
 /* ---- Dialect: the statements every form shares ------------------------------------------- */
@@ -258,6 +276,13 @@ typedef struct tabq_dialect_v1 {
    * the member, or with every size declined, each row is one `insert`. tabq_sqlb_insert_rows
    * builds it. */
   tabq_build_fn insert_rows;
+
+  /* ---- ABI 1.6 ---- */
+  /* Optional: the savepoint of a row lock delivery's transaction in transactional mode, set
+   * after the claim (into `set`) and rolled back to for any outcome but an ack (`back`), so the
+   * claim's counted attempt stays; no parameters. Without it the core runs the SQL standard's
+   * "SAVEPOINT tabq_handler" and "ROLLBACK TO SAVEPOINT tabq_handler". */
+  int (*savepoint)(const tabq_build *b, tabq_stmt *set, tabq_stmt *back);
 } tabq_dialect_v1;
 
 /* ---- Capability flags, every one in this one place ------------------------------------------

@@ -178,6 +178,11 @@ int tabq_sqlb_dead_letter_group(const tabq_sql_style *s, const tabq_build *b, ta
 int tabq_sqlb_dead_letter_table(const tabq_sql_style *s, const tabq_build *b, tabq_stmt *copy,
                                 tabq_stmt *remove);
 
+/* savepoint (ABI 1.6): `set` "SAVEPOINT tabq_handler", `back` "ROLLBACK TO SAVEPOINT
+ * tabq_handler", the SQL standard's, which PostgreSQL, MySQL/MariaDB and SQLite all take. */
+int tabq_sqlb_savepoint(const tabq_sql_style *s, const tabq_build *b, tabq_stmt *set,
+                        tabq_stmt *back);
+
 /* count_attempt (ABI 1.1): "UPDATE T SET attempt = attempt + 1 WHERE id = :ID"; TABQ_DECLARATION
  * without an attempt column. */
 int tabq_sqlb_count_attempt_row(const tabq_sql_style *s, const tabq_build *b, tabq_stmt *out);
