@@ -1,10 +1,11 @@
 /* tabq — the MySQL/MariaDB driver on mariadb-connector-c: connections, server-side prepared
  * statements on the binary protocol, and transactions.
  *
- * URLs: mysql://user:password@host:port/database?socket=/path&connect_timeout=SECONDS, and the
- * same under mariadb://. User, password, database and values are percent-decoded; the port
- * defaults to 3306; the host may be empty when a socket is given. connect_timeout bounds the
- * whole connect, session setup included (DEFAULT_CONNECT_TIMEOUT_S unless set; 0: no bound).
+ * URLs: mysql://user:password@host:port/database?socket=/path&connect_timeout=SECONDS&sql_mode=
+ * MODES, and the same under mariadb://. User, password, database and values are percent-decoded;
+ * the port defaults to 3306; the host may be empty when a socket is given. connect_timeout bounds
+ * the whole connect, session setup included (DEFAULT_CONNECT_TIMEOUT_S unless set; 0: no bound).
+ * sql_mode sets the session's SQL mode at connect (the server's global mode unless set).
  *
  * Every session runs in UTC (time_zone '+00:00', so TIMESTAMP columns read and write UTC and
  * DATETIME is taken as UTC), in utf8mb4, with autocommit on, and never reconnects by itself: a
@@ -143,6 +144,7 @@ typedef struct my_url {
   char *store; /* the decoded parts, one after another */
   size_t used, cap;
   const char *user, *password, *host, *database, *socket;
+  const char *sql_mode; /* NULL: the server's global mode */
   unsigned port, connect_timeout;
 } my_url;
 
@@ -195,7 +197,19 @@ static int bad_url(const char *shown, const char *why) {
   return host()->fail(TABQ_INVALID, NULL, 0, "bad MySQL URL %s: %s", shown, why);
 }
 
-/* The query string: socket=PATH, connect_timeout=SECONDS. */
+/* An SQL mode is a list of mode names: letters, digits and '_', separated by commas (empty:
+ * no mode). Anything else could not go into the SET statement's literal safely. */
+static bool sql_mode_text(const char *s) {
+  if (strlen(s) > 1024)
+    return false;
+  for (; *s; s++)
+    if (!((*s >= 'A' && *s <= 'Z') || (*s >= 'a' && *s <= 'z') || (*s >= '0' && *s <= '9') ||
+          *s == '_' || *s == ','))
+      return false;
+  return true;
+}
+
+/* The query string: socket=PATH, connect_timeout=SECONDS, sql_mode=MODES. */
 static int parse_query(my_url *u, const char *q, const char *shown) {
   while (*q) {
     size_t n = strcspn(q, "&");
@@ -212,10 +226,15 @@ static int parse_query(my_url *u, const char *q, const char *shown) {
       else if (klen == 15 && strncmp(q, "connect_timeout", 15) == 0) {
         if (!parse_uint(value, 3600, &u->connect_timeout))
           return bad_url(shown, "connect_timeout is not a number of seconds up to 3600");
+      } else if (klen == 8 && strncmp(q, "sql_mode", 8) == 0) {
+        if (!sql_mode_text(value))
+          return bad_url(shown, "sql_mode is a comma-separated list of mode names (letters, "
+                                "digits and '_'), as SET sql_mode takes them");
+        u->sql_mode = value;
       } else
         return host()->fail(TABQ_INVALID, NULL, 0,
                             "bad MySQL URL %s: unknown parameter '%.*s' (known: socket, "
-                            "connect_timeout)",
+                            "connect_timeout, sql_mode)",
                             shown, (int)klen, q);
     }
     q += n;
@@ -378,6 +397,11 @@ static int fail_connect(MYSQL *my, const my_url *u, const char *shown, int64_t e
                         "cannot connect to %s: the connect timed out after %u s (set "
                         "connect_timeout=SECONDS in the URL, default %d): %s",
                         shown, u->connect_timeout, DEFAULT_CONNECT_TIMEOUT_S, mysql_error(my));
+  if (u->sql_mode && err == ER_WRONG_VALUE_FOR_VAR)
+    return host()->fail(TABQ_INVALID, mysql_sqlstate(my), (long)err,
+                        "cannot connect to %s: the server refused the URL's sql_mode=%s (a mode "
+                        "name it does not know?): %s",
+                        shown, u->sql_mode, mysql_error(my));
   if (err == CR_CONNECTION_ERROR || err == CR_CONN_HOST_ERROR)
     return host()->fail(TABQ_BACKEND, mysql_sqlstate(my), (long)err,
                         "cannot connect to %s: no server accepted the connection (is it running, "
@@ -395,8 +419,12 @@ static int fail_connect(MYSQL *my, const my_url *u, const char *shown, int64_t e
 static int open_session(MYSQL *my, const my_url *u, const char *shown) {
   my_bool off = 0, on = 1;
   unsigned int no_local_infile = 0;
-  /* As the init command, the session setup runs inside the bounded connect. */
-  static const char session[] = "SET time_zone = '+00:00', autocommit = 1";
+  /* As the init command, the session setup runs inside the bounded connect. The URL's
+   * sql_mode holds mode names only (parse_query checked): it goes into the literal as it is. */
+  char session[1100];
+  snprintf(session, sizeof session, "SET time_zone = '+00:00', autocommit = 1%s%s%s",
+           u->sql_mode ? ", sql_mode = '" : "", u->sql_mode ? u->sql_mode : "",
+           u->sql_mode ? "'" : "");
   if (mysql_optionsv(my, MYSQL_OPT_RECONNECT, &off) ||
       mysql_optionsv(my, MYSQL_SET_CHARSET_NAME, "utf8mb4") ||
       mysql_optionsv(my, MYSQL_REPORT_DATA_TRUNCATION, &on) ||

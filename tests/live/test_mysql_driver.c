@@ -191,6 +191,48 @@ static void test_urls(void) {
   MSG_HAS("connect_timeout");
 }
 
+/* MySQL 8.0's and 8.4's default SQL mode, which MariaDB's own default lacks in part. */
+static const char mysql8_modes[] = "ONLY_FULL_GROUP_BY,STRICT_TRANS_TABLES,NO_ZERO_IN_DATE,"
+                                   "NO_ZERO_DATE,ERROR_FOR_DIVISION_BY_ZERO,NO_ENGINE_SUBSTITUTION";
+
+/* The run's database URL with `param` added to its query. */
+static void url_with(const char *param, char *buf, size_t cap) {
+  snprintf(buf, cap, "%s%s%s", g_db_url, strchr(g_db_url, '?') ? "&" : "?", param);
+}
+
+/* sql_mode in the URL sets the session's SQL mode at connect, the rest of the session as it
+ * was; empty sets none. A value that is not a list of mode names is refused before connecting,
+ * one the server refuses fails the connect: both messages name the parameter. */
+static void test_sql_mode(void) {
+  NEED_DB();
+  char url[1400], param[256], buf[512];
+  snprintf(param, sizeof param, "sql_mode=%s", mysql8_modes);
+  url_with(param, url, sizeof url);
+  tabq_conn *c = connect_url(url);
+  query_text(c, "SELECT @@SESSION.sql_mode", buf, sizeof buf);
+  CU_ASSERT_STRING_EQUAL(buf, mysql8_modes);
+  expect_session(c, g_db);
+  drv->close(c);
+  url_with("sql_mode=", url, sizeof url);
+  c = connect_url(url);
+  query_text(c, "SELECT @@SESSION.sql_mode", buf, sizeof buf);
+  CU_ASSERT_STRING_EQUAL(buf, "");
+  drv->close(c);
+
+  /* A quote (percent-encoded) would end the SET statement's literal. */
+  url_with("sql_mode=ANSI%27", url, sizeof url);
+  c = NULL;
+  CU_ASSERT_EQUAL(drv->connect(url, &c), TABQ_INVALID);
+  CU_ASSERT_PTR_NULL(c);
+  MSG_HAS("sql_mode is a comma-separated list of mode names");
+  url_with("sql_mode=NO_SUCH_MODE", url, sizeof url);
+  CU_ASSERT_EQUAL(drv->connect(url, &c), TABQ_INVALID);
+  CU_ASSERT_PTR_NULL(c);
+  CU_ASSERT_EQUAL(g_native, 1231); /* ER_WRONG_VALUE_FOR_VAR */
+  MSG_HAS("refused the URL's sql_mode=NO_SUCH_MODE");
+  MSG_HAS("mysql://tabq:***@");
+}
+
 /* ---- Bounded connects --------------------------------------------------------------------- */
 
 /* Well past every timeout below, and far short of the hang they prevent: a liveness bound, not
@@ -770,6 +812,7 @@ static void test_column_default(void) {
 static CU_TestInfo tests[] = {
     {"open the server", test_open},
     {"URL forms", test_urls},
+    {"sql_mode in the URL", test_sql_mode},
     {"connect to a server that never answers", test_connect_timeout},
     {"a statement outlasts the connect timeout", test_connect_timeout_ends},
     {"connect to a port nobody listens on", test_connect_refused},
