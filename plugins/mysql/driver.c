@@ -17,6 +17,7 @@
 #include <errno.h>
 #include <limits.h>
 #include <poll.h>
+#include <stdatomic.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -30,6 +31,7 @@
 
 #include "binds.h"
 #include "mysql_plugin.h"
+#include "sizes.h"
 
 #define URL_SHOWN 512 /* room for a URL in messages, password removed */
 #define DEFAULT_PORT 3306
@@ -41,6 +43,9 @@ struct tabq_conn {
   MYSQL *my;
   bool broken;          /* the connection is known lost: the pool replaces it */
   tabq_prepared *stmts; /* still prepared; close frees them */
+  /* The session's max_allowed_packet, read at connect (the server fixes it for the session's
+   * life): a statement as long is refused before it is sent. */
+  uint64_t max_packet;
 };
 
 struct tabq_prepared {
@@ -56,6 +61,7 @@ struct tabq_prepared {
   bool has_rows, on_row;
   uint64_t changes;
   char name[32];
+  char *sql; /* its text: a value too long for its column is reported with its table */
 };
 
 static const tabq_host *host(void) {
@@ -362,6 +368,8 @@ static void library_init(void) {
 
 /* Runs `n` bytes of SQL and consumes every result it returns. */
 static int run_sql(tabq_conn *c, const char *sql, size_t n, const char *what) {
+  if (c->max_packet && 1 + (uint64_t)n >= c->max_packet) /* the command byte and the text */
+    return tabq_my_fail_packet(what, 1 + (uint64_t)n, c->max_packet, false, 0, NULL, NULL);
   if (mysql_real_query(c->my, sql, (unsigned long)n))
     return fail_conn(c, what);
   for (;;) {
@@ -439,6 +447,45 @@ static int open_session(MYSQL *my, const my_url *u, const char *shown) {
   return TABQ_OK;
 }
 
+/* True when the comma-separated `modes` names `mode`. */
+static bool has_mode(const char *modes, const char *mode) {
+  size_t n = strlen(mode);
+  for (const char *p = modes; p && *p;) {
+    size_t len = strcspn(p, ",");
+    if (len == n && strncmp(p, mode, n) == 0)
+      return true;
+    p += len + (p[len] == ',');
+  }
+  return false;
+}
+
+static atomic_bool g_warned_lax;
+
+/* Reads what the session keeps for its life: max_allowed_packet, which bounds every statement
+ * sent (my_execute and run_sql refuse a longer one before sending it), and sql_mode, whose lack of
+ * a strict mode lets an over-long value be cut to fit with a mere warning (logged once a process).
+ */
+static int read_session(tabq_conn *c, const char *shown) {
+  static const char sql[] = "SELECT @@max_allowed_packet, @@sql_mode";
+  if (mysql_real_query(c->my, sql, sizeof sql - 1))
+    return fail_conn(c, "session settings");
+  MYSQL_RES *res = mysql_store_result(c->my);
+  if (!res)
+    return fail_conn(c, "session settings");
+  MYSQL_ROW row = mysql_fetch_row(res);
+  c->max_packet = row && row[0] ? strtoull(row[0], NULL, 10) : 0;
+  const char *modes = row && row[1] ? row[1] : "";
+  if (!has_mode(modes, "STRICT_TRANS_TABLES") && !has_mode(modes, "STRICT_ALL_TABLES") &&
+      !atomic_exchange(&g_warned_lax, true))
+    host()->log(TABQ_LOG_WARN,
+                "mysql: %s runs with sql_mode '%s', without STRICT_TRANS_TABLES: a payload or "
+                "value longer than its column is cut to fit, with a warning only; add "
+                "STRICT_TRANS_TABLES (sql_mode in the URL) to have such a write fail",
+                shown, modes);
+  mysql_free_result(res);
+  return TABQ_OK;
+}
+
 static int my_connect(const char *url, tabq_conn **out) {
   *out = NULL;
   char shown[URL_SHOWN];
@@ -460,6 +507,8 @@ static int my_connect(const char *url, tabq_conn **out) {
   }
   if (rc == TABQ_OK)
     rc = open_session(c->my, &u, shown);
+  if (rc == TABQ_OK)
+    rc = read_session(c, shown);
   if (u.store)
     host()->free(u.store);
   if (rc != TABQ_OK) {
@@ -507,7 +556,7 @@ static void free_prepared(tabq_prepared *p) {
       host()->free(p->pslots[i].list);
   if (p->meta)
     mysql_free_result(p->meta);
-  void *parts[] = {p->pbind, p->pslots, p->rbind, p->cols};
+  void *parts[] = {p->pbind, p->pslots, p->rbind, p->cols, p->sql};
   for (size_t i = 0; i < sizeof parts / sizeof parts[0]; i++)
     if (parts[i])
       host()->free(parts[i]);
@@ -585,7 +634,10 @@ static int my_prepare(tabq_conn *c, const char *sql, unsigned nparams, const cha
   snprintf(p->name, sizeof p->name, "%s", name);
   p->meta = mysql_stmt_result_metadata(st); /* NULL: no result set */
   p->ncols = p->meta ? mysql_num_fields(p->meta) : 0;
-  if (!grow_array((void **)&p->pbind, 0, nparams, sizeof *p->pbind) ||
+  size_t len = strlen(sql) + 1;
+  if ((p->sql = host()->alloc(len)))
+    memcpy(p->sql, sql, len);
+  if (!p->sql || !grow_array((void **)&p->pbind, 0, nparams, sizeof *p->pbind) ||
       !grow_array((void **)&p->pslots, 0, nparams, sizeof *p->pslots) ||
       !room_for_cols(p, p->ncols)) {
     mysql_stmt_close(st);
@@ -598,6 +650,30 @@ static int my_prepare(tabq_conn *c, const char *sql, unsigned nparams, const cha
   c->stmts = p;
   *out = p;
   return TABQ_OK;
+}
+
+static int fail_packet(tabq_prepared *p, uint64_t size, bool sent) {
+  char what[48];
+  snprintf(what, sizeof what, "%s statement", p->name);
+  if (sent)
+    p->conn->broken = true; /* the server closes the connection after saying so */
+  return tabq_my_fail_packet(what, size, p->conn->max_packet, sent, mysql_stmt_errno(p->stmt),
+                             mysql_stmt_sqlstate(p->stmt), mysql_stmt_error(p->stmt));
+}
+
+/* A failed execute of `size` bytes: what the server's words leave out for a value too long
+ * for its column or a statement over max_allowed_packet. */
+static int fail_execute(tabq_prepared *p, uint64_t size) {
+  unsigned err = mysql_stmt_errno(p->stmt);
+  if (err == ER_NET_PACKET_TOO_LARGE)
+    return fail_packet(p, size, true);
+  if (err == ER_DATA_TOO_LONG) {
+    char what[48];
+    snprintf(what, sizeof what, "%s statement", p->name);
+    return tabq_my_fail_too_long(p->conn->my, p->sql, what, err, mysql_stmt_sqlstate(p->stmt),
+                                 mysql_stmt_error(p->stmt));
+  }
+  return p->ncols ? fail_rows(p) : fail_stmt(p); /* a result may have begun */
 }
 
 static bool more_results(tabq_conn *c) {
@@ -668,8 +744,11 @@ static int my_execute(tabq_prepared *p, const tabq_value *params, unsigned n) {
   }
   if (n > 0 && mysql_stmt_bind_param(p->stmt, p->pbind))
     return fail_stmt(p);
+  uint64_t size = tabq_my_execute_size(p->pbind, n);
+  if (p->conn->max_packet && size >= p->conn->max_packet)
+    return fail_packet(p, size, false);
   if (mysql_stmt_execute(p->stmt))
-    return p->ncols ? fail_rows(p) : fail_stmt(p); /* a result may have begun */
+    return fail_execute(p, size);
   if (mysql_stmt_field_count(p->stmt) == 0) {
     my_ulonglong rows = mysql_stmt_affected_rows(p->stmt);
     p->changes = rows == (my_ulonglong)-1 ? 0 : rows;
