@@ -4,6 +4,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 
 #include "sizes.h"
 #include "mysql_plugin.h"
@@ -123,7 +124,7 @@ static bool written_table(const char *sql, char *schema, char *table, size_t cap
   static const char *const skipped[] = {"INTO", "IGNORE", "LOW_PRIORITY", "DELAYED",
                                         "HIGH_PRIORITY"};
   const char *p = sql;
-  bool verb = false;
+  bool verb = false, update = false;
   for (;;) {
     while (isspace((unsigned char)*p))
       p++;
@@ -135,6 +136,8 @@ static bool written_table(const char *sql, char *schema, char *table, size_t cap
       known |= word_is(p, n, verbs[i]);
     if (!verb && !known)
       return false;
+    if (!verb)
+      update = word_is(p, n, "UPDATE");
     for (size_t i = 0; verb && i < sizeof skipped / sizeof skipped[0]; i++)
       known |= word_is(p, n, skipped[i]);
     if (!known || n == 0)
@@ -154,8 +157,9 @@ static bool written_table(const char *sql, char *schema, char *table, size_t cap
   }
   while (isspace((unsigned char)*p))
     p++;
-  if (*p == '(' && !strncmp(sql, "UPDATE", 6)) /* UPDATE JSON_TABLE(...): no one table */
-    return false;
+  if (update && (*p == '(' || *p == ',' || !strncasecmp(p, "JOIN", 4) ||
+                 !strncasecmp(p, "STRAIGHT_JOIN", 13)))
+    return false; /* a function's rows (JSON_TABLE) or a join: no one table */
   snprintf(table, cap, "%s", first);
   return true;
 }
