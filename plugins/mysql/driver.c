@@ -1,10 +1,11 @@
 /* tabq — the MySQL/MariaDB driver on mariadb-connector-c: connections, server-side prepared
  * statements on the binary protocol, and transactions.
  *
- * URLs: mysql://user:password@host:port/database?socket=/path&connect_timeout=SECONDS, and the
- * same under mariadb://. User, password, database and values are percent-decoded; the port
- * defaults to 3306; the host may be empty when a socket is given. connect_timeout bounds the
- * whole connect, session setup included (DEFAULT_CONNECT_TIMEOUT_S unless set; 0: no bound).
+ * URLs: mysql://user:password@host:port/database?socket=/path&connect_timeout=SECONDS&sql_mode=
+ * MODES, and the same under mariadb://. User, password, database and values are percent-decoded;
+ * the port defaults to 3306; the host may be empty when a socket is given. connect_timeout bounds
+ * the whole connect, session setup included (DEFAULT_CONNECT_TIMEOUT_S unless set; 0: no bound).
+ * sql_mode sets the session's SQL mode at connect (the server's global mode unless set).
  *
  * Every session runs in UTC (time_zone '+00:00', so TIMESTAMP columns read and write UTC and
  * DATETIME is taken as UTC), in utf8mb4, with autocommit on, and never reconnects by itself: a
@@ -16,6 +17,7 @@
 #include <errno.h>
 #include <limits.h>
 #include <poll.h>
+#include <stdatomic.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -30,6 +32,7 @@
 
 #include "binds.h"
 #include "mysql_plugin.h"
+#include "sizes.h"
 
 #define URL_SHOWN 512 /* room for a URL in messages, password removed */
 #define DEFAULT_PORT 3306
@@ -42,6 +45,9 @@ struct tabq_conn {
   const tabq_host *log_host; /* its broker's (Driver.connect_host, ABI 1.6), else NULL */
   bool broken;               /* the connection is known lost: the pool replaces it */
   tabq_prepared *stmts;      /* still prepared; close frees them */
+  /* The session's max_allowed_packet, read at connect (the server fixes it for the session's
+   * life): a statement as long is refused before it is sent. */
+  uint64_t max_packet;
 };
 
 struct tabq_prepared {
@@ -57,6 +63,7 @@ struct tabq_prepared {
   bool has_rows, on_row;
   uint64_t changes;
   char name[32];
+  char *sql; /* its text: a value too long for its column is reported with its table */
 };
 
 static const tabq_host *host(void) {
@@ -145,6 +152,7 @@ typedef struct my_url {
   char *store; /* the decoded parts, one after another */
   size_t used, cap;
   const char *user, *password, *host, *database, *socket;
+  const char *sql_mode; /* NULL: the server's global mode */
   unsigned port, connect_timeout;
 } my_url;
 
@@ -197,7 +205,19 @@ static int bad_url(const char *shown, const char *why) {
   return host()->fail(TABQ_INVALID, NULL, 0, "bad MySQL URL %s: %s", shown, why);
 }
 
-/* The query string: socket=PATH, connect_timeout=SECONDS. */
+/* An SQL mode is a list of mode names: letters, digits and '_', separated by commas (empty:
+ * no mode). Anything else could not go into the SET statement's literal safely. */
+static bool sql_mode_text(const char *s) {
+  if (strlen(s) > 1024)
+    return false;
+  for (; *s; s++)
+    if (!((*s >= 'A' && *s <= 'Z') || (*s >= 'a' && *s <= 'z') || (*s >= '0' && *s <= '9') ||
+          *s == '_' || *s == ','))
+      return false;
+  return true;
+}
+
+/* The query string: socket=PATH, connect_timeout=SECONDS, sql_mode=MODES. */
 static int parse_query(my_url *u, const char *q, const char *shown) {
   while (*q) {
     size_t n = strcspn(q, "&");
@@ -214,10 +234,15 @@ static int parse_query(my_url *u, const char *q, const char *shown) {
       else if (klen == 15 && strncmp(q, "connect_timeout", 15) == 0) {
         if (!parse_uint(value, 3600, &u->connect_timeout))
           return bad_url(shown, "connect_timeout is not a number of seconds up to 3600");
+      } else if (klen == 8 && strncmp(q, "sql_mode", 8) == 0) {
+        if (!sql_mode_text(value))
+          return bad_url(shown, "sql_mode is a comma-separated list of mode names (letters, "
+                                "digits and '_'), as SET sql_mode takes them");
+        u->sql_mode = value;
       } else
         return host()->fail(TABQ_INVALID, NULL, 0,
                             "bad MySQL URL %s: unknown parameter '%.*s' (known: socket, "
-                            "connect_timeout)",
+                            "connect_timeout, sql_mode)",
                             shown, (int)klen, q);
     }
     q += n;
@@ -345,6 +370,8 @@ static void library_init(void) {
 
 /* Runs `n` bytes of SQL and consumes every result it returns. */
 static int run_sql(tabq_conn *c, const char *sql, size_t n, const char *what) {
+  if (c->max_packet && 1 + (uint64_t)n >= c->max_packet) /* the command byte and the text */
+    return tabq_my_fail_packet(what, 1 + (uint64_t)n, c->max_packet, false, 0, NULL, NULL);
   if (mysql_real_query(c->my, sql, (unsigned long)n))
     return fail_conn(c, what);
   for (;;) {
@@ -380,6 +407,11 @@ static int fail_connect(MYSQL *my, const my_url *u, const char *shown, int64_t e
                         "cannot connect to %s: the connect timed out after %u s (set "
                         "connect_timeout=SECONDS in the URL, default %d): %s",
                         shown, u->connect_timeout, DEFAULT_CONNECT_TIMEOUT_S, mysql_error(my));
+  if (u->sql_mode && err == ER_WRONG_VALUE_FOR_VAR)
+    return host()->fail(TABQ_INVALID, mysql_sqlstate(my), (long)err,
+                        "cannot connect to %s: the server refused the URL's sql_mode=%s (a mode "
+                        "name it does not know?): %s",
+                        shown, u->sql_mode, mysql_error(my));
   if (err == CR_CONNECTION_ERROR || err == CR_CONN_HOST_ERROR)
     return host()->fail(TABQ_BACKEND, mysql_sqlstate(my), (long)err,
                         "cannot connect to %s: no server accepted the connection (is it running, "
@@ -397,8 +429,12 @@ static int fail_connect(MYSQL *my, const my_url *u, const char *shown, int64_t e
 static int open_session(MYSQL *my, const my_url *u, const char *shown) {
   my_bool off = 0, on = 1;
   unsigned int no_local_infile = 0;
-  /* As the init command, the session setup runs inside the bounded connect. */
-  static const char session[] = "SET time_zone = '+00:00', autocommit = 1";
+  /* As the init command, the session setup runs inside the bounded connect. The URL's
+   * sql_mode holds mode names only (parse_query checked): it goes into the literal as it is. */
+  char session[1100];
+  snprintf(session, sizeof session, "SET time_zone = '+00:00', autocommit = 1%s%s%s",
+           u->sql_mode ? ", sql_mode = '" : "", u->sql_mode ? u->sql_mode : "",
+           u->sql_mode ? "'" : "");
   if (mysql_optionsv(my, MYSQL_OPT_RECONNECT, &off) ||
       mysql_optionsv(my, MYSQL_SET_CHARSET_NAME, "utf8mb4") ||
       mysql_optionsv(my, MYSQL_REPORT_DATA_TRUNCATION, &on) ||
@@ -410,6 +446,45 @@ static int open_session(MYSQL *my, const my_url *u, const char *shown) {
   if (!mysql_real_connect(my, u->host, u->user, u->password, u->database, u->port, u->socket,
                           CLIENT_FOUND_ROWS | CLIENT_MULTI_STATEMENTS))
     return fail_connect(my, u, shown, mono_ms() - start);
+  return TABQ_OK;
+}
+
+/* True when the comma-separated `modes` names `mode`. */
+static bool has_mode(const char *modes, const char *mode) {
+  size_t n = strlen(mode);
+  for (const char *p = modes; p && *p;) {
+    size_t len = strcspn(p, ",");
+    if (len == n && strncmp(p, mode, n) == 0)
+      return true;
+    p += len + (p[len] == ',');
+  }
+  return false;
+}
+
+static atomic_bool g_warned_lax;
+
+/* Reads what the session keeps for its life: max_allowed_packet, which bounds every statement
+ * sent (my_execute and run_sql refuse a longer one before sending it), and sql_mode, whose lack of
+ * a strict mode lets an over-long value be cut to fit with a mere warning (logged once a process).
+ */
+static int read_session(tabq_conn *c, const char *shown) {
+  static const char sql[] = "SELECT @@max_allowed_packet, @@sql_mode";
+  if (mysql_real_query(c->my, sql, sizeof sql - 1))
+    return fail_conn(c, "session settings");
+  MYSQL_RES *res = mysql_store_result(c->my);
+  if (!res)
+    return fail_conn(c, "session settings");
+  MYSQL_ROW row = mysql_fetch_row(res);
+  c->max_packet = row && row[0] ? strtoull(row[0], NULL, 10) : 0;
+  const char *modes = row && row[1] ? row[1] : "";
+  if (!has_mode(modes, "STRICT_TRANS_TABLES") && !has_mode(modes, "STRICT_ALL_TABLES") &&
+      !atomic_exchange(&g_warned_lax, true))
+    tabq_host_log(c->log_host, host(), TABQ_LOG_WARN,
+                  "mysql: %s runs with sql_mode '%s', without STRICT_TRANS_TABLES: a payload or "
+                  "value longer than its column is cut to fit, with a warning only; add "
+                  "STRICT_TRANS_TABLES (sql_mode in the URL) to have such a write fail",
+                  shown, modes);
+  mysql_free_result(res);
   return TABQ_OK;
 }
 
@@ -429,11 +504,14 @@ static int my_connect_host(const tabq_host *log_host, const char *url, tabq_conn
     rc = host()->fail(TABQ_NOMEM, NULL, 0, "no memory for a MySQL connection");
   if (rc == TABQ_OK) {
     memset(c, 0, sizeof *c);
+    c->log_host = log_host;
     if (!(c->my = mysql_init(NULL)))
       rc = host()->fail(TABQ_NOMEM, NULL, 0, "no memory for a MySQL connection");
   }
   if (rc == TABQ_OK)
     rc = open_session(c->my, &u, shown);
+  if (rc == TABQ_OK)
+    rc = read_session(c, shown);
   if (u.store)
     host()->free(u.store);
   if (rc != TABQ_OK) {
@@ -443,7 +521,6 @@ static int my_connect_host(const tabq_host *log_host, const char *url, tabq_conn
       host()->free(c);
     return rc;
   }
-  c->log_host = log_host;
   tabq_host_log(log_host, host(), TABQ_LOG_DEBUG,
                 "mysql: connected to %s (server %s, connection id %lu)", shown,
                 mysql_get_server_info(c->my), mysql_thread_id(c->my));
@@ -487,7 +564,7 @@ static void free_prepared(tabq_prepared *p) {
       host()->free(p->pslots[i].list);
   if (p->meta)
     mysql_free_result(p->meta);
-  void *parts[] = {p->pbind, p->pslots, p->rbind, p->cols};
+  void *parts[] = {p->pbind, p->pslots, p->rbind, p->cols, p->sql};
   for (size_t i = 0; i < sizeof parts / sizeof parts[0]; i++)
     if (parts[i])
       host()->free(parts[i]);
@@ -565,7 +642,10 @@ static int my_prepare(tabq_conn *c, const char *sql, unsigned nparams, const cha
   snprintf(p->name, sizeof p->name, "%s", name);
   p->meta = mysql_stmt_result_metadata(st); /* NULL: no result set */
   p->ncols = p->meta ? mysql_num_fields(p->meta) : 0;
-  if (!grow_array((void **)&p->pbind, 0, nparams, sizeof *p->pbind) ||
+  size_t len = strlen(sql) + 1;
+  if ((p->sql = host()->alloc(len)))
+    memcpy(p->sql, sql, len);
+  if (!p->sql || !grow_array((void **)&p->pbind, 0, nparams, sizeof *p->pbind) ||
       !grow_array((void **)&p->pslots, 0, nparams, sizeof *p->pslots) ||
       !room_for_cols(p, p->ncols)) {
     mysql_stmt_close(st);
@@ -578,6 +658,30 @@ static int my_prepare(tabq_conn *c, const char *sql, unsigned nparams, const cha
   c->stmts = p;
   *out = p;
   return TABQ_OK;
+}
+
+static int fail_packet(tabq_prepared *p, uint64_t size, bool sent) {
+  char what[48];
+  snprintf(what, sizeof what, "%s statement", p->name);
+  if (sent)
+    p->conn->broken = true; /* the server closes the connection after saying so */
+  return tabq_my_fail_packet(what, size, p->conn->max_packet, sent, mysql_stmt_errno(p->stmt),
+                             mysql_stmt_sqlstate(p->stmt), mysql_stmt_error(p->stmt));
+}
+
+/* A failed execute of `size` bytes: what the server's words leave out for a value too long
+ * for its column or a statement over max_allowed_packet. */
+static int fail_execute(tabq_prepared *p, uint64_t size) {
+  unsigned err = mysql_stmt_errno(p->stmt);
+  if (err == ER_NET_PACKET_TOO_LARGE)
+    return fail_packet(p, size, true);
+  if (err == ER_DATA_TOO_LONG) {
+    char what[48];
+    snprintf(what, sizeof what, "%s statement", p->name);
+    return tabq_my_fail_too_long(p->conn->my, p->sql, what, err, mysql_stmt_sqlstate(p->stmt),
+                                 mysql_stmt_error(p->stmt));
+  }
+  return p->ncols ? fail_rows(p) : fail_stmt(p); /* a result may have begun */
 }
 
 static bool more_results(tabq_conn *c) {
@@ -648,8 +752,11 @@ static int my_execute(tabq_prepared *p, const tabq_value *params, unsigned n) {
   }
   if (n > 0 && mysql_stmt_bind_param(p->stmt, p->pbind))
     return fail_stmt(p);
+  uint64_t size = tabq_my_execute_size(p->pbind, n);
+  if (p->conn->max_packet && size >= p->conn->max_packet)
+    return fail_packet(p, size, false);
   if (mysql_stmt_execute(p->stmt))
-    return p->ncols ? fail_rows(p) : fail_stmt(p); /* a result may have begun */
+    return fail_execute(p, size);
   if (mysql_stmt_field_count(p->stmt) == 0) {
     my_ulonglong rows = mysql_stmt_affected_rows(p->stmt);
     p->changes = rows == (my_ulonglong)-1 ? 0 : rows;

@@ -57,12 +57,12 @@ static const char postgres_ddl[] =
 
 /* The partition key is any UTF-8 text, whatever the database's default character set. The
  * lease column holds whole seconds (DATETIME without fractions): the token must compare
- * exactly all the same. */
+ * exactly all the same. The payload is a MEDIUMBLOB (16 MiB): a BLOB holds 64 KiB only. */
 #define MY_COLUMNS                                                                                 \
   "queue VARCHAR(191) NOT NULL, priority INT NOT NULL DEFAULT 0, retry_after DATETIME(6) NULL, "   \
   "attempt INT NOT NULL DEFAULT 1, processed_at DATETIME(6) NULL, locked_until DATETIME NULL, "    \
-  "headers JSON NULL, payload BLOB NOT NULL, partition_key VARCHAR(191) CHARACTER SET utf8mb4 "    \
-  "NULL, INDEX claim_order (queue, priority, retry_after, id)) ENGINE=InnoDB"
+  "headers JSON NULL, payload MEDIUMBLOB NOT NULL, partition_key VARCHAR(191) CHARACTER SET "      \
+  "utf8mb4 NULL, INDEX claim_order (queue, priority, retry_after, id)) ENGINE=InnoDB"
 
 static const char mysql_ddl[] =
     "[jobs]\n"

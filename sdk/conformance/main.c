@@ -16,7 +16,7 @@ kit_state kit;
 
 static const char usage[] =
     "usage: tabq-conformance (--plugin FILE | --scheme S) --url URL [--form rowlock|lease|advisory]"
-    " [--ddl sqlite|postgres|mysql|FILE] [--junit FILE] [--only NAME] [--smoke];"
+    " [--ddl sqlite|postgres|mysql|FILE] [--junit FILE] [--only NAME] [--smoke] [--skip NAME]...;"
     " tabq-conformance --list"
     " prints each test's feature, forms and name";
 
@@ -63,9 +63,13 @@ static _Noreturn void cannot_start(const char *fmt, ...) {
 
 static void list_tests(void);
 
+#define MAX_SKIPS 8
+
 typedef struct args {
   const char *plugin, *scheme, *url, *form, *ddl, *junit, *only, *child, *table;
-  bool smoke; /* the smoke tests alone (KIT_SMOKE) */
+  bool smoke;                      /* the smoke tests alone (KIT_SMOKE) */
+  const char *skip[MAX_SKIPS + 1]; /* NULL-terminated */
+  int nskip;
 } args;
 
 static args parse_args(int argc, char **argv) {
@@ -90,6 +94,8 @@ static args parse_args(int argc, char **argv) {
       slot = &a.child;
     else if (!strcmp(argv[i], "--table"))
       slot = &a.table;
+    else if (!strcmp(argv[i], "--skip") && a.nskip < MAX_SKIPS)
+      slot = &a.skip[a.nskip++];
     else if (!strcmp(argv[i], "--smoke")) {
       a.smoke = true;
       continue;
@@ -222,8 +228,17 @@ static const char *interface_of(tabq_form f) {
   return f == TABQ_FORM_ROWLOCK ? "RowLock" : f == TABQ_FORM_LEASE ? "Lease" : "Advisory";
 }
 
-/* One CUnit suite per form; a test the plugin cannot serve is reported as skipped instead. */
-static void register_form(tabq_form form, const char *only, bool smoke) {
+/* The first of `skip` that `name` contains, else NULL. */
+static const char *skipped(const char *name, const char *const *skip) {
+  for (; *skip; skip++)
+    if (strstr(name, *skip))
+      return *skip;
+  return NULL;
+}
+
+/* One CUnit suite per form; a test the plugin cannot serve, or left out by --skip, is reported
+ * as skipped instead. */
+static void register_form(tabq_form form, const char *only, bool smoke, const char *const *skip) {
   const char *name = form_name(form);
   if (!(kit.plugin.forms & form)) {
     char why[96];
@@ -244,6 +259,8 @@ static void register_form(tabq_form form, const char *only, bool smoke) {
         continue;
       kit.form = form;
       const char *why = t->needs ? t->needs() : NULL;
+      if (!why && skipped(t->name, skip))
+        why = "left out by --skip";
       if (why)
         report_skip(name, t->name, why);
       else if (!CU_add_test(suite, t->name, t->run))
@@ -265,7 +282,7 @@ int main(int argc, char **argv) {
   static const tabq_form all[] = {TABQ_FORM_ROWLOCK, TABQ_FORM_LEASE, TABQ_FORM_ADVISORY};
   for (size_t i = 0; i < 3; i++)
     if (!a.form || form_of(a.form) == all[i])
-      register_form(all[i], a.only, a.smoke);
+      register_form(all[i], a.only, a.smoke, a.skip);
   CU_run_all_tests();
   CU_cleanup_registry();
   return report_end(a.junit) ? 0 : 1;

@@ -2,10 +2,12 @@
  * insert_rows (ABI 1.4) in statements of up to TABQ_INSERT_ROWS_MAX rows, then the rest in
  * smaller ones. A batch of two and a half of those and a few more rows lands every row once,
  * each with its own payload and headers, in the order given. A plugin without insert_rows runs
- * one insert a row and is held to the same. */
+ * one insert a row and is held to the same. And a payload over 64 KiB arrives whole, published
+ * alone or in a batch (the DDL's payload column holds it: MySQL's BLOB would not). */
 #include <CUnit/CUnit.h>
 #include <stdatomic.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "kit.h"
@@ -119,11 +121,62 @@ static void publish_refuses_what_cannot_be_claimed(void) {
   close_broker(b);
 }
 
+#define LARGE 100000 /* over 64 KiB: a BLOB's 65,535 bytes on MySQL */
+
+typedef struct large_seen {
+  const char *want;
+  atomic_int calls, same;
+} large_seen;
+
+static tabq_outcome compare_large(tabq_delivery *d, void *user) {
+  large_seen *s = user;
+  size_t len = 0;
+  const char *p = tabq_delivery_payload(d, &len);
+  if (len == LARGE && p && !memcmp(p, s->want, LARGE))
+    atomic_fetch_add(&s->same, 1);
+  atomic_fetch_add(&s->calls, 1);
+  return tabq_ack();
+}
+
+static void a_large_payload_arrives_whole(void) {
+  fresh_db();
+  tabq_broker *b = connect_broker(20);
+  char *big = malloc(LARGE);
+  CU_ASSERT_PTR_NOT_NULL_FATAL(big);
+  /* Every byte value, NULs included, in no repeating pattern a cut would keep. */
+  uint32_t x = 2463534242u;
+  for (size_t i = 0; i < LARGE; i++) {
+    x ^= x << 13, x ^= x >> 17, x ^= x << 5;
+    big[i] = (char)(x >> 24);
+  }
+  tabq_message m = message("q", big, LARGE);
+  int rc = tabq_publish(b, jobs_table(), &m, &err);
+  if (rc)
+    fprintf(stderr, "publish: %s\n", err.message);
+  CU_ASSERT_EQUAL(rc, TABQ_OK);
+  const tabq_message *p[] = {&m, &m};
+  rc = tabq_publish_many(b, jobs_table(), p, 2, &err);
+  if (rc)
+    fprintf(stderr, "publish_many: %s\n", err.message);
+  CU_ASSERT_EQUAL(rc, TABQ_OK);
+  CU_ASSERT_EQUAL(db_int("SELECT count(*) FROM {jobs}"), 3);
+  large_seen s = {.want = big};
+  tabq_subscription_options o = sub_options("q", compare_large, &s);
+  CU_ASSERT_EQUAL_FATAL(tabq_subscribe(b, jobs_table(), &o, NULL, &err), TABQ_OK);
+  CU_ASSERT(wait_count("SELECT count(*) FROM {jobs}", 0, 20000));
+  close_broker(b);
+  CU_ASSERT_EQUAL(atomic_load(&s.calls), 3);
+  CU_ASSERT_EQUAL(atomic_load(&s.same), 3);
+  free(big);
+}
+
 const kit_test publish_tests[] = {
     {"a publish refuses rows no subscription could claim (queue '', a form not served)",
      publish_refuses_what_cannot_be_claimed, ALL_FORMS, NULL,
      "refusals at subscribe, nothing claimed"},
     {"publish_many: 2.5 chunks and 3 rows land every row once, in order",
      a_batch_lands_each_row_once, ALL_FORMS, NULL, NULL},
+    {"a payload over 64 KiB arrives whole, published alone and in a batch",
+     a_large_payload_arrives_whole, ALL_FORMS, NULL, NULL},
     {NULL, NULL, 0, NULL, NULL},
 };

@@ -28,15 +28,17 @@ void test_host_reset(void) {
   g_code = 0;
 }
 
+_Thread_local char g_warning[1024];
+
 /* Errors and warnings only: the drivers' connection notes would bury the CUnit report. */
 static void test_log(int level, const char *fmt, ...) {
   if (level > TABQ_LOG_WARN)
     return;
   va_list ap;
   va_start(ap, fmt);
-  vfprintf(stderr, fmt, ap);
+  vsnprintf(g_warning, sizeof g_warning, fmt, ap);
   va_end(ap);
-  fputc('\n', stderr);
+  fprintf(stderr, "%s\n", g_warning);
 }
 
 static void *test_alloc(size_t n) {

@@ -17,6 +17,8 @@ extern _Thread_local char g_msg[1024];
 extern _Thread_local char g_state[8]; /* its SQLSTATE, "" when none was given */
 extern _Thread_local long g_native;   /* the driver's own error number, or 0 */
 extern _Thread_local int g_code;
+/* The last error or warning the plugin logged. */
+extern _Thread_local char g_warning[1024];
 
 /* Allocations made through the host, so a test can see that a loop makes none. Atomic: the
  * live tests allocate on several threads. */

@@ -191,6 +191,51 @@ static void test_urls(void) {
   MSG_HAS("connect_timeout");
 }
 
+/* MySQL 8.0's and 8.4's default SQL mode, which MariaDB's own default lacks in part. */
+static const char mysql8_modes[] = "ONLY_FULL_GROUP_BY,STRICT_TRANS_TABLES,NO_ZERO_IN_DATE,"
+                                   "NO_ZERO_DATE,ERROR_FOR_DIVISION_BY_ZERO,NO_ENGINE_SUBSTITUTION";
+
+/* The run's database URL with `param` added to its query. */
+static void url_with(const char *param, char *buf, size_t cap) {
+  snprintf(buf, cap, "%s%s%s", g_db_url, strchr(g_db_url, '?') ? "&" : "?", param);
+}
+
+/* sql_mode in the URL sets the session's SQL mode at connect, the rest of the session as it
+ * was; empty sets none. A value that is not a list of mode names is refused before connecting,
+ * one the server refuses fails the connect: both messages name the parameter. */
+static void test_sql_mode(void) {
+  NEED_DB();
+  char url[1400], param[256], buf[512];
+  snprintf(param, sizeof param, "sql_mode=%s", mysql8_modes);
+  url_with(param, url, sizeof url);
+  tabq_conn *c = connect_url(url);
+  query_text(c, "SELECT @@SESSION.sql_mode", buf, sizeof buf);
+  CU_ASSERT_STRING_EQUAL(buf, mysql8_modes);
+  expect_session(c, g_db);
+  drv->close(c);
+  /* No strict mode: an over-long value would be cut to fit, which the driver warns of. */
+  url_with("sql_mode=", url, sizeof url);
+  g_warning[0] = '\0';
+  c = connect_url(url);
+  query_text(c, "SELECT @@SESSION.sql_mode", buf, sizeof buf);
+  CU_ASSERT_STRING_EQUAL(buf, "");
+  CU_ASSERT_PTR_NOT_NULL(strstr(g_warning, "without STRICT_TRANS_TABLES"));
+  drv->close(c);
+
+  /* A quote (percent-encoded) would end the SET statement's literal. */
+  url_with("sql_mode=ANSI%27", url, sizeof url);
+  c = NULL;
+  CU_ASSERT_EQUAL(drv->connect(url, &c), TABQ_INVALID);
+  CU_ASSERT_PTR_NULL(c);
+  MSG_HAS("sql_mode is a comma-separated list of mode names");
+  url_with("sql_mode=NO_SUCH_MODE", url, sizeof url);
+  CU_ASSERT_EQUAL(drv->connect(url, &c), TABQ_INVALID);
+  CU_ASSERT_PTR_NULL(c);
+  CU_ASSERT_EQUAL(g_native, 1231); /* ER_WRONG_VALUE_FOR_VAR */
+  MSG_HAS("refused the URL's sql_mode=NO_SUCH_MODE");
+  MSG_HAS("mysql://tabq:***@");
+}
+
 /* ---- Bounded connects --------------------------------------------------------------------- */
 
 /* Well past every timeout below, and far short of the hang they prevent: a liveness bound, not
@@ -540,6 +585,86 @@ static void test_schema_errors(void) {
   CU_ASSERT_EQUAL(query_int(g_c1, "SELECT 1", NULL, 0), 1);
 }
 
+/* ---- Sizes ------------------------------------------------------------------------------- */
+
+/* A value too long for its column (strict mode): the message names the column, the table the
+ * statement writes (schema and quotes read off), its type's limit and the wider types. */
+static void test_value_too_long(void) {
+  NEED_DB();
+  char sql[256];
+  snprintf(sql, sizeof sql, "UPDATE `%s`.`types` SET b = ? WHERE id = 1", g_db);
+  tabq_prepared *p = prep(g_c1, sql, 1);
+  size_t n = 70000;
+  char *v = calloc(1, n);
+  CU_ASSERT_PTR_NOT_NULL_FATAL(v);
+  tabq_value val = tabq_bytes(v, n);
+  CU_ASSERT_EQUAL(drv->execute(p, &val, 1), TABQ_BACKEND);
+  CU_ASSERT_EQUAL(g_native, 1406); /* ER_DATA_TOO_LONG */
+  STATE_IS("22001");
+  char want[128];
+  snprintf(want, sizeof want, "column b of table %s.types holds at most 65,535 bytes (BLOB)", g_db);
+  MSG_HAS(want);
+  MSG_HAS("declare it MEDIUMBLOB (16 MiB) or LONGBLOB (4 GiB)");
+  MSG_HAS("The server said: Data too long for column 'b'");
+  CU_ASSERT(drv->alive(g_c1));
+  CU_ASSERT_EQUAL(query_int(g_c1, "SELECT LENGTH(b) FROM types WHERE id = 1", NULL, 0), 5);
+  drv->finalize(p);
+  /* Text: its own family. */
+  p = prep(g_c1, "INSERT INTO types (t) VALUES (?)", 1);
+  memset(v, 'a', n);
+  val = tabq_text(v, n);
+  CU_ASSERT_EQUAL(drv->execute(p, &val, 1), TABQ_BACKEND);
+  MSG_HAS("column t of table types holds at most 65,535 bytes (TEXT): declare it MEDIUMTEXT");
+  drv->finalize(p);
+  free(v);
+}
+
+/* A statement is refused before it is sent at the very size the server refuses (one of
+ * max_allowed_packet bytes or more), a byte less goes in: the driver counts the packet as
+ * Connector/C writes it. The connection stays. The same for a text statement. */
+static void test_max_allowed_packet(void) {
+  NEED_DB();
+  int64_t max = query_int(g_c1, "SELECT @@max_allowed_packet", NULL, 0);
+  if (max > 64 * 1024 * 1024) {
+    fprintf(stderr, "note: max_allowed_packet is %" PRId64 ": the limit is not exercised\n", max);
+    return;
+  }
+  exec_ok(g_c1, "CREATE TABLE big (id INT AUTO_INCREMENT PRIMARY KEY, p LONGBLOB NOT NULL)");
+  tabq_prepared *p = prep(g_c1, "INSERT INTO big (p) VALUES (?)", 1);
+  /* 10 bytes of command, 1 of NULL bitmap, 1 "types follow", 2 of type, the value's length (4
+   * bytes under 16 MiB, else 9) and its bytes: max - 1 in all. */
+  size_t n = (size_t)max - 1 - 14 - 4;
+  if (n >= 16777216)
+    n -= 5;
+  char *v = malloc((size_t)max);
+  CU_ASSERT_PTR_NOT_NULL_FATAL(v);
+  memset(v, 'x', (size_t)max);
+  tabq_value val = tabq_bytes(v, n);
+  run_ok(p, &val, 1);
+  CU_ASSERT_EQUAL(drv->affected(p), 1);
+  val = tabq_bytes(v, n + 1);
+  CU_ASSERT_EQUAL(drv->execute(p, &val, 1), TABQ_BACKEND);
+  CU_ASSERT_EQUAL(g_native, 1153); /* ER_NET_PACKET_TOO_LARGE */
+  char want[160];
+  snprintf(want, sizeof want, "the statement is ");
+  MSG_HAS(want);
+  MSG_HAS("bytes, over the server's max_allowed_packet of ");
+  MSG_HAS("raise max_allowed_packet on the server");
+  MSG_HAS("Nothing was sent");
+  CU_ASSERT(drv->alive(g_c1));
+  CU_ASSERT_EQUAL(query_int(g_c1, "SELECT COUNT(*) FROM big", NULL, 0), 1);
+  drv->finalize(p);
+  /* A text statement: the command byte and the text. */
+  memcpy(v, "SELECT '", 8);
+  v[max - 2] = '\'';
+  v[max - 1] = '\0';
+  CU_ASSERT_EQUAL(drv->exec(g_c1, v), TABQ_BACKEND); /* max bytes with the command */
+  MSG_HAS("Nothing was sent");
+  CU_ASSERT(drv->alive(g_c1));
+  free(v);
+  exec_ok(g_c1, "DROP TABLE big");
+}
+
 /* ---- Locks and transactions ---------------------------------------------------------------- */
 
 const char read_committed[] = "SET TRANSACTION ISOLATION LEVEL READ COMMITTED; START TRANSACTION";
@@ -770,6 +895,7 @@ static void test_column_default(void) {
 static CU_TestInfo tests[] = {
     {"open the server", test_open},
     {"URL forms", test_urls},
+    {"sql_mode in the URL", test_sql_mode},
     {"connect to a server that never answers", test_connect_timeout},
     {"a statement outlasts the connect timeout", test_connect_timeout_ends},
     {"connect to a port nobody listens on", test_connect_refused},
@@ -780,6 +906,8 @@ static CU_TestInfo tests[] = {
     {"steady state allocates nothing", test_steady_state},
     {"affected counts", test_affected},
     {"schema errors", test_schema_errors},
+    {"a value too long for its column", test_value_too_long},
+    {"a statement over max_allowed_packet", test_max_allowed_packet},
     {"claims read the queue through the claim-order index", test_claims_use_the_index},
     {"claims return their rows in claim order", test_claims_in_claim_order},
     {"statements on a list of ids read each row by its key", test_listed_rows_by_key},

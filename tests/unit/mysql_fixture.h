@@ -20,5 +20,6 @@ tabq_build on(const tabq_table *t);
 
 /* The suites of test_mysql_settlements.c. */
 extern CU_TestInfo tabq_my_settlement_tests[];
+extern CU_TestInfo tabq_my_bind_tests[]; /* test_mysql_binds.c */
 
 #endif

@@ -652,5 +652,6 @@ int register_tests(void) {
   ADD_SUITE("mysql statements", NULL, NULL, shared_tests);
   ADD_SUITE("mysql claims", NULL, NULL, form_tests);
   ADD_SUITE("mysql settlements and check", NULL, NULL, tabq_my_settlement_tests);
+  ADD_SUITE("mysql result codec", NULL, NULL, tabq_my_bind_tests);
   return 0;
 }
