@@ -25,14 +25,14 @@ struct tabq_ack_entry {
   tabq_ack_entry *next;
 };
 
-int tabq_coalescer_init(tabq_coalescer *c, unsigned cap, unsigned window_us) {
+int tabq__coalescer_init(tabq_coalescer *c, unsigned cap, unsigned window_us) {
   memset(c, 0, sizeof *c);
   c->cap = cap;
   c->window_us = window_us;
   c->ds = calloc(cap, sizeof *c->ds);
   c->outcomes = calloc(cap, sizeof *c->outcomes);
   c->entries = calloc(cap, sizeof *c->entries);
-  if (!c->ds || !c->outcomes || !c->entries || tabq_batch_scratch_init(&c->scratch, cap))
+  if (!c->ds || !c->outcomes || !c->entries || tabq__batch_scratch_init(&c->scratch, cap))
     return TABQ_NOMEM;
   pthread_mutex_init(&c->mu, NULL);
   pthread_condattr_t attr;
@@ -44,7 +44,7 @@ int tabq_coalescer_init(tabq_coalescer *c, unsigned cap, unsigned window_us) {
   return TABQ_OK;
 }
 
-void tabq_coalescer_free(tabq_coalescer *c) {
+void tabq__coalescer_free(tabq_coalescer *c) {
   if (c->ready) {
     pthread_mutex_destroy(&c->mu);
     pthread_cond_destroy(&c->cv);
@@ -52,7 +52,7 @@ void tabq_coalescer_free(tabq_coalescer *c) {
   free(c->ds);
   free(c->outcomes);
   free(c->entries);
-  tabq_batch_scratch_free(&c->scratch);
+  tabq__batch_scratch_free(&c->scratch);
   memset(c, 0, sizeof *c);
 }
 
@@ -93,7 +93,7 @@ static unsigned gather(tabq_coalescer *c, unsigned workers) {
   return n;
 }
 
-int tabq_ack_coalesced(tabq_delivery *d, tabq_outcome o, bool *settled, tabq_error *err) {
+int tabq__ack_coalesced(tabq_delivery *d, tabq_outcome o, bool *settled, tabq_error *err) {
   tabq_subscription *s = d->sub;
   tabq_coalescer *c = &s->coalescer;
   tabq_ack_entry me = {.d = d, .o = o};
@@ -110,7 +110,7 @@ int tabq_ack_coalesced(tabq_delivery *d, tabq_outcome o, bool *settled, tabq_err
     c->flushing = true;
     unsigned n = gather(c, s->workers);
     pthread_mutex_unlock(&c->mu);
-    bool joined = n > 1 && tabq_settle_acks_joined(c->ds, n, c->outcomes, &c->scratch);
+    bool joined = n > 1 && tabq__settle_acks_joined(c->ds, n, c->outcomes, &c->scratch);
     /* A flush of one ack (the leader's own) settles it as it would settle alone, but still as
      * the flush: acks that come meanwhile wait and go together in the next one. Settled outside
      * the flush, it would leave none to wait, and nothing would ever gather. */

@@ -7,24 +7,24 @@
 #include "engine.h"
 #include "error.h"
 
-int tabq_batch_run_init(tabq_batch_run *r, unsigned cap) {
+int tabq__batch_run_init(tabq_batch_run *r, unsigned cap) {
   memset(r, 0, sizeof *r);
   r->outcomes = calloc(cap, sizeof *r->outcomes);
   r->passed = calloc(cap, sizeof *r->passed);
   r->passed_at = calloc(cap, sizeof *r->passed_at);
   r->passed_outcomes = calloc(cap, sizeof *r->passed_outcomes);
   if (!r->outcomes || !r->passed || !r->passed_at || !r->passed_outcomes ||
-      tabq_batch_scratch_init(&r->scratch, cap))
+      tabq__batch_scratch_init(&r->scratch, cap))
     return TABQ_NOMEM;
   return TABQ_OK;
 }
 
-void tabq_batch_run_free(tabq_batch_run *r) {
+void tabq__batch_run_free(tabq_batch_run *r) {
   free(r->outcomes);
   free(r->passed);
   free(r->passed_at);
   free(r->passed_outcomes);
-  tabq_batch_scratch_free(&r->scratch);
+  tabq__batch_scratch_free(&r->scratch);
   memset(r, 0, sizeof *r);
 }
 
@@ -37,7 +37,7 @@ static void settle_run(tabq_batch_run *r, const tabq_outcome *given) {
   r->settled = true;
 }
 
-void tabq_batch_handle(tabq_batch_run *r, tabq_delivery **claimed, unsigned n) {
+void tabq__batch_handle(tabq_batch_run *r, tabq_delivery **claimed, unsigned n) {
   tabq_subscription *s = claimed[0]->sub;
   r->claimed = claimed;
   r->n = n;
@@ -45,7 +45,7 @@ void tabq_batch_handle(tabq_batch_run *r, tabq_delivery **claimed, unsigned n) {
   r->settled = false;
   for (unsigned i = 0; i < n; i++) {
     r->outcomes[i] = tabq_no_outcome();
-    if (tabq_decode_gate(claimed[i], &r->outcomes[i])) {
+    if (tabq__decode_gate(claimed[i], &r->outcomes[i])) {
       r->passed_at[r->npassed] = i;
       r->passed_outcomes[r->npassed] = tabq_no_outcome();
       r->passed[r->npassed++] = claimed[i];
@@ -59,25 +59,25 @@ void tabq_batch_handle(tabq_batch_run *r, tabq_delivery **claimed, unsigned n) {
     settle_run(r, r->passed_outcomes);
   for (unsigned i = 0; i < n; i++) {
     claimed[i]->batch = NULL;
-    tabq_delivery_done(claimed[i]);
+    tabq__delivery_done(claimed[i]);
   }
 }
 
 int tabq_batch_settle(tabq_delivery *const *ds, size_t n, const tabq_outcome *outcomes, int *codes,
                       tabq_error *err) {
-  tabq_err_clear(err);
+  tabq__err_clear(err);
   tabq_batch_run *r = n && ds && ds[0] ? ds[0]->batch : NULL;
   bool same = r && n == r->npassed && outcomes && codes;
   for (size_t i = 0; same && i < n; i++)
     same = ds[i] == r->passed[i];
   if (!same)
-    return tabq_err_set(err, TABQ_INVALID, r ? r->claimed[0]->sub->t->name : NULL, NULL,
-                        "tabq_batch_settle takes the deliveries a batch handler was given, all "
-                        "of them in their order, with an outcome and a code for each, from "
-                        "inside that handler");
+    return tabq__err_set(err, TABQ_INVALID, r ? r->claimed[0]->sub->t->name : NULL, NULL,
+                         "tabq_batch_settle takes the deliveries a batch handler was given, all "
+                         "of them in their order, with an outcome and a code for each, from "
+                         "inside that handler");
   if (r->settled)
-    return tabq_err_set(err, TABQ_INVALID, ds[0]->sub->t->name, NULL,
-                        "table %s: the batch is settled already", ds[0]->sub->t->name);
+    return tabq__err_set(err, TABQ_INVALID, ds[0]->sub->t->name, NULL,
+                         "table %s: the batch is settled already", ds[0]->sub->t->name);
   settle_run(r, outcomes);
   for (size_t i = 0; i < n; i++)
     codes[i] = r->scratch.rcs[r->passed_at[i]];

@@ -21,8 +21,8 @@ static int url_scheme(const char *url, char *scheme, size_t cap, tabq_error *err
   while (url[n] && (isalnum((unsigned char)url[n]) || strchr("+-.", url[n])))
     n++;
   if (!n || url[n] != ':' || n >= cap)
-    return tabq_err_set(err, TABQ_BACKEND, NULL, NULL,
-                        "the URL '%s' has no scheme (like sqlite:jobs.db)", url);
+    return tabq__err_set(err, TABQ_BACKEND, NULL, NULL,
+                         "the URL '%s' has no scheme (like sqlite:jobs.db)", url);
   memcpy(scheme, url, n);
   scheme[n] = '\0';
   return TABQ_OK;
@@ -35,7 +35,7 @@ static int driver_url(const tabq_loaded *l, const char *url, char **out, tabq_er
   const char *scheme = l->lender ? l->lender->schemes[0] : NULL;
   size_t n = scheme ? strlen(scheme) + strlen(rest) + 1 : strlen(url) + 1;
   if (!(*out = malloc(n)))
-    return tabq_err_set(err, TABQ_NOMEM, NULL, NULL, "cannot copy the URL");
+    return tabq__err_set(err, TABQ_NOMEM, NULL, NULL, "cannot copy the URL");
   if (scheme)
     snprintf(*out, n, "%s%s", scheme, rest);
   else
@@ -55,17 +55,17 @@ static int start_broker(tabq_broker *b, const char *url, const tabq_broker_optio
   int rc = driver_url(&b->plugin, url, &for_driver, err);
   if (rc)
     return rc;
-  rc = tabq_pool_init(&b->pool, b->drv, b->host, for_driver, size, timeout, err);
+  rc = tabq__pool_init(&b->pool, b->drv, b->host, for_driver, size, timeout, err);
   free(for_driver);
   if (rc)
     return rc;
   /* Connect once now, so a wrong URL or an unreachable database fails here. */
   tabq_pconn *c;
-  if ((rc = tabq_pool_acquire(&b->pool, &c, err)))
+  if ((rc = tabq__pool_acquire(&b->pool, &c, err)))
     return rc;
-  tabq_pool_release(&b->pool, c);
+  tabq__pool_release(&b->pool, c);
   if (o && o->listen_notify) {
-    if ((rc = tabq_listener_start(b, err)))
+    if ((rc = tabq__listener_start(b, err)))
       return rc;
     b->listen_notify = true;
   }
@@ -74,9 +74,9 @@ static int start_broker(tabq_broker *b, const char *url, const tabq_broker_optio
 
 int tabq_connect(const char *url, const tabq_broker_options *options, tabq_broker **out,
                  tabq_error *err) {
-  tabq_err_clear(err);
+  tabq__err_clear(err);
   if (!url || !out)
-    return tabq_err_set(err, TABQ_INVALID, NULL, NULL, "tabq_connect needs a URL and an out");
+    return tabq__err_set(err, TABQ_INVALID, NULL, NULL, "tabq_connect needs a URL and an out");
   *out = NULL;
   tabq_broker_options taken = TABQ_BROKER_OPTIONS_INIT, *o = NULL;
   if (options) {
@@ -91,27 +91,27 @@ int tabq_connect(const char *url, const tabq_broker_options *options, tabq_broke
     return rc;
   tabq_broker *b = calloc(1, sizeof *b);
   if (!b)
-    return tabq_err_set(err, TABQ_NOMEM, NULL, NULL, "cannot allocate a broker");
-  if ((rc = tabq_loader_open(scheme, &b->plugin, err))) {
+    return tabq__err_set(err, TABQ_NOMEM, NULL, NULL, "cannot allocate a broker");
+  if ((rc = tabq__loader_open(scheme, &b->plugin, err))) {
     free(b);
     return rc;
   }
   b->drv = b->plugin.driver;
-  tabq_logger_init(&b->log, o);
-  tabq_host_of(&b->own_host, &b->log);
+  tabq__logger_init(&b->log, o);
+  tabq__host_of(&b->own_host, &b->log);
   b->host = &b->own_host;
   /* Which file serves the scheme, and what it shadows: a stale copy in a later folder is worth
    * a warning (docs/plugins.md). */
   if (b->plugin.shadowed[0])
-    tabq_logf(&b->log, TABQ_LOG_WARN, "dialect for '%s': %s, which shadows %s", scheme,
-              b->plugin.chosen, b->plugin.shadowed);
+    tabq__logf(&b->log, TABQ_LOG_WARN, "dialect for '%s': %s, which shadows %s", scheme,
+               b->plugin.chosen, b->plugin.shadowed);
   else
-    tabq_logf(&b->log, TABQ_LOG_INFO, "dialect for '%s': %s", scheme, b->plugin.chosen);
-  tabq_registry_init(&b->stmts);
+    tabq__logf(&b->log, TABQ_LOG_INFO, "dialect for '%s': %s", scheme, b->plugin.chosen);
+  tabq__registry_init(&b->stmts);
   pthread_mutex_init(&b->mu, NULL);
-  const tabq_logger *outer = tabq_log_enter(&b->log);
+  const tabq_logger *outer = tabq__log_enter(&b->log);
   rc = start_broker(b, url, o, err);
-  tabq_log_leave(outer);
+  tabq__log_leave(outer);
   if (rc) {
     tabq_close(b);
     return rc;
@@ -121,26 +121,26 @@ int tabq_connect(const char *url, const tabq_broker_options *options, tabq_broke
 }
 
 int tabq_exec(tabq_broker *b, const char *sql, tabq_error *err) {
-  tabq_err_clear(err);
+  tabq__err_clear(err);
   tabq_pconn *c;
-  const tabq_logger *outer = tabq_log_enter(&b->log);
-  int rc = tabq_pool_acquire(&b->pool, &c, err);
+  const tabq_logger *outer = tabq__log_enter(&b->log);
+  int rc = tabq__pool_acquire(&b->pool, &c, err);
   if (!rc) {
-    rc = tabq_pconn_check(c, b->drv->exec(c->conn, sql));
+    rc = tabq__pconn_check(c, b->drv->exec(c->conn, sql));
     if (rc)
-      tabq_err_from_plugin(err, rc, NULL, "exec");
-    tabq_pool_release(&b->pool, c);
+      tabq__err_from_plugin(err, rc, NULL, "exec");
+    tabq__pool_release(&b->pool, c);
   }
-  tabq_log_leave(outer);
+  tabq__log_leave(outer);
   return rc;
 }
 
 static void shut_down(tabq_broker *b);
 
 void tabq_shutdown(tabq_broker *b) {
-  const tabq_logger *outer = tabq_log_enter(&b->log);
+  const tabq_logger *outer = tabq__log_enter(&b->log);
   shut_down(b);
-  tabq_log_leave(outer);
+  tabq__log_leave(outer);
 }
 
 static void shut_down(tabq_broker *b) {
@@ -157,32 +157,32 @@ static void shut_down(tabq_broker *b) {
     pthread_mutex_unlock(&s->mu);
   }
   for (tabq_subscription *s = subs; s; s = s->next)
-    tabq_workers_stop(s);
-  tabq_listener_stop(b);
+    tabq__workers_stop(s);
+  tabq__listener_stop(b);
 }
 
 void tabq_close(tabq_broker *b) {
   if (!b)
     return;
-  const tabq_logger *outer = tabq_log_enter(&b->log);
+  const tabq_logger *outer = tabq__log_enter(&b->log);
   shut_down(b);
   for (tabq_subscription *s = b->subs, *next; s; s = next) {
     next = s->next;
-    tabq_sub_free(s);
+    tabq__sub_free(s);
   }
   for (tabq_publisher *p = b->publishers, *next; p; p = next) {
     next = p->next;
     free(p);
   }
-  tabq_routes_free(b);
-  tabq_txs_free(b);
+  tabq__routes_free(b);
+  tabq__txs_free(b);
   if (b->pool.slots)
-    tabq_pool_destroy(&b->pool);
-  tabq_registry_destroy(&b->stmts, tabq_host_services());
+    tabq__pool_destroy(&b->pool);
+  tabq__registry_destroy(&b->stmts, tabq__host_services());
   pthread_mutex_destroy(&b->mu);
-  tabq_loader_close(&b->plugin);
+  tabq__loader_close(&b->plugin);
   free(b);
-  tabq_log_leave(outer);
+  tabq__log_leave(outer);
 }
 
 const char *tabq_dialect_name(const tabq_broker *b) {

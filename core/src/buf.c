@@ -4,7 +4,7 @@
 #include <stdlib.h>
 #include <tabq/codes.h>
 
-int tabq_buf_reserve(tabq_buf *b, size_t n) {
+int tabq__buf_reserve(tabq_buf *b, size_t n) {
   if (n <= b->cap)
     return TABQ_OK;
   size_t cap = b->cap ? b->cap : 64;
@@ -18,7 +18,7 @@ int tabq_buf_reserve(tabq_buf *b, size_t n) {
   return TABQ_OK;
 }
 
-void tabq_buf_free(tabq_buf *b) {
+void tabq__buf_free(tabq_buf *b) {
   free(b->p);
   b->p = NULL;
   b->len = b->cap = 0;

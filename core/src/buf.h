@@ -11,7 +11,7 @@ typedef struct tabq_buf {
 } tabq_buf;
 
 /* Room for n bytes (len unchanged): TABQ_OK, or TABQ_NOMEM with the buffer as it was. */
-int tabq_buf_reserve(tabq_buf *b, size_t n);
-void tabq_buf_free(tabq_buf *b);
+int tabq__buf_reserve(tabq_buf *b, size_t n);
+void tabq__buf_free(tabq_buf *b);
 
 #endif

@@ -6,52 +6,52 @@
 #include "engine.h"
 #include "error.h"
 
-int tabq_claim_one_open(tabq_subscription *s, tabq_build_fn fn, tabq_error *err) {
-  if (tabq_sub_own(s, SQ_CLAIM))
+int tabq__claim_one_open(tabq_subscription *s, tabq_build_fn fn, tabq_error *err) {
+  if (tabq__sub_own(s, SQ_CLAIM))
     return TABQ_OK;
-  tabq_build build = tabq_sub_build(s);
+  tabq_build build = tabq__sub_build(s);
   bool built;
-  return tabq_stmt_build_optional(&s->b->stmts, s->b->host, fn, &build, "claim_one",
-                                  &s->st[SQ_CLAIM_ONE], &built, err);
+  return tabq__stmt_build_optional(&s->b->stmts, s->b->host, fn, &build, "claim_one",
+                                   &s->st[SQ_CLAIM_ONE], &built, err);
 }
 
 /* Runs the FIFO guard: true when this transaction now holds the group. */
-int tabq_guard_group(tabq_subscription *s, tabq_pconn *c, bool *held, tabq_error *err) {
+int tabq__guard_group(tabq_subscription *s, tabq_pconn *c, bool *held, tabq_error *err) {
   tabq_broker *b = s->b;
   tabq_bind v = {.group = s->queue_value};
   bool row;
   tabq_value first;
-  int rc = tabq_stmt_first(&b->stmts, b->drv, c, s->st[SQ_GUARD], &v, &row, &first, err);
+  int rc = tabq__stmt_first(&b->stmts, b->drv, c, s->st[SQ_GUARD], &v, &row, &first, err);
   if (rc)
     return rc;
   *held = row && !(first.type == TABQ_T_INT && first.u.i == 0);
   return TABQ_OK;
 }
 
-int tabq_claim_begin(tabq_subscription *s, tabq_pconn **out, bool *mine, tabq_error *err) {
+int tabq__claim_begin(tabq_subscription *s, tabq_pconn **out, bool *mine, tabq_error *err) {
   tabq_broker *b = s->b;
   tabq_pconn *c;
   *out = NULL;
   *mine = true;
-  int rc = tabq_pool_acquire(&b->pool, &c, err);
+  int rc = tabq__pool_acquire(&b->pool, &c, err);
   if (rc)
     return rc;
-  if ((rc = tabq_sub_begin(s, c, err))) {
-    tabq_pool_release(&b->pool, c);
+  if ((rc = tabq__sub_begin(s, c, err))) {
+    tabq__pool_release(&b->pool, c);
     return rc;
   }
   *out = c;
-  return s->st[SQ_GUARD] != TABQ_NO_STMT ? tabq_guard_group(s, c, mine, err) : TABQ_OK;
+  return s->st[SQ_GUARD] != TABQ_NO_STMT ? tabq__guard_group(s, c, mine, err) : TABQ_OK;
 }
 
-int tabq_stamp_ids_open(tabq_subscription *s, tabq_build_fn fn, tabq_error *err) {
+int tabq__stamp_ids_open(tabq_subscription *s, tabq_build_fn fn, tabq_error *err) {
   /* A claim of the service's own counts or leases each id it read, one by one (claim_ids.c). */
-  if (s->st[SQ_STAMP] == TABQ_NO_STMT || tabq_sub_own(s, SQ_CLAIM))
+  if (s->st[SQ_STAMP] == TABQ_NO_STMT || tabq__sub_own(s, SQ_CLAIM))
     return TABQ_OK;
-  tabq_build build = tabq_sub_build(s);
+  tabq_build build = tabq__sub_build(s);
   bool built;
-  return tabq_stmt_build_optional(&s->b->stmts, s->b->host, fn, &build, "stamp_ids",
-                                  &s->st[SQ_STAMP_IDS], &built, err);
+  return tabq__stmt_build_optional(&s->b->stmts, s->b->host, fn, &build, "stamp_ids",
+                                   &s->st[SQ_STAMP_IDS], &built, err);
 }
 
 /* The stamps of n > 1 claimed rows in one statement, their ids listed in `ids`; *done stays
@@ -72,16 +72,16 @@ static int stamp_by_ids(tabq_subscription *s, tabq_pconn *c, tabq_delivery **slo
   v.ids.u.list.items = ids;
   v.ids.u.list.count = n;
   uint64_t changed = 0;
-  int rc = tabq_stmt_change(&s->b->stmts, s->b->drv, c, s->st[SQ_STAMP_IDS], &v, &changed, err);
+  int rc = tabq__stmt_change(&s->b->stmts, s->b->drv, c, s->st[SQ_STAMP_IDS], &v, &changed, err);
   if (!rc && changed != n)
-    rc = tabq_err_set(err, TABQ_BACKEND, s->t->name, "stamp_ids",
-                      "table %s: stamping %u claimed rows changed %llu rows", s->t->name, n,
-                      (unsigned long long)changed);
+    rc = tabq__err_set(err, TABQ_BACKEND, s->t->name, "stamp_ids",
+                       "table %s: stamping %u claimed rows changed %llu rows", s->t->name, n,
+                       (unsigned long long)changed);
   return rc;
 }
 
-int tabq_stamp_claimed(tabq_subscription *s, tabq_pconn *c, tabq_delivery **slots, int64_t *ids,
-                       unsigned n, int64_t lease_until, tabq_error *err) {
+int tabq__stamp_claimed(tabq_subscription *s, tabq_pconn *c, tabq_delivery **slots, int64_t *ids,
+                        unsigned n, int64_t lease_until, tabq_error *err) {
   tabq_broker *b = s->b;
   if (n > 1 && ids && s->st[SQ_STAMP_IDS] != TABQ_NO_STMT) {
     bool done;
@@ -92,39 +92,39 @@ int tabq_stamp_claimed(tabq_subscription *s, tabq_pconn *c, tabq_delivery **slot
   for (unsigned i = 0; i < n; i++) {
     tabq_bind v = {.id = slots[i]->id, .lease_until = lease_until};
     uint64_t changed = 0;
-    int rc = tabq_stmt_change(&b->stmts, b->drv, c, s->st[SQ_STAMP], &v, &changed, err);
+    int rc = tabq__stmt_change(&b->stmts, b->drv, c, s->st[SQ_STAMP], &v, &changed, err);
     if (!rc && changed != 1)
-      rc = tabq_err_set(err, TABQ_BACKEND, s->t->name, "stamp",
-                        "table %s: stamping a claimed row changed %llu rows", s->t->name,
-                        (unsigned long long)changed);
+      rc = tabq__err_set(err, TABQ_BACKEND, s->t->name, "stamp",
+                         "table %s: stamping a claimed row changed %llu rows", s->t->name,
+                         (unsigned long long)changed);
     if (rc)
       return rc;
   }
   return TABQ_OK;
 }
 
-int tabq_claim_fill(tabq_delivery *d, tabq_prepared *p, int64_t token, tabq_pconn *conn,
-                    tabq_error *err) {
+int tabq__claim_fill(tabq_delivery *d, tabq_prepared *p, int64_t token, tabq_pconn *conn,
+                     tabq_error *err) {
   pthread_mutex_lock(&d->mu);
-  int rc = tabq_delivery_fill(d, d->sub->b->drv, p, err);
+  int rc = tabq__delivery_fill(d, d->sub->b->drv, p, err);
   d->token = token;
   d->conn = conn;
   pthread_mutex_unlock(&d->mu);
   return rc;
 }
 
-int tabq_claim_read(tabq_subscription *s, tabq_prepared *p, tabq_delivery **slots, unsigned limit,
-                    unsigned *got, int64_t token, tabq_pconn *conn, tabq_error *err) {
+int tabq__claim_read(tabq_subscription *s, tabq_prepared *p, tabq_delivery **slots, unsigned limit,
+                     unsigned *got, int64_t token, tabq_pconn *conn, tabq_error *err) {
   const tabq_driver_v1 *drv = s->b->drv;
   bool row = false;
   int rc = TABQ_OK;
   while (*got < limit && !(rc = drv->next(p, &row)) && row) {
-    if ((rc = tabq_claim_fill(slots[*got], p, token, conn, err)))
+    if ((rc = tabq__claim_fill(slots[*got], p, token, conn, err)))
       break;
     (*got)++;
   }
   if (rc && rc != TABQ_NOMEM)
-    tabq_err_from_plugin(err, rc, s->t->name, "claim");
+    tabq__err_from_plugin(err, rc, s->t->name, "claim");
   drv->reset(p);
   return rc;
 }
@@ -143,7 +143,7 @@ static tabq_delivery *in_work_elsewhere(tabq_subscription *s, tabq_delivery *con
     if (ours)
       continue;
     pthread_mutex_lock(&e->mu);
-    bool same = e->in_work && tabq_same_id(&e->id, &d->id);
+    bool same = e->in_work && tabq__same_id(&e->id, &d->id);
     pthread_mutex_unlock(&e->mu);
     if (same)
       return e;
@@ -151,7 +151,7 @@ static tabq_delivery *in_work_elsewhere(tabq_subscription *s, tabq_delivery *con
   return NULL;
 }
 
-void tabq_claim_dedup(tabq_subscription *s, tabq_delivery **slots, unsigned *got, int64_t token) {
+void tabq__claim_dedup(tabq_subscription *s, tabq_delivery **slots, unsigned *got, int64_t token) {
   for (unsigned i = 0; i < *got;) {
     tabq_delivery *d = slots[i], *e = in_work_elsewhere(s, slots, *got, d);
     if (!e) {
@@ -160,7 +160,7 @@ void tabq_claim_dedup(tabq_subscription *s, tabq_delivery **slots, unsigned *got
     }
     /* Still in work? It may have settled since: then the row is this claim's to hand out. */
     pthread_mutex_lock(&e->mu);
-    bool running = e->in_work && tabq_same_id(&e->id, &d->id);
+    bool running = e->in_work && tabq__same_id(&e->id, &d->id);
     if (running && token) { /* the lease this claim wrote is the running delivery's now */
       e->token = token;
       e->lease_lost = false;
@@ -170,16 +170,16 @@ void tabq_claim_dedup(tabq_subscription *s, tabq_delivery **slots, unsigned *got
       i++;
       continue;
     }
-    tabq_logf(&s->b->log, TABQ_LOG_WARN,
-              "table %s: a claim took a row that is in work here already (its %s ended under "
-              "its handler); %s",
-              s->t->name, token ? "lease" : "session",
-              token ? "the running delivery keeps it under the new lease"
-                    : "it is not handed out again");
+    tabq__logf(&s->b->log, TABQ_LOG_WARN,
+               "table %s: a claim took a row that is in work here already (its %s ended under "
+               "its handler); %s",
+               s->t->name, token ? "lease" : "session",
+               token ? "the running delivery keeps it under the new lease"
+                     : "it is not handed out again");
     /* Out of the claim, to its end, where the caller gives back the slots past *got. */
     for (unsigned k = i; k + 1 < *got; k++)
       slots[k] = slots[k + 1];
     slots[--*got] = d;
-    tabq_delivery_unclaim(&slots[*got], 1);
+    tabq__delivery_unclaim(&slots[*got], 1);
   }
 }

@@ -8,7 +8,7 @@
 #include "engine.h"
 #include "error.h"
 
-int tabq_claim_spaces(tabq_subscription *s, unsigned n, unsigned ncandidates, tabq_error *err) {
+int tabq__claim_spaces(tabq_subscription *s, unsigned n, unsigned ncandidates, tabq_error *err) {
   if (s->nspaces >= n)
     return TABQ_OK;
   tabq_claim_space *spaces = calloc(n, sizeof *spaces);
@@ -29,9 +29,9 @@ int tabq_claim_spaces(tabq_subscription *s, unsigned n, unsigned ncandidates, ta
     free(free_spaces);
     free(in_claim);
     free(gone_ids);
-    return tabq_err_set(err, TABQ_NOMEM, s->t->name, NULL, "cannot allocate the claimed ids");
+    return tabq__err_set(err, TABQ_NOMEM, s->t->name, NULL, "cannot allocate the claimed ids");
   }
-  tabq_claim_spaces_free(s);
+  tabq__claim_spaces_free(s);
   s->gone_ids = gone_ids;
   s->ngone = ncandidates;
   s->spaces = spaces;
@@ -43,10 +43,10 @@ int tabq_claim_spaces(tabq_subscription *s, unsigned n, unsigned ncandidates, ta
   return TABQ_OK;
 }
 
-void tabq_claim_spaces_free(tabq_subscription *s) {
+void tabq__claim_spaces_free(tabq_subscription *s) {
   for (unsigned i = 0; i < s->nspaces; i++) {
     free(s->spaces[i].candidates);
-    tabq_buf_free(&s->spaces[i].scratch);
+    tabq__buf_free(&s->spaces[i].scratch);
   }
   free(s->spaces);
   free(s->free_spaces);
@@ -61,31 +61,31 @@ void tabq_claim_spaces_free(tabq_subscription *s) {
 }
 
 /* Claims in flight never outnumber the spaces (one per worker, or one when serial). */
-tabq_claim_space *tabq_claim_space_take(tabq_subscription *s) {
+tabq_claim_space *tabq__claim_space_take(tabq_subscription *s) {
   pthread_mutex_lock(&s->mu);
   tabq_claim_space *sp = s->nfree_spaces ? s->free_spaces[--s->nfree_spaces] : NULL;
   pthread_mutex_unlock(&s->mu);
   return sp;
 }
 
-void tabq_claim_space_give(tabq_subscription *s, tabq_claim_space *sp) {
+void tabq__claim_space_give(tabq_subscription *s, tabq_claim_space *sp) {
   pthread_mutex_lock(&s->mu);
   s->free_spaces[s->nfree_spaces++] = sp;
   pthread_mutex_unlock(&s->mu);
 }
 
-bool tabq_claim_space_mark(tabq_subscription *s, tabq_claim_space *sp, const candidate *k) {
+bool tabq__claim_space_mark(tabq_subscription *s, tabq_claim_space *sp, const candidate *k) {
   unsigned me = (unsigned)(sp - s->spaces);
   bool free_row = true;
   pthread_mutex_lock(&s->mu);
   for (unsigned i = 0; k && free_row && i < s->nspaces; i++)
-    free_row = i == me || !s->in_claim[i] || !tabq_same_id(&s->in_claim[i]->id, &k->id);
+    free_row = i == me || !s->in_claim[i] || !tabq__same_id(&s->in_claim[i]->id, &k->id);
   s->in_claim[me] = free_row ? k : NULL;
   pthread_mutex_unlock(&s->mu);
   return free_row;
 }
 
-void tabq_claim_gone(tabq_delivery *d, bool gone) {
+void tabq__claim_gone(tabq_delivery *d, bool gone) {
   tabq_subscription *s = d->sub;
   d->gone = gone;
   /* Only claims that read candidates ask (advisory, claims by ids): elsewhere a batch's
@@ -97,15 +97,15 @@ void tabq_claim_gone(tabq_delivery *d, bool gone) {
     atomic_store(&s->gone_ids[d->gone_at % s->ngone], d->id.u.i);
 }
 
-bool tabq_delivery_gone_since(const tabq_delivery *d, unsigned since) {
+bool tabq__delivery_gone_since(const tabq_delivery *d, unsigned since) {
   return d->gone && d->gone_at - since < UINT_MAX / 2; /* at or after `since`, counting round */
 }
 
-unsigned tabq_claim_gone_count(tabq_subscription *s) {
+unsigned tabq__claim_gone_count(tabq_subscription *s) {
   return atomic_load(&s->gone_next);
 }
 
-bool tabq_claim_gone_since(tabq_subscription *s, unsigned since, const tabq_value *id) {
+bool tabq__claim_gone_since(tabq_subscription *s, unsigned since, const tabq_value *id) {
   if (!s->gone_ids || id->type != TABQ_T_INT)
     return false;
   /* The notes since `since` sit just behind gone_next, the newest last (a note whose count is
@@ -119,13 +119,13 @@ bool tabq_claim_gone_since(tabq_subscription *s, unsigned since, const tabq_valu
   return false;
 }
 
-int tabq_ids_read(tabq_subscription *s, tabq_claim_space *sp, tabq_pconn *c, unsigned stmt,
-                  const tabq_bind *v, bool with_key, unsigned *n, tabq_error *err) {
+int tabq__ids_read(tabq_subscription *s, tabq_claim_space *sp, tabq_pconn *c, unsigned stmt,
+                   const tabq_bind *v, bool with_key, unsigned *n, tabq_error *err) {
   tabq_broker *b = s->b;
   const char *name = b->stmts.defs[stmt].name;
   tabq_prepared *p = NULL;
   *n = 0;
-  int rc = tabq_stmt_run(&b->stmts, b->drv, c, stmt, v, &p, err);
+  int rc = tabq__stmt_run(&b->stmts, b->drv, c, stmt, v, &p, err);
   if (rc)
     return rc;
   candidate *cand = sp->candidates;
@@ -138,7 +138,7 @@ int tabq_ids_read(tabq_subscription *s, tabq_claim_space *sp, tabq_pconn *c, uns
       break;
     size_t id_len = id.type == TABQ_T_TEXT ? id.u.buf.len : 0;
     size_t key_len = key.type == TABQ_T_TEXT ? key.u.buf.len : 0;
-    if (tabq_buf_reserve(scratch, scratch->len + id_len + key_len + 2)) {
+    if (tabq__buf_reserve(scratch, scratch->len + id_len + key_len + 2)) {
       rc = TABQ_NOMEM;
       break;
     }
@@ -157,9 +157,9 @@ int tabq_ids_read(tabq_subscription *s, tabq_claim_space *sp, tabq_pconn *c, uns
   }
   b->drv->reset(p);
   if (rc == TABQ_NOMEM)
-    return tabq_err_set(err, rc, s->t->name, name, "cannot hold the claimed ids");
+    return tabq__err_set(err, rc, s->t->name, name, "cannot hold the claimed ids");
   if (rc)
-    return tabq_err_from_plugin(err, rc, s->t->name, name);
+    return tabq__err_from_plugin(err, rc, s->t->name, name);
   for (unsigned i = 0; i < *n; i++) /* the buffer may have moved while it grew */
     if (cand[i].id.type == TABQ_T_TEXT)
       cand[i].id.u.buf.ptr = scratch->p + cand[i].id_at;
@@ -173,19 +173,19 @@ static int fetch_list(tabq_subscription *s, tabq_pconn *c, const candidate *ids,
   tabq_broker *b = s->b;
   for (unsigned i = 0; i < n; i++) {
     if (ids[i].id.type != TABQ_T_INT)
-      return tabq_err_set(err, TABQ_DECLARATION, s->t->name, "fetch",
-                          "table %s: the fetch by a list reads integer ids; give the table a "
-                          "fetch of its own by :id",
-                          s->t->name);
+      return tabq__err_set(err, TABQ_DECLARATION, s->t->name, "fetch",
+                           "table %s: the fetch by a list reads integer ids; give the table a "
+                           "fetch of its own by :id",
+                           s->t->name);
     s->id_list[i] = ids[i].id.u.i;
   }
-  tabq_bind v = {.now = tabq_now_us()};
+  tabq_bind v = {.now = tabq__now_us()};
   v.ids.type = TABQ_T_INT_LIST;
   v.ids.u.list.items = s->id_list;
   v.ids.u.list.count = n;
   v.group = s->queue_value;
   tabq_prepared *p = NULL;
-  int rc = tabq_stmt_run(&b->stmts, b->drv, c, s->st[SQ_FETCH], &v, &p, err);
+  int rc = tabq__stmt_run(&b->stmts, b->drv, c, s->st[SQ_FETCH], &v, &p, err);
   if (rc)
     return rc;
   bool row = false;
@@ -194,17 +194,17 @@ static int fetch_list(tabq_subscription *s, tabq_pconn *c, const candidate *ids,
     if ((rc = b->drv->cell(p, (unsigned)s->proj.id, &id)))
       break;
     unsigned i = 0;
-    while (i < n && (found[i] || !tabq_same_id(&id, &ids[i].id)))
+    while (i < n && (found[i] || !tabq__same_id(&id, &ids[i].id)))
       i++;
     if (i == n)
       continue; /* not asked for, or twice */
-    if ((rc = tabq_claim_fill(slots[i], p, token, conn, err)))
+    if ((rc = tabq__claim_fill(slots[i], p, token, conn, err)))
       break;
     found[i] = true;
   }
   b->drv->reset(p);
   if (rc && rc != TABQ_NOMEM)
-    tabq_err_from_plugin(err, rc, s->t->name, "fetch");
+    tabq__err_from_plugin(err, rc, s->t->name, "fetch");
   return rc;
 }
 
@@ -215,18 +215,18 @@ static int fetch_each(tabq_subscription *s, tabq_pconn *c, const candidate *ids,
   tabq_broker *b = s->b;
   int rc = TABQ_OK;
   for (unsigned i = 0; i < n && !rc; i++) {
-    tabq_bind v = {.id = ids[i].id, .now = tabq_now_us()};
+    tabq_bind v = {.id = ids[i].id, .now = tabq__now_us()};
     v.group = s->queue_value;
     tabq_prepared *p = NULL;
-    if ((rc = tabq_stmt_run(&b->stmts, b->drv, c, s->st[SQ_FETCH], &v, &p, err)))
+    if ((rc = tabq__stmt_run(&b->stmts, b->drv, c, s->st[SQ_FETCH], &v, &p, err)))
       break;
     bool row = false;
     if (!(rc = b->drv->next(p, &row)) && row &&
-        !(rc = tabq_claim_fill(slots[i], p, token, conn, err)))
+        !(rc = tabq__claim_fill(slots[i], p, token, conn, err)))
       found[i] = true;
     b->drv->reset(p);
     if (rc && rc != TABQ_NOMEM)
-      tabq_err_from_plugin(err, rc, s->t->name, "fetch");
+      tabq__err_from_plugin(err, rc, s->t->name, "fetch");
   }
   return rc;
 }
@@ -237,8 +237,8 @@ static int fetch_each(tabq_subscription *s, tabq_pconn *c, const candidate *ids,
 static int settle_missing(tabq_subscription *s, tabq_pconn *c, const candidate *k, int64_t token,
                           tabq_error *err) {
   tabq_broker *b = s->b;
-  tabq_outcome o = tabq_decode_outcome(s);
-  tabq_bind v = {.id = k->id, .token = token, .now = tabq_now_us()};
+  tabq_outcome o = tabq__decode_outcome(s);
+  tabq_bind v = {.id = k->id, .token = token, .now = tabq__now_us()};
   v.group = s->queue_value;
   v.dest = s->dest_value;
   v.retry_at = v.now + (int64_t)o.delay_ms * 1000;
@@ -246,28 +246,28 @@ static int settle_missing(tabq_subscription *s, tabq_pconn *c, const candidate *
                      : o.kind == TABQ_OUTCOME_DEAD_LETTER ? "dead-lettered"
                                                           : "dropped";
   if (k->id.type == TABQ_T_INT)
-    tabq_logf(&b->log, TABQ_LOG_WARN,
-              "table %s: the fetch found no row for claimed id %lld; it is %s", s->t->name,
-              (long long)k->id.u.i, what);
+    tabq__logf(&b->log, TABQ_LOG_WARN,
+               "table %s: the fetch found no row for claimed id %lld; it is %s", s->t->name,
+               (long long)k->id.u.i, what);
   else
-    tabq_logf(&b->log, TABQ_LOG_WARN,
-              "table %s: the fetch found no row for claimed id '%s'; it is %s", s->t->name,
-              (const char *)k->id.u.buf.ptr, what);
+    tabq__logf(&b->log, TABQ_LOG_WARN,
+               "table %s: the fetch found no row for claimed id '%s'; it is %s", s->t->name,
+               (const char *)k->id.u.buf.ptr, what);
   atomic_fetch_add(&s->stats.decode_failed, 1);
   uint64_t changed = 0;
   if (o.kind == TABQ_OUTCOME_RETRY_AFTER)
-    return tabq_stmt_change(&b->stmts, b->drv, c, s->st[SQ_RETRY_AFTER], &v, &changed, err);
+    return tabq__stmt_change(&b->stmts, b->drv, c, s->st[SQ_RETRY_AFTER], &v, &changed, err);
   if (o.kind != TABQ_OUTCOME_DEAD_LETTER)
-    return tabq_stmt_change(&b->stmts, b->drv, c, s->st[SQ_DISCARD], &v, &changed, err);
+    return tabq__stmt_change(&b->stmts, b->drv, c, s->st[SQ_DISCARD], &v, &changed, err);
   if (!s->dead_letter_table)
-    return tabq_stmt_change(&b->stmts, b->drv, c, s->st[SQ_DL_GROUP], &v, &changed, err);
-  int rc = tabq_stmt_change(&b->stmts, b->drv, c, s->st[SQ_DL_COPY], &v, &changed, err);
-  return rc ? rc : tabq_stmt_change(&b->stmts, b->drv, c, s->st[SQ_DL_REMOVE], &v, &changed, err);
+    return tabq__stmt_change(&b->stmts, b->drv, c, s->st[SQ_DL_GROUP], &v, &changed, err);
+  int rc = tabq__stmt_change(&b->stmts, b->drv, c, s->st[SQ_DL_COPY], &v, &changed, err);
+  return rc ? rc : tabq__stmt_change(&b->stmts, b->drv, c, s->st[SQ_DL_REMOVE], &v, &changed, err);
 }
 
-int tabq_fetch_into(tabq_subscription *s, tabq_pconn *c, const candidate *ids, unsigned n,
-                    tabq_delivery **slots, unsigned *got, int64_t token, tabq_pconn *conn,
-                    tabq_error *err) {
+int tabq__fetch_into(tabq_subscription *s, tabq_pconn *c, const candidate *ids, unsigned n,
+                     tabq_delivery **slots, unsigned *got, int64_t token, tabq_pconn *conn,
+                     tabq_error *err) {
   *got = 0;
   if (!n)
     return TABQ_OK;
@@ -288,16 +288,16 @@ int tabq_fetch_into(tabq_subscription *s, tabq_pconn *c, const candidate *ids, u
   }
   memcpy(slots + *got, empty, nempty * sizeof *empty);
   if (rc) {
-    tabq_delivery_unclaim(slots, n);
+    tabq__delivery_unclaim(slots, n);
     *got = 0;
   } else {
-    tabq_delivery_unclaim(slots + *got, nempty);
+    tabq__delivery_unclaim(slots + *got, nempty);
   }
   return rc;
 }
 
-int tabq_refetch(tabq_subscription *s, tabq_pconn *c, tabq_delivery **slots, unsigned *got,
-                 int64_t token, tabq_pconn *conn, tabq_error *err) {
+int tabq__refetch(tabq_subscription *s, tabq_pconn *c, tabq_delivery **slots, unsigned *got,
+                  int64_t token, tabq_pconn *conn, tabq_error *err) {
   /* The ids are copied out of the rows the fetch overwrites, into space of the refetch's own:
    * the advisory claim still walks its candidates. */
   unsigned n = *got;
@@ -307,8 +307,8 @@ int tabq_refetch(tabq_subscription *s, tabq_pconn *c, tabq_delivery **slots, uns
     candidate *k = &s->refetch[i];
     const tabq_value *id = &slots[i]->id;
     size_t len = id->type == TABQ_T_TEXT ? id->u.buf.len : 0;
-    if (tabq_buf_reserve(buf, buf->len + len + 1))
-      return tabq_err_set(err, TABQ_NOMEM, s->t->name, "fetch", "cannot hold the claimed ids");
+    if (tabq__buf_reserve(buf, buf->len + len + 1))
+      return tabq__err_set(err, TABQ_NOMEM, s->t->name, "fetch", "cannot hold the claimed ids");
     k->id = *id;
     k->id_at = buf->len;
     k->key_at = k->key_len = 0;
@@ -320,7 +320,7 @@ int tabq_refetch(tabq_subscription *s, tabq_pconn *c, tabq_delivery **slots, uns
   for (unsigned i = 0; i < n; i++)
     if (s->refetch[i].id.type == TABQ_T_TEXT)
       s->refetch[i].id.u.buf.ptr = buf->p + s->refetch[i].id_at;
-  return tabq_fetch_into(s, c, s->refetch, n, slots, got, token, conn, err);
+  return tabq__fetch_into(s, c, s->refetch, n, slots, got, token, conn, err);
 }
 
 /* Runs `take` on each claimed id (the lease form leases it, the row lock form counts its
@@ -334,7 +334,7 @@ static int take_ids(tabq_subscription *s, tabq_pconn *c, unsigned take, unsigned
   for (unsigned i = 0; i < *n; i++) {
     tabq_bind v = {.id = s->spaces[0].candidates[i].id, .now = now, .lease_until = lease_until};
     uint64_t changed = 0;
-    int rc = tabq_stmt_change(&b->stmts, b->drv, c, take, &v, &changed, err);
+    int rc = tabq__stmt_change(&b->stmts, b->drv, c, take, &v, &changed, err);
     if (rc)
       return rc;
     if (changed == 1)
@@ -344,37 +344,37 @@ static int take_ids(tabq_subscription *s, tabq_pconn *c, unsigned take, unsigned
   return TABQ_OK;
 }
 
-int tabq_claim_by_ids(tabq_subscription *s, tabq_delivery **slots, unsigned limit, unsigned *got,
-                      const tabq_by_ids *how, tabq_error *err) {
+int tabq__claim_by_ids(tabq_subscription *s, tabq_delivery **slots, unsigned limit, unsigned *got,
+                       const tabq_by_ids *how, tabq_error *err) {
   tabq_broker *b = s->b;
   *got = 0;
   tabq_pconn *c = NULL;
   bool mine = true;
-  int rc = tabq_claim_begin(s, &c, &mine, err);
+  int rc = tabq__claim_begin(s, &c, &mine, err);
   if (!c)
     return rc;
   tabq_bind v = {.now = how->now, .limit = limit, .lease_until = how->lease_until};
   v.group = s->queue_value;
   unsigned n = 0;
   if (!rc && mine)
-    rc = tabq_ids_read(s, &s->spaces[0], c, s->st[SQ_CLAIM], &v, false, &n, err);
+    rc = tabq__ids_read(s, &s->spaces[0], c, s->st[SQ_CLAIM], &v, false, &n, err);
   if (n > limit)
     n = limit;
   if (!rc && n)
     rc = take_ids(s, c, how->take, &n, v.now, v.lease_until, err);
   if (!rc && n)
-    rc = tabq_fetch_into(s, c, s->spaces[0].candidates, n, slots, got, v.lease_until,
-                         how->keep_txn ? c : NULL, err);
+    rc = tabq__fetch_into(s, c, s->spaces[0].candidates, n, slots, got, v.lease_until,
+                          how->keep_txn ? c : NULL, err);
   /* A claim that keeps its transaction for its rows' settlement (row lock) hands it over. */
   if (!rc && how->keep_txn && *got) {
     atomic_fetch_add(&s->stats.claimed, *got);
     return TABQ_OK;
   }
-  if ((rc = tabq_txn_end(b, s->t->name, c, rc, err))) {
-    tabq_delivery_unclaim(slots, *got);
+  if ((rc = tabq__txn_end(b, s->t->name, c, rc, err))) {
+    tabq__delivery_unclaim(slots, *got);
     *got = 0;
   }
-  tabq_pool_release(&b->pool, c);
+  tabq__pool_release(&b->pool, c);
   atomic_fetch_add(&s->stats.claimed, *got);
   return rc;
 }

@@ -6,10 +6,10 @@
 #include <time.h>
 
 /* Microseconds since the Unix epoch, UTC. */
-int64_t tabq_now_us(void);
+int64_t tabq__now_us(void);
 /* Milliseconds on CLOCK_MONOTONIC. */
-int64_t tabq_mono_ms(void);
+int64_t tabq__mono_ms(void);
 /* The CLOCK_MONOTONIC deadline `ms` from now, for pthread_cond_timedwait. */
-struct timespec tabq_deadline_ms(int64_t mono_ms_at);
+struct timespec tabq__deadline_ms(int64_t mono_ms_at);
 
 #endif

@@ -12,12 +12,12 @@ static unsigned cap_of(const tabq_broker *b) {
   return b->pool.size > kept ? b->pool.size - kept : 0;
 }
 
-unsigned tabq_budget_room(const tabq_broker *b) {
+unsigned tabq__budget_room(const tabq_broker *b) {
   unsigned cap = cap_of(b), used = atomic_load(&b->conns_used);
   return cap > used ? cap - used : 0;
 }
 
-unsigned tabq_budget_take(tabq_broker *b, unsigned want) {
+unsigned tabq__budget_take(tabq_broker *b, unsigned want) {
   unsigned cap = cap_of(b), used = atomic_load(&b->conns_used);
   for (;;) {
     unsigned room = cap > used ? cap - used : 0, k = want < room ? want : room;
@@ -42,11 +42,11 @@ static void wake_others(tabq_broker *b, const tabq_subscription *self) {
   pthread_mutex_unlock(&b->mu);
 }
 
-void tabq_budget_put(tabq_broker *b, unsigned n) {
+void tabq__budget_put(tabq_broker *b, unsigned n) {
   atomic_fetch_sub(&b->conns_used, n);
 }
 
-void tabq_budget_give(tabq_broker *b, const tabq_subscription *s, unsigned n) {
+void tabq__budget_give(tabq_broker *b, const tabq_subscription *s, unsigned n) {
   if (!n)
     return;
   atomic_fetch_sub(&b->conns_used, n);
@@ -54,10 +54,10 @@ void tabq_budget_give(tabq_broker *b, const tabq_subscription *s, unsigned n) {
     wake_others(b, s);
 }
 
-void tabq_sub_unhold(tabq_subscription *s, unsigned n) {
+void tabq__sub_unhold(tabq_subscription *s, unsigned n) {
   if (!n)
     return;
-  tabq_budget_give(s->b, s, n);
+  tabq__budget_give(s->b, s, n);
   pthread_mutex_lock(&s->mu);
   pthread_cond_broadcast(&s->cv);
   pthread_mutex_unlock(&s->mu);

@@ -55,16 +55,16 @@ static int render(tabq_subscription *s, const char *sql, const event *ev, uint32
   char why[256] = "";
   int rc = tabq_sql_render_named(&st, sql, dl->placeholder, ev->names, used, why, sizeof why);
   if (rc == TABQ_DECLARATION)
-    rc = tabq_err_set(err, rc, s->t->name, ev->name, "table %s, events.%s: %s", s->t->name,
-                      ev->name, why);
+    rc = tabq__err_set(err, rc, s->t->name, ev->name, "table %s, events.%s: %s", s->t->name,
+                       ev->name, why);
   else if (rc)
-    rc = tabq_err_set(err, rc, s->t->name, ev->name, "table %s, events.%s: cannot build it",
-                      s->t->name, ev->name);
+    rc = tabq__err_set(err, rc, s->t->name, ev->name, "table %s, events.%s: cannot build it",
+                       s->t->name, ev->name);
   if (rc) {
     tabq_sql_free(&st);
     return rc;
   }
-  return tabq_stmt_register(&b->stmts, &st, ev->name, s->t->name, &s->st[ev->slot], err);
+  return tabq__stmt_register(&b->stmts, &st, ev->name, s->t->name, &s->st[ev->slot], err);
 }
 
 /* The fetch: the service's own (one run an id, or one run with the list where the database
@@ -75,33 +75,33 @@ static int check_fetch(tabq_subscription *s, uint32_t fetch_names, tabq_error *e
   if (t->events.fetch) {
     bool by_id = fetch_names & TABQ_N_ID, by_list = fetch_names & TABQ_N_IDS;
     if (by_id == by_list)
-      return tabq_err_set(err, TABQ_DECLARATION, t->name, "fetch",
-                          "table %s, events.fetch: bind exactly one of :id (one row a run) and "
-                          ":ids (every claimed id at once)",
-                          t->name);
+      return tabq__err_set(err, TABQ_DECLARATION, t->name, "fetch",
+                           "table %s, events.fetch: bind exactly one of :id (one row a run) and "
+                           ":ids (every claimed id at once)",
+                           t->name);
     if (by_list && !p->dialect->fetch)
-      return tabq_err_set(err, TABQ_DIALECT, t->name, "fetch",
-                          "table %s, events.fetch binds :ids, a list, which the %s dialect "
-                          "cannot bind; read one row a run by :id",
-                          t->name, p->name);
+      return tabq__err_set(err, TABQ_DIALECT, t->name, "fetch",
+                           "table %s, events.fetch binds :ids, a list, which the %s dialect "
+                           "cannot bind; read one row a run by :id",
+                           t->name, p->name);
     s->fetch_by_list = by_list;
     return TABQ_OK;
   }
   if (!t->events.claim || !s->ops->own_claim)
     return TABQ_OK; /* the form's own claim reads the row (the advisory take) */
   if (!p->dialect->fetch)
-    return tabq_err_set(err, TABQ_DIALECT, t->name, "fetch",
-                        "table %s has a claim of its own (events.claim) and no fetch of its own: "
-                        "the %s dialect has no fetch by a list of ids, so give events.fetch too "
-                        "(it reads a claimed row by :id)",
-                        t->name, p->name);
+    return tabq__err_set(err, TABQ_DIALECT, t->name, "fetch",
+                         "table %s has a claim of its own (events.claim) and no fetch of its own: "
+                         "the %s dialect has no fetch by a list of ids, so give events.fetch too "
+                         "(it reads a claimed row by :id)",
+                         t->name, p->name);
   s->fetch_by_list = true;
-  tabq_build build = tabq_sub_build(s);
-  return tabq_stmt_build(&s->b->stmts, s->b->host, p->dialect->fetch, &build, "fetch",
-                         &s->st[SQ_FETCH], err);
+  tabq_build build = tabq__sub_build(s);
+  return tabq__stmt_build(&s->b->stmts, s->b->host, p->dialect->fetch, &build, "fetch",
+                          &s->st[SQ_FETCH], err);
 }
 
-int tabq_custom_open(tabq_subscription *s, tabq_error *err) {
+int tabq__custom_open(tabq_subscription *s, tabq_error *err) {
   const tabq_plugin *p = s->b->plugin.plugin;
   const char *sql;
   event ev;
@@ -111,10 +111,10 @@ int tabq_custom_open(tabq_subscription *s, tabq_error *err) {
   if (!any)
     return TABQ_OK;
   if (!TABQ_HAS_MEMBER(p->dialect, tabq_dialect_v1, placeholder))
-    return tabq_err_set(err, TABQ_DIALECT, s->t->name, NULL,
-                        "table %s declares events of its own, but the %s plugin (%s) renders no "
-                        "statements of a service's own: it needs ABI 1.1's Dialect.placeholder",
-                        s->t->name, p->name, s->b->plugin.path);
+    return tabq__err_set(err, TABQ_DIALECT, s->t->name, NULL,
+                         "table %s declares events of its own, but the %s plugin (%s) renders no "
+                         "statements of a service's own: it needs ABI 1.1's Dialect.placeholder",
+                         s->t->name, p->name, s->b->plugin.path);
   uint32_t fetch_names = 0;
   int rc = TABQ_OK;
   for (size_t i = 0; !rc && describe(s, i, &sql, &ev); i++) {
@@ -131,8 +131,8 @@ int tabq_custom_open(tabq_subscription *s, tabq_error *err) {
   return rc;
 }
 
-int tabq_custom_after_open(tabq_subscription *s, tabq_error *err) {
-  bool own_claim = tabq_sub_own(s, SQ_CLAIM), own_fetch = tabq_sub_own(s, SQ_FETCH);
+int tabq__custom_after_open(tabq_subscription *s, tabq_error *err) {
+  bool own_claim = tabq__sub_own(s, SQ_CLAIM), own_fetch = tabq__sub_own(s, SQ_FETCH);
   if (!own_claim && !own_fetch)
     return TABQ_OK;
   /* A form whose own claim reads the row (the advisory take) has no own_claim. */
@@ -141,10 +141,10 @@ int tabq_custom_after_open(tabq_subscription *s, tabq_error *err) {
   /* The ids live in the subscription's scratch space: one claim at a time. */
   s->serial = true;
   if (!rc)
-    rc = tabq_claim_spaces(s, 1, 2 * s->nslots, err);
+    rc = tabq__claim_spaces(s, 1, 2 * s->nslots, err);
   if (!rc && s->fetch_by_list && !(s->id_list = calloc(2 * s->nslots, sizeof *s->id_list)))
-    rc = tabq_err_set(err, TABQ_NOMEM, s->t->name, NULL, "cannot allocate the claimed ids");
+    rc = tabq__err_set(err, TABQ_NOMEM, s->t->name, NULL, "cannot allocate the claimed ids");
   if (!rc && own_fetch && !by_ids && !(s->refetch = calloc(s->nslots, sizeof *s->refetch)))
-    rc = tabq_err_set(err, TABQ_NOMEM, s->t->name, NULL, "cannot allocate the claimed ids");
+    rc = tabq__err_set(err, TABQ_NOMEM, s->t->name, NULL, "cannot allocate the claimed ids");
   return rc;
 }

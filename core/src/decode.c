@@ -10,8 +10,8 @@
 #include "sized.h"
 
 static int refuse(tabq_error *err, const tabq_subscription *s, const char *detail) {
-  return tabq_err_set(err, TABQ_DECLARATION, s->t->name, NULL, "subscription to table %s: %s",
-                      s->t->name, detail);
+  return tabq__err_set(err, TABQ_DECLARATION, s->t->name, NULL, "subscription to table %s: %s",
+                       s->t->name, detail);
 }
 
 static bool declares_types(const tabq_table *t) {
@@ -21,7 +21,7 @@ static bool declares_types(const tabq_table *t) {
   return false;
 }
 
-int tabq_decode_open(tabq_subscription *s, const tabq_subscription_options *o, tabq_error *err) {
+int tabq__decode_open(tabq_subscription *s, const tabq_subscription_options *o, tabq_error *err) {
   const tabq_table *t = s->t;
   s->typed_rows = !t->payload.name && declares_types(t);
   switch (o->on_decode_failure) {
@@ -72,7 +72,7 @@ int tabq_decode_open(tabq_subscription *s, const tabq_subscription_options *o, t
   return TABQ_OK;
 }
 
-tabq_outcome tabq_decode_outcome(const tabq_subscription *s) {
+tabq_outcome tabq__decode_outcome(const tabq_subscription *s) {
   switch (s->o.on_decode_failure) {
   case TABQ_DECODE_RETRY_AFTER:
     return tabq_retry_after(s->o.decode_retry_ms);
@@ -100,7 +100,7 @@ static bool check_headers(tabq_delivery *d, char *why, size_t cap) {
     snprintf(why, cap, "the headers are not JSON: %s", jerr.text);
     return false;
   }
-  d->headers = h; /* freed by tabq_delivery_done, whatever follows */
+  d->headers = h; /* freed by tabq__delivery_done, whatever follows */
   if (!json_is_object(h)) {
     snprintf(why, cap, "the headers are JSON but not an object");
     return false;
@@ -124,7 +124,7 @@ static bool run_codec(tabq_delivery *d, char *why, size_t cap) {
   why[0] = '\0';
   if (s->t->payload.name) {
     const tabq_value *v = s->proj.payload >= 0 ? &d->cells[s->proj.payload] : NULL;
-    bool has = v && tabq_has_buffer(v->type);
+    bool has = v && tabq__has_buffer(v->type);
     rc = c->decode(has ? v->u.buf.ptr : "", has ? v->u.buf.len : 0, &out, why, cap, c->user);
   } else {
     rc = c->decode_row(d, &out, why, cap, c->user);
@@ -145,29 +145,29 @@ static void log_failure(tabq_delivery *d, const char *why, tabq_outcome policy) 
                      : policy.kind == TABQ_OUTCOME_DEAD_LETTER ? "dead-lettered"
                                                                : "dropped";
   if (d->id.type == TABQ_T_INT)
-    tabq_logf(&s->b->log, TABQ_LOG_WARN, "table %s: row %lld does not decode (%s); it is %s",
-              s->t->name, (long long)d->id.u.i, why, what);
+    tabq__logf(&s->b->log, TABQ_LOG_WARN, "table %s: row %lld does not decode (%s); it is %s",
+               s->t->name, (long long)d->id.u.i, why, what);
   else
-    tabq_logf(&s->b->log, TABQ_LOG_WARN, "table %s: row '%s' does not decode (%s); it is %s",
-              s->t->name, (const char *)d->id.u.buf.ptr, why, what);
+    tabq__logf(&s->b->log, TABQ_LOG_WARN, "table %s: row '%s' does not decode (%s); it is %s",
+               s->t->name, (const char *)d->id.u.buf.ptr, why, what);
 }
 
-bool tabq_decode_gate(tabq_delivery *d, tabq_outcome *policy) {
+bool tabq__decode_gate(tabq_delivery *d, tabq_outcome *policy) {
   tabq_subscription *s = d->sub;
   if (!s->typed_rows && !s->has_codec)
     return true;
   char why[256];
-  bool ok = (!s->typed_rows || tabq_row_read(d, why, sizeof why)) &&
+  bool ok = (!s->typed_rows || tabq__row_read(d, why, sizeof why)) &&
             (!s->has_codec || (check_headers(d, why, sizeof why) && run_codec(d, why, sizeof why)));
   if (ok)
     return true;
-  *policy = tabq_decode_outcome(s);
+  *policy = tabq__decode_outcome(s);
   atomic_fetch_add(&s->stats.decode_failed, 1);
   log_failure(d, why, *policy);
   return false;
 }
 
-void tabq_decode_release(tabq_delivery *d) {
+void tabq__decode_release(tabq_delivery *d) {
   if (!d->has_decoded)
     return;
   const tabq_codec *c = &d->sub->codec;

@@ -9,25 +9,25 @@
 /* Reads every cell of the current row. The driver's buffers end at its next step, so text and
  * bytes are copied (each NUL-terminated) into d->row, grown only when a row is larger than any
  * before. */
-int tabq_delivery_fill(tabq_delivery *d, const tabq_driver_v1 *drv, tabq_prepared *p,
-                       tabq_error *err) {
+int tabq__delivery_fill(tabq_delivery *d, const tabq_driver_v1 *drv, tabq_prepared *p,
+                        tabq_error *err) {
   tabq_subscription *s = d->sub;
   unsigned n = s->proj.ncols;
   size_t need = 0;
   for (unsigned i = 0; i < n; i++) {
     int rc = drv->cell(p, i, &d->cells[i]);
     if (rc)
-      return tabq_err_from_plugin(err, rc, s->t->name, "claim");
-    if (tabq_has_buffer(d->cells[i].type))
+      return tabq__err_from_plugin(err, rc, s->t->name, "claim");
+    if (tabq__has_buffer(d->cells[i].type))
       need += d->cells[i].u.buf.len + 1;
   }
-  if (tabq_buf_reserve(&d->row, need))
-    return tabq_err_set(err, TABQ_NOMEM, s->t->name, "claim", "cannot hold a row of %zu bytes",
-                        need);
+  if (tabq__buf_reserve(&d->row, need))
+    return tabq__err_set(err, TABQ_NOMEM, s->t->name, "claim", "cannot hold a row of %zu bytes",
+                         need);
   size_t at = 0;
   for (unsigned i = 0; i < n; i++) {
     tabq_value *v = &d->cells[i];
-    if (!tabq_has_buffer(v->type))
+    if (!tabq__has_buffer(v->type))
       continue;
     if (v->u.buf.len)
       memcpy(d->row.p + at, v->u.buf.ptr, v->u.buf.len);
@@ -49,7 +49,7 @@ int tabq_delivery_fill(tabq_delivery *d, const tabq_driver_v1 *drv, tabq_prepare
   return TABQ_OK;
 }
 
-void tabq_delivery_unclaim(tabq_delivery **slots, unsigned n) {
+void tabq__delivery_unclaim(tabq_delivery **slots, unsigned n) {
   for (unsigned i = 0; i < n; i++) {
     pthread_mutex_lock(&slots[i]->mu); /* the extender and shutdown read these under it */
     slots[i]->in_work = false;
@@ -59,25 +59,25 @@ void tabq_delivery_unclaim(tabq_delivery **slots, unsigned n) {
   }
 }
 
-void tabq_delivery_done(tabq_delivery *d) {
-  tabq_decode_release(d);
+void tabq__delivery_done(tabq_delivery *d) {
+  tabq__decode_release(d);
   if (d->headers) {
     json_decref(d->headers);
     d->headers = NULL;
   }
 }
 
-void tabq_delivery_lock(tabq_delivery *d) {
+void tabq__delivery_lock(tabq_delivery *d) {
   pthread_mutex_lock(&d->mu);
   while (d->extending)
     pthread_cond_wait(&d->cv, &d->mu);
 }
 
-bool tabq_conn_held(tabq_delivery *d) {
+bool tabq__conn_held(tabq_delivery *d) {
   return d->conn && !d->conn->suspect && d->sub->b->drv->alive(d->conn->conn);
 }
 
-bool tabq_same_id(const tabq_value *a, const tabq_value *b) {
+bool tabq__same_id(const tabq_value *a, const tabq_value *b) {
   if (a->type != b->type)
     return false;
   if (a->type == TABQ_T_INT)

@@ -18,7 +18,7 @@ long tabq_delivery_attempt(const tabq_delivery *d) {
 }
 
 static const char *text_cell(const tabq_delivery *d, int col) {
-  if (col < 0 || !tabq_has_buffer(d->cells[col].type))
+  if (col < 0 || !tabq__has_buffer(d->cells[col].type))
     return NULL;
   return d->cells[col].u.buf.ptr;
 }
@@ -39,7 +39,7 @@ const char *tabq_delivery_partition_key(const tabq_delivery *d) {
 }
 
 const char *tabq_delivery_header(tabq_delivery *d, const char *name) {
-  return tabq_headers_get(d, name);
+  return tabq__headers_get(d, name);
 }
 
 int tabq_delivery_column(const tabq_delivery *d, const char *name, tabq_value *out) {
@@ -69,6 +69,6 @@ int64_t tabq_delivery_lease_token(tabq_delivery *d) {
 }
 
 int tabq_delivery_settle(tabq_delivery *d, tabq_outcome outcome, tabq_error *err) {
-  tabq_err_clear(err);
-  return tabq_settle(d, outcome, err);
+  tabq__err_clear(err);
+  return tabq__settle(d, outcome, err);
 }

@@ -22,7 +22,7 @@
 #define TABQ_NO_STMT UINT32_MAX
 
 /* Whether a value points into a buffer (the row's copy keeps such cells). */
-static inline bool tabq_has_buffer(tabq_type t) {
+static inline bool tabq__has_buffer(tabq_type t) {
   return t == TABQ_T_TEXT || t == TABQ_T_BYTES || t == TABQ_T_JSON;
 }
 
@@ -80,7 +80,7 @@ struct tabq_delivery {
   tabq_subscription *sub;
   /* Orders a settlement against the lease extender, which never holds it across a wait for the
    * database: an extension marks the delivery `extending` with the expiry it writes (`pending`)
-   * and runs without the lock; a settlement waits on `cv` for it to end (tabq_delivery_lock),
+   * and runs without the lock; a settlement waits on `cv` for it to end (tabq__delivery_lock),
    * except one inside the delivery's own transaction, which the extension may be waiting for
    * (SQLite's one writer): that one accepts either token (settle.c, confirm_lease). */
   pthread_mutex_t mu;
@@ -101,7 +101,7 @@ struct tabq_delivery {
   tabq_value *cells; /* the projection's values, pointing into `row` */
   tabq_buf row;
   json_t *headers; /* parsed on first use (before the handler where a codec is set) */
-  void *decoded;   /* the codec's result, released by tabq_delivery_done */
+  void *decoded;   /* the codec's result, released by tabq__delivery_done */
   bool has_decoded;
   struct tabq_tx *tx;           /* transactional mode: the slot's transaction handle (tx.c) */
   struct tabq_batch_run *batch; /* while a batch handler has it: its call (batch.c) */
@@ -177,11 +177,11 @@ typedef struct tabq_batch_run {
   tabq_batch_scratch scratch; /* rcs: each claimed row's result */
   bool settled;               /* settled inside the handler already */
 } tabq_batch_run;
-int tabq_batch_run_init(tabq_batch_run *r, unsigned cap);
-void tabq_batch_run_free(tabq_batch_run *r);
+int tabq__batch_run_init(tabq_batch_run *r, unsigned cap);
+void tabq__batch_run_free(tabq_batch_run *r);
 /* Gives the claim's rows that decode to the batch handler, then settles the claim (unless the
  * handler did), and ends every delivery. */
-void tabq_batch_handle(tabq_batch_run *r, tabq_delivery **claimed, unsigned n);
+void tabq__batch_handle(tabq_batch_run *r, tabq_delivery **claimed, unsigned n);
 
 /* ack_coalesce.c: acks of concurrent deliveries gathered into one transaction (lease form). */
 typedef struct tabq_ack_entry tabq_ack_entry;
@@ -256,7 +256,7 @@ typedef struct tabq_form_ops {
   bool (*held)(tabq_delivery *d);
   int64_t (*token)(const tabq_delivery *d);
   /* Transactional mode: opens the delivery's transaction before its handler runs and starts its
-   * handle (tabq_tx_start); rolls the handler's writes back (an outcome other than ack), then the
+   * handle (tabq__tx_start); rolls the handler's writes back (an outcome other than ack), then the
    * settlement goes on as without the mode; gives back what the transaction held once it ended,
    * with d->mu held; and gives back what a claim reserved for a transaction that will not open
    * (NULL: nothing). */
@@ -374,88 +374,89 @@ struct tabq_subscription {
 
 /* subscription.c */
 /* tabq_subscribe's body; by_name adds the dialect's ByName check before the subscription opens. */
-int tabq_sub_open(tabq_broker *b, const tabq_table *table, const tabq_subscription_options *options,
-                  bool by_name, tabq_subscription **out, tabq_error *err);
-void tabq_sub_free(tabq_subscription *s);
+int tabq__sub_open(tabq_broker *b, const tabq_table *table,
+                   const tabq_subscription_options *options, bool by_name, tabq_subscription **out,
+                   tabq_error *err);
+void tabq__sub_free(tabq_subscription *s);
 
 /* sub_stmts.c: what the dialect's builders get for this subscription (table, form, mount,
  * server); and a statement built into slot q with the dialect's builder, unless the service
  * gave its own there. */
-tabq_build tabq_sub_build(const tabq_subscription *s);
-int tabq_sub_stmt(tabq_subscription *s, tabq_build_fn fn, const char *name, tabq_sq q,
-                  tabq_error *err);
+tabq_build tabq__sub_build(const tabq_subscription *s);
+int tabq__sub_stmt(tabq_subscription *s, tabq_build_fn fn, const char *name, tabq_sq q,
+                   tabq_error *err);
 /* Renders the begins of the subscription's transactions: the engine's own (at the table's
  * level where claims_at_level, else the database's default) and, in transactional mode outside
  * a claim's transaction, the delivery's (the table's). */
-int tabq_sub_begins(tabq_subscription *s, bool claims_at_level, tabq_error *err);
+int tabq__sub_begins(tabq_subscription *s, bool claims_at_level, tabq_error *err);
 
 /* The operations of a form. */
-const tabq_form_ops *tabq_form_ops_of(tabq_form form);
+const tabq_form_ops *tabq__form_ops_of(tabq_form form);
 /* The refusals every subscription on build->table meets whatever its mount: the dialect's
  * check, and a form the dialect does not serve. A publish meets them too: a row no
  * subscription could claim is not written. */
-int tabq_form_servable(tabq_broker *b, const tabq_build *build, tabq_error *err);
+int tabq__form_servable(tabq_broker *b, const tabq_build *build, tabq_error *err);
 
 /* worker.c */
-int tabq_workers_start(tabq_subscription *s, tabq_error *err);
-void tabq_workers_stop(tabq_subscription *s);
+int tabq__workers_start(tabq_subscription *s, tabq_error *err);
+void tabq__workers_stop(tabq_subscription *s);
 
 /* wake.c: a subscription claims at once instead of after its poll interval; and so do this
  * process's subscriptions of a table (and of `group`, where it has a group column). */
-void tabq_sub_wake(tabq_subscription *s);
-void tabq_publish_wake(tabq_broker *b, const tabq_table *t, const char *group);
+void tabq__sub_wake(tabq_subscription *s);
+void tabq__publish_wake(tabq_broker *b, const tabq_table *t, const char *group);
 
 /* key_dispatch.c: workers_by_key(n), one FIFO of claimed rows per worker (under s->mu). */
 typedef struct tabq_key_dispatch tabq_key_dispatch;
-/* Allocates the queues and makes the claims serial; tabq_bykey_free frees them. */
-int tabq_bykey_open(tabq_subscription *s, tabq_error *err);
-void tabq_bykey_free(tabq_subscription *s);
+/* Allocates the queues and makes the claims serial; tabq__bykey_free frees them. */
+int tabq__bykey_open(tabq_subscription *s, tabq_error *err);
+void tabq__bykey_free(tabq_subscription *s);
 /* Queues d on the worker its key's hash picks; false for a row without a key (the caller puts
  * it on the shared ring). */
-bool tabq_bykey_push(tabq_subscription *s, tabq_delivery *d);
+bool tabq__bykey_push(tabq_subscription *s, tabq_delivery *d);
 /* The next row waiting for `worker`, or for any worker (shutdown), else NULL. */
-tabq_delivery *tabq_bykey_pop(tabq_subscription *s, unsigned worker);
-tabq_delivery *tabq_bykey_pop_any(tabq_subscription *s);
+tabq_delivery *tabq__bykey_pop(tabq_subscription *s, unsigned worker);
+tabq_delivery *tabq__bykey_pop_any(tabq_subscription *s);
 
 /* custom.c: the service's own statements (SPEC 8), registered before the forms build theirs. */
-int tabq_custom_open(tabq_subscription *s, tabq_error *err);
+int tabq__custom_open(tabq_subscription *s, tabq_error *err);
 /* Refuses a generated attempt column whose default is not 1, where the dialect reads it. */
-int tabq_check_attempt_default(tabq_subscription *s, tabq_error *err);
+int tabq__check_attempt_default(tabq_subscription *s, tabq_error *err);
 /* After the form opened: the claim and the claimer the service's own statements need. */
-int tabq_custom_after_open(tabq_subscription *s, tabq_error *err);
-static inline bool tabq_sub_own(const tabq_subscription *s, tabq_sq q) {
+int tabq__custom_after_open(tabq_subscription *s, tabq_error *err);
+static inline bool tabq__sub_own(const tabq_subscription *s, tabq_sq q) {
   return s->custom & (1u << q);
 }
 
 /* claim_ids.c: claims that read ids first and the rows after. */
 /* Runs `stmt` and copies its rows' first cell (the id) and, with_key, second (the key) into
  * sp's candidates, at most sp->ncandidates of them. */
-int tabq_ids_read(tabq_subscription *s, tabq_claim_space *sp, tabq_pconn *c, unsigned stmt,
-                  const tabq_bind *v, bool with_key, unsigned *n, tabq_error *err);
+int tabq__ids_read(tabq_subscription *s, tabq_claim_space *sp, tabq_pconn *c, unsigned stmt,
+                   const tabq_bind *v, bool with_key, unsigned *n, tabq_error *err);
 /* Gives the subscription n claim spaces of `ncandidates` each (keeping those it has). */
-int tabq_claim_spaces(tabq_subscription *s, unsigned n, unsigned ncandidates, tabq_error *err);
+int tabq__claim_spaces(tabq_subscription *s, unsigned n, unsigned ncandidates, tabq_error *err);
 /* Takes a free claim space for a claim, and gives it back after. */
-tabq_claim_space *tabq_claim_space_take(tabq_subscription *s);
-void tabq_claim_space_give(tabq_subscription *s, tabq_claim_space *sp);
+tabq_claim_space *tabq__claim_space_take(tabq_subscription *s);
+void tabq__claim_space_give(tabq_subscription *s, tabq_claim_space *sp);
 /* Marks k as the row sp's claim is locking, unless another claim of this subscription is on the
  * same row (false: pass it over, a round trip saved); NULL clears the mark, which must be clear
  * while sp's candidates are rewritten (others read the marked candidate under s->mu). */
-bool tabq_claim_space_mark(tabq_subscription *s, tabq_claim_space *sp, const candidate *k);
+bool tabq__claim_space_mark(tabq_subscription *s, tabq_claim_space *sp, const candidate *k);
 /* Sets whether d's settlement took its row off the queue and, where it did, notes it (the ring
  * keeps integer ids); tells the count of such notes so far; and asks whether an id was noted
  * since that count was `since` (a row settled before a read began is not in what the read
  * found, and a row written again under its id since is a new one). */
-void tabq_claim_gone(tabq_delivery *d, bool gone);
-unsigned tabq_claim_gone_count(tabq_subscription *s);
-bool tabq_claim_gone_since(tabq_subscription *s, unsigned since, const tabq_value *id);
-bool tabq_delivery_gone_since(const tabq_delivery *d, unsigned since);
-void tabq_claim_spaces_free(tabq_subscription *s);
+void tabq__claim_gone(tabq_delivery *d, bool gone);
+unsigned tabq__claim_gone_count(tabq_subscription *s);
+bool tabq__claim_gone_since(tabq_subscription *s, unsigned since, const tabq_value *id);
+bool tabq__delivery_gone_since(const tabq_delivery *d, unsigned since);
+void tabq__claim_spaces_free(tabq_subscription *s);
 /* Reads the rows of ids [0, n) with SQ_FETCH into slots, in candidate order, each
  * delivery holding `token` and `conn`; a claimed id without a row is dropped with the discard
  * statement and logged. *got is the number of slots filled. */
-int tabq_fetch_into(tabq_subscription *s, tabq_pconn *c, const candidate *ids, unsigned n,
-                    tabq_delivery **slots, unsigned *got, int64_t token, tabq_pconn *conn,
-                    tabq_error *err);
+int tabq__fetch_into(tabq_subscription *s, tabq_pconn *c, const candidate *ids, unsigned n,
+                     tabq_delivery **slots, unsigned *got, int64_t token, tabq_pconn *conn,
+                     tabq_error *err);
 /* A claim of the service's own that returns ids (the lease and row lock forms), as its form
  * takes them: `take` run on each id (TABQ_NO_STMT: none) with `now` and `lease_until`, the
  * claim's transaction kept for the rows' settlement where keep_txn. */
@@ -464,84 +465,84 @@ typedef struct tabq_by_ids {
   int64_t now, lease_until;
   bool keep_txn;
 } tabq_by_ids;
-int tabq_claim_by_ids(tabq_subscription *s, tabq_delivery **slots, unsigned limit, unsigned *got,
-                      const tabq_by_ids *how, tabq_error *err);
+int tabq__claim_by_ids(tabq_subscription *s, tabq_delivery **slots, unsigned limit, unsigned *got,
+                       const tabq_by_ids *how, tabq_error *err);
 
 /* claim.c: what the forms' claims share. */
 /* Builds the dialect's claim_one (`fn`, NULL for a plugin older than ABI 1.3) into
  * SQ_CLAIM_ONE, unless the service claims with a statement of its own or the dialect declines
  * the table. */
-int tabq_claim_one_open(tabq_subscription *s, tabq_build_fn fn, tabq_error *err);
+int tabq__claim_one_open(tabq_subscription *s, tabq_build_fn fn, tabq_error *err);
 /* The statement a claim of `limit` rows runs: claim_one for one row where there is one. */
-static inline unsigned tabq_claim_stmt(const tabq_subscription *s, unsigned limit) {
+static inline unsigned tabq__claim_stmt(const tabq_subscription *s, unsigned limit) {
   return limit == 1 && s->st[SQ_CLAIM_ONE] != TABQ_NO_STMT ? s->st[SQ_CLAIM_ONE] : s->st[SQ_CLAIM];
 }
 /* Whether the stamp follows a claim of `limit` rows: where there is one, unless claim_one ran
  * and stamps itself (TABQ_CLAIM_ONE_STAMPS). */
-static inline bool tabq_claim_stamps(const tabq_subscription *s, unsigned limit) {
-  return s->st[SQ_STAMP] != TABQ_NO_STMT && !(tabq_claim_stmt(s, limit) == s->st[SQ_CLAIM_ONE] &&
+static inline bool tabq__claim_stamps(const tabq_subscription *s, unsigned limit) {
+  return s->st[SQ_STAMP] != TABQ_NO_STMT && !(tabq__claim_stmt(s, limit) == s->st[SQ_CLAIM_ONE] &&
                                               (s->claim_flags & TABQ_CLAIM_ONE_STAMPS));
 }
 
 /* Counts the attempt of each claimed row (and writes its lease) where the dialect stamps: all
  * at once with stamp_ids, the ids listed in `ids` (n long; NULL: row by row), where the rows
  * are more than one and their ids integers. */
-int tabq_stamp_claimed(tabq_subscription *s, tabq_pconn *c, tabq_delivery **slots, int64_t *ids,
-                       unsigned n, int64_t lease_until, tabq_error *err);
+int tabq__stamp_claimed(tabq_subscription *s, tabq_pconn *c, tabq_delivery **slots, int64_t *ids,
+                        unsigned n, int64_t lease_until, tabq_error *err);
 /* Builds the dialect's stamp_ids (`fn`, NULL before ABI 1.4) into SQ_STAMP_IDS where the
  * subscription stamps (SQ_STAMP) with the dialect's claim, unless the dialect declines. */
-int tabq_stamp_ids_open(tabq_subscription *s, tabq_build_fn fn, tabq_error *err);
+int tabq__stamp_ids_open(tabq_subscription *s, tabq_build_fn fn, tabq_error *err);
 
 /* Takes a connection and begins a claim's transaction, then runs the FIFO guard where there is
  * one (*mine false: another transaction holds the group). *out is NULL when nothing is held. */
-int tabq_claim_begin(tabq_subscription *s, tabq_pconn **out, bool *mine, tabq_error *err);
+int tabq__claim_begin(tabq_subscription *s, tabq_pconn **out, bool *mine, tabq_error *err);
 
 /* The FIFO guard: *held is true when the claim's transaction now holds the group. */
-int tabq_guard_group(tabq_subscription *s, tabq_pconn *c, bool *held, tabq_error *err);
+int tabq__guard_group(tabq_subscription *s, tabq_pconn *c, bool *held, tabq_error *err);
 
 /* Fills one delivery from the current row of p; the delivery holds `token` (lease form, else
  * 0) and `conn` (row lock and advisory forms, else NULL). */
-int tabq_claim_fill(tabq_delivery *d, tabq_prepared *p, int64_t token, tabq_pconn *conn,
-                    tabq_error *err);
+int tabq__claim_fill(tabq_delivery *d, tabq_prepared *p, int64_t token, tabq_pconn *conn,
+                     tabq_error *err);
 /* Reads the rows of a claim's statement p into slots[*got..limit) and ends p's run; each
  * delivery holds `token` and `conn` as above. */
-int tabq_claim_read(tabq_subscription *s, tabq_prepared *p, tabq_delivery **slots, unsigned limit,
-                    unsigned *got, int64_t token, tabq_pconn *conn, tabq_error *err);
+int tabq__claim_read(tabq_subscription *s, tabq_prepared *p, tabq_delivery **slots, unsigned limit,
+                     unsigned *got, int64_t token, tabq_pconn *conn, tabq_error *err);
 /* A subscription never hands out a row it has in work already (its session or lease ended under
  * the handler and a claim here took it again): such rows leave the claim; in the lease form the
  * running delivery takes the new lease (`token`), so its settlement still holds the row. */
-void tabq_claim_dedup(tabq_subscription *s, tabq_delivery **slots, unsigned *got, int64_t token);
+void tabq__claim_dedup(tabq_subscription *s, tabq_delivery **slots, unsigned *got, int64_t token);
 /* A built-in claim's rows read again by the service's own fetch; the slots past *got are taken
  * out of work. */
-int tabq_refetch(tabq_subscription *s, tabq_pconn *c, tabq_delivery **slots, unsigned *got,
-                 int64_t token, tabq_pconn *conn, tabq_error *err);
+int tabq__refetch(tabq_subscription *s, tabq_pconn *c, tabq_delivery **slots, unsigned *got,
+                  int64_t token, tabq_pconn *conn, tabq_error *err);
 
 /* form_lease.c */
 /* The expiry of a lease taken or extended at `now`. */
-int64_t tabq_lease_expiry(const tabq_subscription *s, int64_t now);
-int tabq_lease_open(tabq_subscription *s, tabq_error *err);
-int tabq_lease_claim(tabq_subscription *s, tabq_delivery **slots, int64_t *ids, unsigned limit,
-                     unsigned *got, tabq_error *err);
-int tabq_lease_extender_start(tabq_subscription *s, tabq_error *err);
-void tabq_lease_extender_stop(tabq_subscription *s);
+int64_t tabq__lease_expiry(const tabq_subscription *s, int64_t now);
+int tabq__lease_open(tabq_subscription *s, tabq_error *err);
+int tabq__lease_claim(tabq_subscription *s, tabq_delivery **slots, int64_t *ids, unsigned limit,
+                      unsigned *got, tabq_error *err);
+int tabq__lease_extender_start(tabq_subscription *s, tabq_error *err);
+void tabq__lease_extender_stop(tabq_subscription *s);
 
 /* form_rowlock.c */
-int tabq_rowlock_open(tabq_subscription *s, tabq_error *err);
-int tabq_rowlock_claim(tabq_subscription *s, tabq_delivery **slots, int64_t *ids, unsigned limit,
-                       unsigned *got, tabq_error *err);
+int tabq__rowlock_open(tabq_subscription *s, tabq_error *err);
+int tabq__rowlock_claim(tabq_subscription *s, tabq_delivery **slots, int64_t *ids, unsigned limit,
+                        unsigned *got, tabq_error *err);
 
 /* form_advisory.c */
-int tabq_advisory_open(tabq_subscription *s, tabq_error *err);
-int tabq_advisory_claim(tabq_subscription *s, tabq_delivery **slots, int64_t *ids, unsigned limit,
-                        unsigned *got, tabq_error *err);
+int tabq__advisory_open(tabq_subscription *s, tabq_error *err);
+int tabq__advisory_claim(tabq_subscription *s, tabq_delivery **slots, int64_t *ids, unsigned limit,
+                         unsigned *got, tabq_error *err);
 /* Releases the delivery's key on its connection and gives the connection back (or closes it
  * when the release is not confirmed). Returns true when the release was confirmed. */
-bool tabq_advisory_release(tabq_delivery *d);
+bool tabq__advisory_release(tabq_delivery *d);
 /* Gives the delivery's connection back after its key's release: to the pool when `released`,
  * else closed (which ends the lock), with a warning that says `why` when given. */
-void tabq_advisory_give_back(tabq_delivery *d, bool released, const char *why);
+void tabq__advisory_give_back(tabq_delivery *d, bool released, const char *why);
 /* Shutdown: releases the lock of every delivery in work that is not settling. */
-void tabq_advisory_release_all(tabq_subscription *s);
+void tabq__advisory_release_all(tabq_subscription *s);
 
 /* process_keys.c: advisory keys kept in the process, for a dialect with
  * TABQ_ADVISORY_PROCESS_KEYS (no session locks), unless the service locks with its own
@@ -549,193 +550,193 @@ void tabq_advisory_release_all(tabq_subscription *s);
  * subscriptions; a second process serving advisory subscriptions on the file is refused. */
 typedef struct tabq_pkeys tabq_pkeys;
 /* Joins the file's registry with an entry per delivery slot (s->pkeys). */
-int tabq_pkeys_open(tabq_subscription *s, tabq_error *err);
+int tabq__pkeys_open(tabq_subscription *s, tabq_error *err);
 /* Leaves it, releasing what the subscription still holds; the last one frees the lock file. */
-void tabq_pkeys_close(tabq_subscription *s);
+void tabq__pkeys_close(tabq_subscription *s);
 /* Takes `key` for delivery d: *locked false when another delivery of the process holds it.
  * TABQ_NOMEM only when the key is longer than any d held before. */
-int tabq_pkeys_lock(tabq_subscription *s, const tabq_delivery *d, const char *key, size_t n,
-                    bool *locked);
+int tabq__pkeys_lock(tabq_subscription *s, const tabq_delivery *d, const char *key, size_t n,
+                     bool *locked);
 /* Releases d's key, if it holds one; nothing without a registry. */
-void tabq_pkeys_release(tabq_subscription *s, const tabq_delivery *d);
+void tabq__pkeys_release(tabq_subscription *s, const tabq_delivery *d);
 
 /* conn_budget.c */
 /* Connections claims may still take, over the broker. */
-unsigned tabq_budget_room(const tabq_broker *b);
+unsigned tabq__budget_room(const tabq_broker *b);
 /* Takes up to `want` of them for a claim in flight; returns how many it took. */
-unsigned tabq_budget_take(tabq_broker *b, unsigned want);
+unsigned tabq__budget_take(tabq_broker *b, unsigned want);
 /* Gives n back without waking anyone (with s->mu held). */
-void tabq_budget_put(tabq_broker *b, unsigned n);
+void tabq__budget_put(tabq_broker *b, unsigned n);
 /* Gives n back, and wakes the other subscriptions that may wait for room; never with a
  * subscription's mu held (it takes b->mu, then theirs). */
-void tabq_budget_give(tabq_broker *b, const tabq_subscription *s, unsigned n);
+void tabq__budget_give(tabq_broker *b, const tabq_subscription *s, unsigned n);
 /* Gives back the connections of n deliveries that settled, and wakes s's workers. */
-void tabq_sub_unhold(tabq_subscription *s, unsigned n);
+void tabq__sub_unhold(tabq_subscription *s, unsigned n);
 
 /* txn.c: the begin the dialect renders for build->table into out (cap bytes): at the table's
  * isolation level (or SQLite mode) when table_level, else at the database's default. */
-int tabq_txn_render_begin(tabq_broker *b, const tabq_build *build, bool table_level, char *out,
-                          size_t cap, tabq_error *err);
+int tabq__txn_render_begin(tabq_broker *b, const tabq_build *build, bool table_level, char *out,
+                           size_t cap, tabq_error *err);
 /* txn.c: the savepoint of a row lock delivery's transaction and the rollback to it, rendered
  * by the dialect (ABI 1.6) into set and back (cap bytes each), else the SQL standard's. */
-int tabq_txn_render_savepoint(tabq_broker *b, const tabq_build *build, char *set, char *back,
-                              size_t cap, tabq_error *err);
+int tabq__txn_render_savepoint(tabq_broker *b, const tabq_build *build, char *set, char *back,
+                               size_t cap, tabq_error *err);
 /* txn.c: a transaction on a pooled connection; failures reported as the statement "begin" or
  * "commit" of `table`. A rollback that fails is logged and marks the connection broken, so
  * the pool closes it when it comes back; false then. */
-int tabq_txn_begin(tabq_broker *b, const char *table, tabq_pconn *c, const char *begin_sql,
-                   tabq_error *err);
-int tabq_txn_commit(tabq_broker *b, const char *table, tabq_pconn *c, tabq_error *err);
-bool tabq_txn_rollback(tabq_broker *b, const char *table, tabq_pconn *c);
+int tabq__txn_begin(tabq_broker *b, const char *table, tabq_pconn *c, const char *begin_sql,
+                    tabq_error *err);
+int tabq__txn_commit(tabq_broker *b, const char *table, tabq_pconn *c, tabq_error *err);
+bool tabq__txn_rollback(tabq_broker *b, const char *table, tabq_pconn *c);
 /* Ends a transaction by what happened in it: commits when rc is TABQ_OK, else (or when the
  * commit fails) rolls back; returns rc, or the commit's failure. */
-int tabq_txn_end(tabq_broker *b, const char *table, tabq_pconn *c, int rc, tabq_error *err);
+int tabq__txn_end(tabq_broker *b, const char *table, tabq_pconn *c, int rc, tabq_error *err);
 /* The same, for a subscription's transactions (its table, its begin). */
-static inline int tabq_sub_begin(tabq_subscription *s, tabq_pconn *c, tabq_error *err) {
-  return tabq_txn_begin(s->b, s->t->name, c, s->begin_sql, err);
+static inline int tabq__sub_begin(tabq_subscription *s, tabq_pconn *c, tabq_error *err) {
+  return tabq__txn_begin(s->b, s->t->name, c, s->begin_sql, err);
 }
-static inline int tabq_sub_commit(tabq_subscription *s, tabq_pconn *c, tabq_error *err) {
-  return tabq_txn_commit(s->b, s->t->name, c, err);
+static inline int tabq__sub_commit(tabq_subscription *s, tabq_pconn *c, tabq_error *err) {
+  return tabq__txn_commit(s->b, s->t->name, c, err);
 }
-static inline bool tabq_sub_rollback(tabq_subscription *s, tabq_pconn *c) {
-  return tabq_txn_rollback(s->b, s->t->name, c);
+static inline bool tabq__sub_rollback(tabq_subscription *s, tabq_pconn *c) {
+  return tabq__txn_rollback(s->b, s->t->name, c);
 }
 
 /* delivery.c */
 /* Locks d->mu once no lease extension of d is in flight: what every settlement takes. */
-void tabq_delivery_lock(tabq_delivery *d);
+void tabq__delivery_lock(tabq_delivery *d);
 /* Whether the connection holding d's row (its lock or its transaction) is not known broken. */
-bool tabq_conn_held(tabq_delivery *d);
+bool tabq__conn_held(tabq_delivery *d);
 /* Two ids of the same row (integer or text). */
-bool tabq_same_id(const tabq_value *a, const tabq_value *b);
-int tabq_delivery_fill(tabq_delivery *d, const tabq_driver_v1 *drv, tabq_prepared *p,
-                       tabq_error *err);
-void tabq_delivery_done(tabq_delivery *d);
+bool tabq__same_id(const tabq_value *a, const tabq_value *b);
+int tabq__delivery_fill(tabq_delivery *d, const tabq_driver_v1 *drv, tabq_prepared *p,
+                        tabq_error *err);
+void tabq__delivery_done(tabq_delivery *d);
 /* Takes claimed deliveries back out of work (their claim failed or rolled back). */
-void tabq_delivery_unclaim(tabq_delivery **slots, unsigned n);
+void tabq__delivery_unclaim(tabq_delivery **slots, unsigned n);
 
 /* settle_rows.c: what every form's settlement shares. */
 /* The action an outcome asks of the delivery's row (max_attempts and the dead letter decide). */
-tabq_action tabq_choose(tabq_delivery *d, tabq_outcome o);
+tabq_action tabq__choose(tabq_delivery *d, tabq_outcome o);
 /* A settlement statement that changed `changed` rows: TABQ_OK for one, else its error. */
-int tabq_expect_one(tabq_subscription *s, uint64_t changed, const char *what, tabq_error *err);
+int tabq__expect_one(tabq_subscription *s, uint64_t changed, const char *what, tabq_error *err);
 /* Runs the statements of action a for d on c (in_txn: inside a transaction the caller ends; a
  * statement of the service's own otherwise gets one of its own). */
-int tabq_run_action(tabq_delivery *d, tabq_action a, tabq_outcome o, tabq_pconn *c, bool in_txn,
-                    tabq_error *err);
+int tabq__run_action(tabq_delivery *d, tabq_action a, tabq_outcome o, tabq_pconn *c, bool in_txn,
+                     tabq_error *err);
 /* Counts a settlement in the subscription's stats. */
-void tabq_settle_count(tabq_subscription *s, tabq_action a, int rc);
+void tabq__settle_count(tabq_subscription *s, tabq_action a, int rc);
 /* Whether a settlement that did `a` took the row off the queue. */
-bool tabq_takes_row_off(tabq_action a);
+bool tabq__takes_row_off(tabq_action a);
 /* The error of settling a delivery no longer in work (CLOSED after the advisory form's shutdown
  * released it); and the delivery leaving work, with d->mu held. */
-int tabq_not_in_work(tabq_delivery *d, tabq_error *err);
-void tabq_leave_work(tabq_delivery *d);
+int tabq__not_in_work(tabq_delivery *d, tabq_error *err);
+void tabq__leave_work(tabq_delivery *d);
 /* Transactional mode: the settlement of a delivery whose own transaction is open. */
-int tabq_settle_tx(tabq_delivery *d, tabq_outcome o, tabq_action *a, tabq_error *err);
+int tabq__settle_tx(tabq_delivery *d, tabq_outcome o, tabq_action *a, tabq_error *err);
 /* What action a is called in messages ("ack", "retry", ...), and the slot of its statement. */
-const char *tabq_action_name(tabq_action a);
-tabq_sq tabq_action_stmt(tabq_action a);
+const char *tabq__action_name(tabq_action a);
+tabq_sq tabq__action_stmt(tabq_action a);
 
 /* settle_joined.c */
 /* A batch's acks in one ack_ids statement per lease token, the rows done marked in x. */
-int tabq_ack_by_ids(tabq_delivery *const *ds, unsigned n, const tabq_action *actions, tabq_pconn *c,
-                    tabq_batch_scratch *x, tabq_error *err);
+int tabq__ack_by_ids(tabq_delivery *const *ds, unsigned n, const tabq_action *actions,
+                     tabq_pconn *c, tabq_batch_scratch *x, tabq_error *err);
 /* A lease or advisory batch's actions in one transaction, one commit (each row's token still
  * checked; the acks in one statement where the dialect has ack_ids), on a pooled connection or,
  * not pooled, the first row's own; counted, each row's result in x->rcs. False, nothing settled,
  * when that cannot be (a statement of the service's own, a failure other than a lost lease, a
  * row its handler settled). */
-bool tabq_settle_joined_try(tabq_delivery *const *ds, unsigned n, const tabq_outcome *outcomes,
-                            const tabq_action *actions, tabq_batch_scratch *x, bool pooled);
+bool tabq__settle_joined_try(tabq_delivery *const *ds, unsigned n, const tabq_outcome *outcomes,
+                             const tabq_action *actions, tabq_batch_scratch *x, bool pooled);
 /* The acks of single deliveries gathered by ack_coalesce.c, settled as a lease batch is: true
  * when they settled together, each row's result in x->rcs (TABQ_OK or TABQ_LEASE_LOST); false
  * when they could not (nothing settled: settle each alone). */
-bool tabq_settle_acks_joined(tabq_delivery *const *ds, unsigned n, const tabq_outcome *outcomes,
-                             tabq_batch_scratch *x);
-int tabq_batch_scratch_init(tabq_batch_scratch *x, unsigned n);
-void tabq_batch_scratch_free(tabq_batch_scratch *x);
+bool tabq__settle_acks_joined(tabq_delivery *const *ds, unsigned n, const tabq_outcome *outcomes,
+                              tabq_batch_scratch *x);
+int tabq__batch_scratch_init(tabq_batch_scratch *x, unsigned n);
+void tabq__batch_scratch_free(tabq_batch_scratch *x);
 
 /* ack_coalesce.c */
-int tabq_coalescer_init(tabq_coalescer *c, unsigned cap, unsigned window_us);
-void tabq_coalescer_free(tabq_coalescer *c);
+int tabq__coalescer_init(tabq_coalescer *c, unsigned cap, unsigned window_us);
+void tabq__coalescer_free(tabq_coalescer *c);
 /* Settles an ack with the acks other workers return meanwhile. *settled false: it could not
  * join them, settle it alone. */
-int tabq_ack_coalesced(tabq_delivery *d, tabq_outcome o, bool *settled, tabq_error *err);
+int tabq__ack_coalesced(tabq_delivery *d, tabq_outcome o, bool *settled, tabq_error *err);
 
 /* settle.c: a delivery settled by its outcome (coalesced, in its own transaction, or by its
  * form), counted, and its subscription woken where the row is due again at once. */
-int tabq_settle(tabq_delivery *d, tabq_outcome outcome, tabq_error *err);
+int tabq__settle(tabq_delivery *d, tabq_outcome outcome, tabq_error *err);
 /* Settles a handler's returned outcome unless the handler settled already; logs failures. */
-void tabq_settle_returned(tabq_delivery *d, tabq_outcome outcome);
+void tabq__settle_returned(tabq_delivery *d, tabq_outcome outcome);
 /* The same, returning the result: TABQ_INVALID when settled already, else the settlement's
  * (its details in *err). */
-int tabq_settle_logged(tabq_delivery *d, tabq_outcome outcome, tabq_error *err);
-/* A lease or advisory batch: joined where it can be (tabq_settle_joined_try), else one by one. */
-void tabq_settle_joined(tabq_delivery *const *ds, unsigned n, const tabq_outcome *outcomes,
-                        tabq_batch_scratch *x, bool pooled);
+int tabq__settle_logged(tabq_delivery *d, tabq_outcome outcome, tabq_error *err);
+/* A lease or advisory batch: joined where it can be (tabq__settle_joined_try), else one by one. */
+void tabq__settle_joined(tabq_delivery *const *ds, unsigned n, const tabq_outcome *outcomes,
+                         tabq_batch_scratch *x, bool pooled);
 
 /* publish.c: what tabq_publish, tabq_publish_many and tabq_publish_tx share. */
 /* Writes message m's row on c (taken at full size by the caller), with its NOTIFY where the
  * broker listens; `headers` is the caller's buffer for their JSON. Wakes nobody. */
-int tabq_publish_on(tabq_broker *b, tabq_publisher *p, tabq_pconn *c, const tabq_message *m,
-                    tabq_buf *headers, tabq_error *err);
+int tabq__publish_on(tabq_broker *b, tabq_publisher *p, tabq_pconn *c, const tabq_message *m,
+                     tabq_buf *headers, tabq_error *err);
 /* The table's publisher, built and prepared on first use: on `on` (a connection the caller
  * holds: a transaction's), else on a pooled one. Called with b->mu held. */
-int tabq_publisher_of(tabq_broker *b, const tabq_table *caller, tabq_pconn *on,
-                      tabq_publisher **out, tabq_error *err);
+int tabq__publisher_of(tabq_broker *b, const tabq_table *caller, tabq_pconn *on,
+                       tabq_publisher **out, tabq_error *err);
 /* The checks of one message against the table, before anything is written. */
-int tabq_message_check(const tabq_table *t, const tabq_message *m, tabq_error *err);
+int tabq__message_check(const tabq_table *t, const tabq_message *m, tabq_error *err);
 /* The insert's values for a checked message: its rendered headers, and `now` for the row's
  * times (retry_after is now + its delay). */
-tabq_bind tabq_message_bind(const tabq_message *m, const char *headers, size_t headers_len,
-                            int64_t now);
+tabq_bind tabq__message_bind(const tabq_message *m, const char *headers, size_t headers_len,
+                             int64_t now);
 
 /* publish_rows.c: the statements of many rows tabq_publish_many writes with. */
 /* The publisher's chunk, from the dialect's insert_rows and the insert's parameters; no
  * statement is built yet. */
-void tabq_rows_init(tabq_broker *b, tabq_publisher *p);
+void tabq__rows_init(tabq_broker *b, tabq_publisher *p);
 /* Builds every statement a batch of n rows runs, not built yet, and tells the most rows and the
  * most values one of them binds (*values 0: every row goes one insert). Called with b->mu held. */
-int tabq_rows_plan(tabq_broker *b, tabq_publisher *p, size_t n, unsigned *rows, size_t *values,
-                   tabq_error *err);
+int tabq__rows_plan(tabq_broker *b, tabq_publisher *p, size_t n, unsigned *rows, size_t *values,
+                    tabq_error *err);
 /* The rows the next statement of a planned batch writes with `left` rows to go, and that
  * statement; 1 row is the insert. */
-unsigned tabq_rows_next(const tabq_publisher *p, size_t left, unsigned *stmt);
+unsigned tabq__rows_next(const tabq_publisher *p, size_t left, unsigned *stmt);
 
 /* headers.c */
-int tabq_headers_render(const tabq_header *h, size_t n, tabq_buf *out, tabq_error *err,
-                        const char *table);
-/* As tabq_headers_render, after what `out` holds already (out->len grows). */
-int tabq_headers_append(const tabq_header *h, size_t n, tabq_buf *out, tabq_error *err,
-                        const char *table);
-const char *tabq_headers_get(tabq_delivery *d, const char *name);
+int tabq__headers_render(const tabq_header *h, size_t n, tabq_buf *out, tabq_error *err,
+                         const char *table);
+/* As tabq__headers_render, after what `out` holds already (out->len grows). */
+int tabq__headers_append(const tabq_header *h, size_t n, tabq_buf *out, tabq_error *err,
+                         const char *table);
+const char *tabq__headers_get(tabq_delivery *d, const char *name);
 
 /* listen.c: the table's notification channel from the dialect (TABQ_DECLARATION when too
  * long). */
-int tabq_channel_of(tabq_broker *b, const tabq_table *t, char *out, size_t cap, tabq_error *err);
+int tabq__channel_of(tabq_broker *b, const tabq_table *t, char *out, size_t cap, tabq_error *err);
 
 /* decode.c: the codec and the decode policy (docs/decoding.md). */
 /* Takes the codec and checks the policy at subscribe (refusals name the table and the rule). */
-int tabq_decode_open(tabq_subscription *s, const tabq_subscription_options *o, tabq_error *err);
+int tabq__decode_open(tabq_subscription *s, const tabq_subscription_options *o, tabq_error *err);
 /* Reads and decodes a claimed delivery before its handler: true when the handler may have it;
  * false with *policy the outcome that settles it (logged and counted). */
-bool tabq_decode_gate(tabq_delivery *d, tabq_outcome *policy);
+bool tabq__decode_gate(tabq_delivery *d, tabq_outcome *policy);
 /* The outcome the decode policy settles with. */
-tabq_outcome tabq_decode_outcome(const tabq_subscription *s);
+tabq_outcome tabq__decode_outcome(const tabq_subscription *s);
 /* Frees what the codec decoded for d. */
-void tabq_decode_release(tabq_delivery *d);
+void tabq__decode_release(tabq_delivery *d);
 
 /* row_read.c: a row mode row read against its columns' declared types, converting cells the
  * driver read as another type that holds the declared one (text of a number or a time, an
  * integer as a real); false with why otherwise. */
-bool tabq_row_read(tabq_delivery *d, char *why, size_t cap);
+bool tabq__row_read(tabq_delivery *d, char *why, size_t cap);
 /* "integer", "real", "text", ... for messages. */
-const char *tabq_type_name(int t);
+const char *tabq__type_name(int t);
 /* Whether a published value may go into a column declared `declared`. */
-bool tabq_row_value_fits(int declared, const tabq_value *v);
+bool tabq__row_value_fits(int declared, const tabq_value *v);
 
 /* route.c: frees the broker's routes (tabq_close). */
-void tabq_routes_free(tabq_broker *b);
+void tabq__routes_free(tabq_broker *b);
 
 #endif

@@ -32,7 +32,7 @@ static _Thread_local struct {
   long native;
 } last_report;
 
-int tabq_plugin_fail_v(int code, const char *sqlstate, long native, const char *fmt, va_list ap) {
+int tabq__plugin_fail_v(int code, const char *sqlstate, long native, const char *fmt, va_list ap) {
   last_report.code = code;
   vsnprintf(last_report.message, sizeof last_report.message, fmt, ap);
   snprintf(last_report.sqlstate, sizeof last_report.sqlstate, "%s", sqlstate ? sqlstate : "");
@@ -40,7 +40,7 @@ int tabq_plugin_fail_v(int code, const char *sqlstate, long native, const char *
   return code;
 }
 
-void tabq_err_clear(tabq_error *e) {
+void tabq__err_clear(tabq_error *e) {
   if (e)
     memset(e, 0, sizeof *e);
 }
@@ -50,8 +50,8 @@ static void set_place(tabq_error *e, const char *table, const char *statement) {
   snprintf(e->statement, sizeof e->statement, "%s", statement ? statement : "");
 }
 
-int tabq_err_set(tabq_error *e, int code, const char *table, const char *statement, const char *fmt,
-                 ...) {
+int tabq__err_set(tabq_error *e, int code, const char *table, const char *statement,
+                  const char *fmt, ...) {
   if (!e)
     return code;
   e->code = (tabq_code)code;
@@ -65,7 +65,7 @@ int tabq_err_set(tabq_error *e, int code, const char *table, const char *stateme
   return code;
 }
 
-int tabq_err_from_plugin(tabq_error *e, int code, const char *table, const char *statement) {
+int tabq__err_from_plugin(tabq_error *e, int code, const char *table, const char *statement) {
   if (!e)
     return code;
   e->code = (tabq_code)code;

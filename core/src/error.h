@@ -7,14 +7,14 @@
 #include <tabq/dialect.h>
 #include <tabq/tabq.h>
 
-void tabq_err_clear(tabq_error *e);
+void tabq__err_clear(tabq_error *e);
 /* Fills `e` (when not NULL) and returns `code`. `table` and `statement` may be NULL. */
-int tabq_err_set(tabq_error *e, int code, const char *table, const char *statement, const char *fmt,
-                 ...) TABQ_PRINTF_(5, 6);
+int tabq__err_set(tabq_error *e, int code, const char *table, const char *statement,
+                  const char *fmt, ...) TABQ_PRINTF_(5, 6);
 /* Fills `e` with what the plugin reported through host->fail on this thread, for a member that
  * returned `code`, and returns `code`. */
-int tabq_err_from_plugin(tabq_error *e, int code, const char *table, const char *statement);
+int tabq__err_from_plugin(tabq_error *e, int code, const char *table, const char *statement);
 /* The plugin's report on this thread (the host->fail side). */
-int tabq_plugin_fail_v(int code, const char *sqlstate, long native, const char *fmt, va_list ap);
+int tabq__plugin_fail_v(int code, const char *sqlstate, long native, const char *fmt, va_list ap);
 
 #endif

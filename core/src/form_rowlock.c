@@ -7,70 +7,70 @@
 #include "engine.h"
 #include "error.h"
 
-int tabq_rowlock_open(tabq_subscription *s, tabq_error *err) {
+int tabq__rowlock_open(tabq_subscription *s, tabq_error *err) {
   tabq_broker *b = s->b;
   const tabq_plugin *p = b->plugin.plugin;
-  tabq_build build = tabq_sub_build(s);
-  int rc = tabq_sub_begins(s, true, err);
+  tabq_build build = tabq__sub_build(s);
+  int rc = tabq__sub_begins(s, true, err);
   if (!rc && s->o.transactional)
-    rc = tabq_txn_render_savepoint(b, &build, s->savepoint_sql, s->rollback_sql,
-                                   sizeof s->savepoint_sql, err);
+    rc = tabq__txn_render_savepoint(b, &build, s->savepoint_sql, s->rollback_sql,
+                                    sizeof s->savepoint_sql, err);
   if (!rc)
-    rc = tabq_sub_stmt(s, p->rowlock->claim, "claim", SQ_CLAIM, err);
+    rc = tabq__sub_stmt(s, p->rowlock->claim, "claim", SQ_CLAIM, err);
   if (!rc && TABQ_HAS_MEMBER(p->rowlock, tabq_rowlock_v1, claim_one))
-    rc = tabq_claim_one_open(s, p->rowlock->claim_one, err);
+    rc = tabq__claim_one_open(s, p->rowlock->claim_one, err);
   if (!rc && s->t->fifo) {
     if (!p->dialect->fifo_guard)
-      return tabq_err_set(err, TABQ_DIALECT, s->t->name, "fifo_guard",
-                          "table %s has FIFO groups, but the %s dialect builds no group guard",
-                          s->t->name, p->name);
-    rc = tabq_stmt_build(&b->stmts, b->host, p->dialect->fifo_guard, &build, "fifo_guard",
-                         &s->st[SQ_GUARD], err);
+      return tabq__err_set(err, TABQ_DIALECT, s->t->name, "fifo_guard",
+                           "table %s has FIFO groups, but the %s dialect builds no group guard",
+                           s->t->name, p->name);
+    rc = tabq__stmt_build(&b->stmts, b->host, p->dialect->fifo_guard, &build, "fifo_guard",
+                          &s->st[SQ_GUARD], err);
   }
   if (!rc && p->rowlock->stamp && s->t->attempt.name)
-    rc = tabq_sub_stmt(s, p->rowlock->stamp, "stamp", SQ_STAMP, err);
+    rc = tabq__sub_stmt(s, p->rowlock->stamp, "stamp", SQ_STAMP, err);
   if (!rc && TABQ_HAS_MEMBER(p->rowlock, tabq_rowlock_v1, stamp_ids))
-    rc = tabq_stamp_ids_open(s, p->rowlock->stamp_ids, err);
+    rc = tabq__stamp_ids_open(s, p->rowlock->stamp_ids, err);
   s->claim_flags = p->rowlock->flags;
   s->serial = (p->rowlock->flags & TABQ_CLAIM_SERIAL) || s->t->fifo;
   return rc;
 }
 
-int tabq_rowlock_claim(tabq_subscription *s, tabq_delivery **slots, int64_t *ids, unsigned limit,
-                       unsigned *got, tabq_error *err) {
+int tabq__rowlock_claim(tabq_subscription *s, tabq_delivery **slots, int64_t *ids, unsigned limit,
+                        unsigned *got, tabq_error *err) {
   tabq_broker *b = s->b;
   *got = 0;
   tabq_pconn *c = NULL;
   bool mine = true, dropped = false;
-  int rc = tabq_claim_begin(s, &c, &mine, err);
+  int rc = tabq__claim_begin(s, &c, &mine, err);
   if (!c)
     return rc;
   if (!rc && mine) {
-    tabq_bind v = {.now = tabq_now_us(), .limit = limit};
+    tabq_bind v = {.now = tabq__now_us(), .limit = limit};
     v.group = s->queue_value;
     tabq_prepared *p = NULL;
-    rc = tabq_stmt_run(&b->stmts, b->drv, c, tabq_claim_stmt(s, limit), &v, &p, err);
+    rc = tabq__stmt_run(&b->stmts, b->drv, c, tabq__claim_stmt(s, limit), &v, &p, err);
     if (!rc) {
-      rc = tabq_claim_read(s, p, slots, limit, got, 0, c, err);
-      if (!rc && *got && tabq_claim_stamps(s, limit))
-        rc = tabq_stamp_claimed(s, c, slots, ids, *got, 0, err);
+      rc = tabq__claim_read(s, p, slots, limit, got, 0, c, err);
+      if (!rc && *got && tabq__claim_stamps(s, limit))
+        rc = tabq__stamp_claimed(s, c, slots, ids, *got, 0, err);
       if (!rc && *got && s->st[SQ_FETCH] != TABQ_NO_STMT) {
-        rc = tabq_refetch(s, c, slots, got, 0, c, err);
+        rc = tabq__refetch(s, c, slots, got, 0, c, err);
         dropped = !rc && !*got; /* a claimed id without a row: its drop must commit */
       }
       if (!rc && *got)
-        tabq_claim_dedup(s, slots, got, 0);
+        tabq__claim_dedup(s, slots, got, 0);
     }
   }
   if (rc || !*got) {
     /* Nothing to hold: end the transaction (a failed claim's rows return at once). */
-    tabq_delivery_unclaim(slots, *got);
+    tabq__delivery_unclaim(slots, *got);
     *got = 0;
     if (dropped)
-      rc = tabq_sub_commit(s, c, err);
+      rc = tabq__sub_commit(s, c, err);
     if (!dropped || rc)
-      tabq_sub_rollback(s, c);
-    tabq_pool_release(&b->pool, c);
+      tabq__sub_rollback(s, c);
+    tabq__pool_release(&b->pool, c);
   }
   atomic_fetch_add(&s->stats.claimed, *got);
   return rc;
@@ -85,10 +85,10 @@ static bool served(const tabq_plugin *p) {
 static int tx_open(tabq_delivery *d, tabq_error *err) {
   tabq_subscription *s = d->sub;
   tabq_pconn *c = d->conn;
-  int rc = tabq_pconn_check(c, s->b->drv->exec(c->conn, s->savepoint_sql));
+  int rc = tabq__pconn_check(c, s->b->drv->exec(c->conn, s->savepoint_sql));
   if (rc)
-    return tabq_err_from_plugin(err, rc, s->t->name, "savepoint");
-  tabq_tx_start(d->tx, c);
+    return tabq__err_from_plugin(err, rc, s->t->name, "savepoint");
+  tabq__tx_start(d->tx, c);
   return TABQ_OK;
 }
 
@@ -97,25 +97,25 @@ static int settle(tabq_delivery *d, tabq_outcome o, tabq_action *a, tabq_error *
   tabq_subscription *s = d->sub;
   /* A batch handler's rows commit together; they settle through the batch. */
   if (d->batch)
-    return tabq_err_set(err, TABQ_INVALID, s->t->name, NULL,
-                        "table %s: the rows of a row lock batch settle together; write the "
-                        "outcome into the batch handler's array, or settle the batch with "
-                        "tabq_batch_settle",
-                        s->t->name);
+    return tabq__err_set(err, TABQ_INVALID, s->t->name, NULL,
+                         "table %s: the rows of a row lock batch settle together; write the "
+                         "outcome into the batch handler's array, or settle the batch with "
+                         "tabq_batch_settle",
+                         s->t->name);
   pthread_mutex_lock(&d->mu);
   if (!d->in_work) {
-    int rc = tabq_not_in_work(d, err);
+    int rc = tabq__not_in_work(d, err);
     pthread_mutex_unlock(&d->mu);
     return rc;
   }
   tabq_pconn *c = d->conn;
-  *a = tabq_choose(d, o);
-  int rc = tabq_txn_end(s->b, s->t->name, c, tabq_run_action(d, *a, o, c, true, err), err);
+  *a = tabq__choose(d, o);
+  int rc = tabq__txn_end(s->b, s->t->name, c, tabq__run_action(d, *a, o, c, true, err), err);
   d->conn = NULL;
-  tabq_leave_work(d);
+  tabq__leave_work(d);
   pthread_mutex_unlock(&d->mu);
-  tabq_pool_release(&s->b->pool, c);
-  tabq_sub_unhold(s, 1);
+  tabq__pool_release(&s->b->pool, c);
+  tabq__sub_unhold(s, 1);
   return rc;
 }
 
@@ -129,36 +129,36 @@ static void settle_batch(tabq_delivery *const *ds, unsigned n, const tabq_outcom
   tabq_pconn *c = ds[0]->conn;
   tabq_action actions[n];
   tabq_error err;
-  tabq_err_clear(&err);
+  tabq__err_clear(&err);
   int rc = TABQ_OK;
   /* Where it failed: a row (its index), the batch's one ack statement (n + 1), or the commit (n).
    */
   unsigned failed_at = n;
   for (unsigned i = 0; i < n; i++) {
-    actions[i] = tabq_choose(ds[i], outcomes[i]);
+    actions[i] = tabq__choose(ds[i], outcomes[i]);
     x->done[i] = false;
   }
-  if (s->st[SQ_ACK_IDS] != TABQ_NO_STMT && (rc = tabq_ack_by_ids(ds, n, actions, c, x, &err)))
+  if (s->st[SQ_ACK_IDS] != TABQ_NO_STMT && (rc = tabq__ack_by_ids(ds, n, actions, c, x, &err)))
     failed_at = n + 1;
   for (unsigned i = 0; i < n && !rc; i++) {
     if (x->done[i])
       continue;
     pthread_mutex_lock(&ds[i]->mu);
-    rc = tabq_run_action(ds[i], actions[i], outcomes[i], c, true, &err);
+    rc = tabq__run_action(ds[i], actions[i], outcomes[i], c, true, &err);
     pthread_mutex_unlock(&ds[i]->mu);
     if (rc)
       failed_at = i;
   }
-  rc = tabq_txn_end(s->b, s->t->name, c, rc, &err);
+  rc = tabq__txn_end(s->b, s->t->name, c, rc, &err);
   if (rc)
-    tabq_logf(&s->b->log, TABQ_LOG_ERROR,
-              "table %s: a batch of %u rolled back (%s%s): %s; the other settlements fail with "
-              "BATCH_ROLLED_BACK",
-              s->t->name, n, tabq_code_name(err.code),
-              failed_at < n    ? " in one row's settlement"
-              : failed_at == n ? " at commit"
-                               : " in the batch's ack",
-              err.message);
+    tabq__logf(&s->b->log, TABQ_LOG_ERROR,
+               "table %s: a batch of %u rolled back (%s%s): %s; the other settlements fail with "
+               "BATCH_ROLLED_BACK",
+               s->t->name, n, tabq_code_name(err.code),
+               failed_at < n    ? " in one row's settlement"
+               : failed_at == n ? " at commit"
+                                : " in the batch's ack",
+               err.message);
   /* The rows whose own statement failed (or every row, when the commit did) get its code; the
    * others of a rolled back batch BATCH_ROLLED_BACK: each row is back in the queue. */
   for (unsigned i = 0; i < n; i++) {
@@ -168,22 +168,22 @@ static void settle_batch(tabq_delivery *const *ds, unsigned n, const tabq_outcom
   if (rc)
     x->err = err;
   else
-    tabq_err_clear(&x->err);
+    tabq__err_clear(&x->err);
   for (unsigned i = 0; i < n; i++) {
     pthread_mutex_lock(&ds[i]->mu);
     ds[i]->conn = NULL;
-    tabq_leave_work(ds[i]);
+    tabq__leave_work(ds[i]);
     pthread_mutex_unlock(&ds[i]->mu);
-    tabq_settle_count(s, actions[i], x->rcs[i]);
+    tabq__settle_count(s, actions[i], x->rcs[i]);
   }
-  tabq_pool_release(&s->b->pool, c);
-  tabq_sub_unhold(s, 1);
-  tabq_sub_wake(s);
+  tabq__pool_release(&s->b->pool, c);
+  tabq__sub_unhold(s, 1);
+  tabq__sub_wake(s);
 }
 
 static int lost(tabq_subscription *s, const char *what, tabq_error *err) {
-  return tabq_err_set(err, TABQ_BACKEND, s->t->name, what,
-                      "table %s: the %s changed no row, under the claim's lock", s->t->name, what);
+  return tabq__err_set(err, TABQ_BACKEND, s->t->name, what,
+                       "table %s: the %s changed no row, under the claim's lock", s->t->name, what);
 }
 
 /* A retry or release runs no statement: the commit (or rollback) of the claim's transaction
@@ -216,11 +216,11 @@ static unsigned conns_held(const tabq_subscription *s, unsigned rows) {
 /* Back to the savepoint after the claim: the counted attempt stays. */
 static int tx_undo(tabq_delivery *d, tabq_error *err) {
   tabq_subscription *s = d->sub;
-  tabq_pconn *c = tabq_tx_conn(d->tx);
-  int rc = tabq_pconn_check(c, s->b->drv->exec(c->conn, s->rollback_sql));
+  tabq_pconn *c = tabq__tx_conn(d->tx);
+  int rc = tabq__pconn_check(c, s->b->drv->exec(c->conn, s->rollback_sql));
   if (rc)
-    tabq_err_from_plugin(err, rc, s->t->name, "rollback to savepoint");
-  tabq_tx_close(d->tx, false);
+    tabq__err_from_plugin(err, rc, s->t->name, "rollback to savepoint");
+  tabq__tx_close(d->tx, false);
   return rc;
 }
 
@@ -228,7 +228,7 @@ static int tx_undo(tabq_delivery *d, tabq_error *err) {
 static void tx_end(tabq_delivery *d, tabq_pconn *c, bool committed) {
   (void)committed;
   d->conn = NULL;
-  tabq_pool_release(&d->sub->b->pool, c);
+  tabq__pool_release(&d->sub->b->pool, c);
 }
 
 static void events(tabq_sq *claim_slot, uint32_t *settle_names) {
@@ -241,8 +241,8 @@ static void events(tabq_sq *claim_slot, uint32_t *settle_names) {
 static int claim_own(tabq_subscription *s, tabq_delivery **slots, int64_t *ids, unsigned limit,
                      unsigned *got, tabq_error *err) {
   (void)ids;
-  tabq_by_ids how = {.take = s->st[SQ_STAMP], .now = tabq_now_us(), .keep_txn = true};
-  return tabq_claim_by_ids(s, slots, limit, got, &how, err);
+  tabq_by_ids how = {.take = s->st[SQ_STAMP], .now = tabq__now_us(), .keep_txn = true};
+  return tabq__claim_by_ids(s, slots, limit, got, &how, err);
 }
 
 static int own_claim(tabq_subscription *s, tabq_error *err) {
@@ -251,21 +251,21 @@ static int own_claim(tabq_subscription *s, tabq_error *err) {
   if (!s->t->attempt.name || s->st[SQ_STAMP] != TABQ_NO_STMT)
     return TABQ_OK;
   if (!p->dialect->count_attempt)
-    return tabq_err_set(err, TABQ_DIALECT, s->t->name, "count_attempt",
-                        "table %s has a claim of its own, but the %s dialect cannot count a "
-                        "claimed row's attempt (it needs ABI 1.1's Dialect.count_attempt)",
-                        s->t->name, p->name);
-  return tabq_sub_stmt(s, p->dialect->count_attempt, "count_attempt", SQ_STAMP, err);
+    return tabq__err_set(err, TABQ_DIALECT, s->t->name, "count_attempt",
+                         "table %s has a claim of its own, but the %s dialect cannot count a "
+                         "claimed row's attempt (it needs ABI 1.1's Dialect.count_attempt)",
+                         s->t->name, p->name);
+  return tabq__sub_stmt(s, p->dialect->count_attempt, "count_attempt", SQ_STAMP, err);
 }
 
 /* One connection holds a claim's rows and its open transaction until they settle. */
 const tabq_form_ops tabq_rowlock_ops = {
     .name = "row lock",
     .served = served,
-    .open = tabq_rowlock_open,
+    .open = tabq__rowlock_open,
     .events = events,
     .own_claim = own_claim,
-    .claim = tabq_rowlock_claim,
+    .claim = tabq__rowlock_claim,
     .claim_limit = claim_limit,
     .conns_held = conns_held,
     .settle = settle,
@@ -273,7 +273,7 @@ const tabq_form_ops tabq_rowlock_ops = {
     .due_now = due_now,
     .by_statement = by_statement,
     .lost = lost,
-    .held = tabq_conn_held,
+    .held = tabq__conn_held,
     .token = token,
     .tx_open = tx_open,
     .tx_undo = tx_undo,

@@ -5,29 +5,29 @@
 #include "engine.h"
 #include "error.h"
 
-int tabq_headers_render(const tabq_header *h, size_t n, tabq_buf *out, tabq_error *err,
-                        const char *table) {
+int tabq__headers_render(const tabq_header *h, size_t n, tabq_buf *out, tabq_error *err,
+                         const char *table) {
   out->len = 0;
-  return tabq_headers_append(h, n, out, err, table);
+  return tabq__headers_append(h, n, out, err, table);
 }
 
-int tabq_headers_append(const tabq_header *h, size_t n, tabq_buf *out, tabq_error *err,
-                        const char *table) {
+int tabq__headers_append(const tabq_header *h, size_t n, tabq_buf *out, tabq_error *err,
+                         const char *table) {
   json_t *obj = json_object();
   if (!obj)
-    return tabq_err_set(err, TABQ_NOMEM, table, "insert", "cannot build the headers");
+    return tabq__err_set(err, TABQ_NOMEM, table, "insert", "cannot build the headers");
   int rc = TABQ_OK;
   for (size_t i = 0; i < n && !rc; i++) {
     if (!h[i].name || !h[i].value)
-      rc = tabq_err_set(err, TABQ_HEADER, table, "insert", "header %zu has no name or value", i);
+      rc = tabq__err_set(err, TABQ_HEADER, table, "insert", "header %zu has no name or value", i);
     else if (json_object_set_new(obj, h[i].name, json_string(h[i].value)))
-      rc = tabq_err_set(err, TABQ_HEADER, table, "insert",
-                        "header '%s' is not valid UTF-8 (names and values must be)", h[i].name);
+      rc = tabq__err_set(err, TABQ_HEADER, table, "insert",
+                         "header '%s' is not valid UTF-8 (names and values must be)", h[i].name);
   }
   if (!rc) {
     size_t len = json_dumpb(obj, NULL, 0, JSON_COMPACT);
-    if (tabq_buf_reserve(out, out->len + len + 1))
-      rc = tabq_err_set(err, TABQ_NOMEM, table, "insert", "cannot hold the headers");
+    if (tabq__buf_reserve(out, out->len + len + 1))
+      rc = tabq__err_set(err, TABQ_NOMEM, table, "insert", "cannot hold the headers");
     else
       out->len += json_dumpb(obj, out->p + out->len, len, JSON_COMPACT);
   }
@@ -35,7 +35,7 @@ int tabq_headers_append(const tabq_header *h, size_t n, tabq_buf *out, tabq_erro
   return rc;
 }
 
-const char *tabq_headers_get(tabq_delivery *d, const char *name) {
+const char *tabq__headers_get(tabq_delivery *d, const char *name) {
   int col = d->sub->proj.headers;
   if (col < 0 || !name)
     return NULL;
@@ -46,8 +46,8 @@ const char *tabq_headers_get(tabq_delivery *d, const char *name) {
     json_error_t jerr;
     d->headers = json_loadb(v->u.buf.ptr, v->u.buf.len, 0, &jerr);
     if (!d->headers) {
-      tabq_logf(&d->sub->b->log, TABQ_LOG_WARN, "table %s: headers are not JSON: %s",
-                d->sub->t->name, jerr.text);
+      tabq__logf(&d->sub->b->log, TABQ_LOG_WARN, "table %s: headers are not JSON: %s",
+                 d->sub->t->name, jerr.text);
       return NULL;
     }
   }

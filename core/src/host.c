@@ -12,7 +12,7 @@
 static int host_fail(int code, const char *sqlstate, long native, const char *fmt, ...) {
   va_list ap;
   va_start(ap, fmt);
-  tabq_plugin_fail_v(code, sqlstate, native, fmt, ap);
+  tabq__plugin_fail_v(code, sqlstate, native, fmt, ap);
   va_end(ap);
   return code;
 }
@@ -20,7 +20,7 @@ static int host_fail(int code, const char *sqlstate, long native, const char *fm
 static void host_log(int level, const char *fmt, ...) {
   va_list ap;
   va_start(ap, fmt);
-  tabq_log_plugin_v(level, fmt, ap);
+  tabq__log_plugin_v(level, fmt, ap);
   va_end(ap);
 }
 
@@ -30,9 +30,9 @@ static void host_log_to(const tabq_host *self, int level, const char *fmt, ...) 
   va_list ap;
   va_start(ap, fmt);
   if (self && self->context)
-    tabq_log_v(self->context, level, fmt, ap);
+    tabq__log_v(self->context, level, fmt, ap);
   else
-    tabq_log_plugin_v(level, fmt, ap);
+    tabq__log_plugin_v(level, fmt, ap);
   va_end(ap);
 }
 
@@ -47,11 +47,11 @@ static const tabq_host services = {
     .log_to = host_log_to,
 };
 
-const tabq_host *tabq_host_services(void) {
+const tabq_host *tabq__host_services(void) {
   return &services;
 }
 
-void tabq_host_of(tabq_host *out, const tabq_logger *log) {
+void tabq__host_of(tabq_host *out, const tabq_logger *log) {
   *out = services;
   out->context = log;
 }

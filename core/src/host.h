@@ -8,8 +8,8 @@
 
 /* The process-wide host, handed to each plugin's entry (its log goes to the broker the calling
  * thread works for). */
-const tabq_host *tabq_host_services(void);
+const tabq_host *tabq__host_services(void);
 /* A broker's own host: the same services, its log_to writing to `log` from any thread. */
-void tabq_host_of(tabq_host *out, const tabq_logger *log);
+void tabq__host_of(tabq_host *out, const tabq_logger *log);
 
 #endif

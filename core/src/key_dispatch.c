@@ -30,22 +30,22 @@ static uint64_t fnv1a64(const unsigned char *p, size_t n) {
   return h;
 }
 
-int tabq_bykey_open(tabq_subscription *s, tabq_error *err) {
+int tabq__bykey_open(tabq_subscription *s, tabq_error *err) {
   unsigned n = s->o.workers_by_key;
   tabq_key_dispatch *k = calloc(1, sizeof *k + n * sizeof k->q[0]);
   if (!k)
-    return tabq_err_set(err, TABQ_NOMEM, s->t->name, NULL, "cannot allocate the key queues");
+    return tabq__err_set(err, TABQ_NOMEM, s->t->name, NULL, "cannot allocate the key queues");
   k->n = n;
-  s->bykey = k; /* freed by tabq_bykey_free, also when a ring below fails */
+  s->bykey = k; /* freed by tabq__bykey_free, also when a ring below fails */
   for (unsigned i = 0; i < n; i++)
     if (!(k->q[i].ring = calloc(s->nslots, sizeof *k->q[i].ring)))
-      return tabq_err_set(err, TABQ_NOMEM, s->t->name, NULL, "cannot allocate the key queues");
+      return tabq__err_set(err, TABQ_NOMEM, s->t->name, NULL, "cannot allocate the key queues");
   /* One claimer: two claims side by side could hand a key's rows out of claim order. */
   s->serial = true;
   return TABQ_OK;
 }
 
-void tabq_bykey_free(tabq_subscription *s) {
+void tabq__bykey_free(tabq_subscription *s) {
   if (!s->bykey)
     return;
   for (unsigned i = 0; i < s->bykey->n; i++)
@@ -75,7 +75,7 @@ static int worker_of(const tabq_subscription *s, const tabq_delivery *d) {
   return (int)(h % s->bykey->n);
 }
 
-bool tabq_bykey_push(tabq_subscription *s, tabq_delivery *d) {
+bool tabq__bykey_push(tabq_subscription *s, tabq_delivery *d) {
   int w = worker_of(s, d);
   if (w < 0)
     return false;
@@ -85,7 +85,7 @@ bool tabq_bykey_push(tabq_subscription *s, tabq_delivery *d) {
   return true;
 }
 
-tabq_delivery *tabq_bykey_pop(tabq_subscription *s, unsigned worker) {
+tabq_delivery *tabq__bykey_pop(tabq_subscription *s, unsigned worker) {
   key_queue *q = &s->bykey->q[worker];
   if (!q->count)
     return NULL;
@@ -95,9 +95,9 @@ tabq_delivery *tabq_bykey_pop(tabq_subscription *s, unsigned worker) {
   return d;
 }
 
-tabq_delivery *tabq_bykey_pop_any(tabq_subscription *s) {
+tabq_delivery *tabq__bykey_pop_any(tabq_subscription *s) {
   for (unsigned i = 0; i < s->bykey->n; i++) {
-    tabq_delivery *d = tabq_bykey_pop(s, i);
+    tabq_delivery *d = tabq__bykey_pop(s, i);
     if (d)
       return d;
   }

@@ -21,7 +21,7 @@ static void wake_named(tabq_broker *b, const char *channel, const char *group) {
       continue;
     if (group[0] && s->t->group.name && s->queue && strcmp(s->queue, group))
       continue;
-    tabq_sub_wake(s);
+    tabq__sub_wake(s);
   }
   pthread_mutex_unlock(&b->mu);
 }
@@ -30,7 +30,7 @@ static void wake_all(tabq_broker *b) {
   pthread_mutex_lock(&b->mu);
   for (tabq_subscription *s = b->subs; s; s = s->next)
     if (s->channel[0])
-      tabq_sub_wake(s);
+      tabq__sub_wake(s);
   pthread_mutex_unlock(&b->mu);
 }
 
@@ -46,7 +46,7 @@ static bool connect_listening(tabq_broker *b, tabq_listener *l) {
     pthread_mutex_unlock(&l->mu);
     tabq_pconn *c = NULL;
     tabq_error err;
-    int rc = tabq_pool_acquire(&b->pool, &c, &err);
+    int rc = tabq__pool_acquire(&b->pool, &c, &err);
     pthread_mutex_lock(&l->mu);
     if (rc)
       return false;
@@ -69,13 +69,13 @@ static bool connect_listening(tabq_broker *b, tabq_listener *l) {
 }
 
 static void drop_connection(tabq_broker *b, tabq_listener *l) {
-  tabq_pool_discard(&b->pool, l->conn);
+  tabq__pool_discard(&b->pool, l->conn);
   l->conn = NULL;
 }
 
 static void *listener_main(void *arg) {
   tabq_broker *b = arg;
-  tabq_log_enter(&b->log);
+  tabq__log_enter(&b->log);
   tabq_listener *l = &b->listener;
   int64_t backoff_ms = 100;
   unsigned woken_for = 1; /* the first connection needs no wake-up: nothing was missed */
@@ -85,8 +85,9 @@ static void *listener_main(void *arg) {
       if (l->conn)
         drop_connection(b, l);
       pthread_mutex_unlock(&l->mu);
-      tabq_logf(&b->log, TABQ_LOG_WARN, "the listening connection is lost; reconnecting in %lld ms",
-                (long long)backoff_ms);
+      tabq__logf(&b->log, TABQ_LOG_WARN,
+                 "the listening connection is lost; reconnecting in %lld ms",
+                 (long long)backoff_ms);
       sleep_ms(backoff_ms);
       backoff_ms = backoff_ms < 5000 ? backoff_ms * 2 : 5000;
       pthread_mutex_lock(&l->mu);
@@ -110,23 +111,23 @@ static void *listener_main(void *arg) {
       drop_connection(b, l);
   }
   if (l->conn)
-    tabq_pool_release(&b->pool, l->conn);
+    tabq__pool_release(&b->pool, l->conn);
   l->conn = NULL;
   pthread_cond_broadcast(&l->cv);
   pthread_mutex_unlock(&l->mu);
   return NULL;
 }
 
-int tabq_listener_start(tabq_broker *b, tabq_error *err) {
+int tabq__listener_start(tabq_broker *b, tabq_error *err) {
   const tabq_plugin *p = b->plugin.plugin;
   /* The driver's optional members may lie past an older plugin's table: read through size. */
   if (!TABQ_HAS_MEMBER(b->drv, tabq_driver_v1, listen) ||
       !TABQ_HAS_MEMBER(b->drv, tabq_driver_v1, wait_notify) || !p->dialect->channel ||
       !p->dialect->notify)
-    return tabq_err_set(err, TABQ_DIALECT, NULL, NULL,
-                        "listen_notify: the %s dialect has no notifications (LISTEN/NOTIFY is "
-                        "PostgreSQL's); leave the option off and rely on the poll interval",
-                        p->name);
+    return tabq__err_set(err, TABQ_DIALECT, NULL, NULL,
+                         "listen_notify: the %s dialect has no notifications (LISTEN/NOTIFY is "
+                         "PostgreSQL's); leave the option off and rely on the poll interval",
+                         p->name);
   tabq_listener *l = &b->listener;
   pthread_mutex_init(&l->mu, NULL);
   pthread_condattr_t attr;
@@ -135,12 +136,12 @@ int tabq_listener_start(tabq_broker *b, tabq_error *err) {
   pthread_cond_init(&l->cv, &attr);
   pthread_condattr_destroy(&attr);
   if (pthread_create(&l->thread, NULL, listener_main, b))
-    return tabq_err_set(err, TABQ_IO, NULL, NULL, "cannot start the listener thread");
+    return tabq__err_set(err, TABQ_IO, NULL, NULL, "cannot start the listener thread");
   l->started = true;
   return TABQ_OK;
 }
 
-int tabq_listener_add(tabq_broker *b, const char *channel, const char *table, tabq_error *err) {
+int tabq__listener_add(tabq_broker *b, const char *channel, const char *table, tabq_error *err) {
   tabq_listener *l = &b->listener;
   pthread_mutex_lock(&l->mu);
   unsigned i = 0;
@@ -149,28 +150,28 @@ int tabq_listener_add(tabq_broker *b, const char *channel, const char *table, ta
   if (i == l->nchannels) {
     if (l->nchannels == TABQ_MAX_CHANNELS || strlen(channel) >= TABQ_CHANNEL_CAP) {
       pthread_mutex_unlock(&l->mu);
-      return tabq_err_set(err, TABQ_INVALID, table, "listen",
-                          "a broker listens on at most %d channels", TABQ_MAX_CHANNELS);
+      return tabq__err_set(err, TABQ_INVALID, table, "listen",
+                           "a broker listens on at most %d channels", TABQ_MAX_CHANNELS);
     }
     snprintf(l->channels[l->nchannels++], TABQ_CHANNEL_CAP, "%s", channel);
   }
   /* Before the first claim: a row written from now on announces itself to this subscription. */
-  int64_t deadline = tabq_mono_ms() + ADD_TIMEOUT_MS;
+  int64_t deadline = tabq__mono_ms() + ADD_TIMEOUT_MS;
   int rc = TABQ_OK;
   while (l->nlistened <= i && !l->stop && !rc) {
-    struct timespec until = tabq_deadline_ms(deadline);
+    struct timespec until = tabq__deadline_ms(deadline);
     if (pthread_cond_timedwait(&l->cv, &l->mu, &until) == ETIMEDOUT && l->nlistened <= i)
-      rc = tabq_err_set(err, TABQ_BACKEND, table, "listen",
-                        "table %s: the listener could not LISTEN on channel '%s' within %d ms",
-                        table, channel, ADD_TIMEOUT_MS);
+      rc = tabq__err_set(err, TABQ_BACKEND, table, "listen",
+                         "table %s: the listener could not LISTEN on channel '%s' within %d ms",
+                         table, channel, ADD_TIMEOUT_MS);
   }
   if (!rc && l->stop)
-    rc = tabq_err_set(err, TABQ_CLOSED, table, "listen", "the broker is shut down");
+    rc = tabq__err_set(err, TABQ_CLOSED, table, "listen", "the broker is shut down");
   pthread_mutex_unlock(&l->mu);
   return rc;
 }
 
-void tabq_listener_stop(tabq_broker *b) {
+void tabq__listener_stop(tabq_broker *b) {
   tabq_listener *l = &b->listener;
   if (!l->started)
     return;
@@ -183,7 +184,7 @@ void tabq_listener_stop(tabq_broker *b) {
   pthread_cond_destroy(&l->cv);
 }
 
-int tabq_channel_of(tabq_broker *b, const tabq_table *t, char *out, size_t cap, tabq_error *err) {
+int tabq__channel_of(tabq_broker *b, const tabq_table *t, char *out, size_t cap, tabq_error *err) {
   tabq_build build = {.table = t, .form = tabq_table_form(t)};
   tabq_stmt st;
   tabq_sql_init(&st, b->host);
@@ -191,9 +192,9 @@ int tabq_channel_of(tabq_broker *b, const tabq_table *t, char *out, size_t cap, 
   if (!rc)
     rc = st.status;
   if (rc)
-    tabq_err_from_plugin(err, rc, t->name, "listen");
+    tabq__err_from_plugin(err, rc, t->name, "listen");
   else if (!st.sql || st.len >= cap)
-    rc = tabq_err_set(err, TABQ_DIALECT, t->name, "listen", "the dialect's channel is unusable");
+    rc = tabq__err_set(err, TABQ_DIALECT, t->name, "listen", "the dialect's channel is unusable");
   else
     memcpy(out, st.sql, st.len + 1);
   tabq_sql_free(&st);

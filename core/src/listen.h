@@ -26,9 +26,9 @@ typedef struct tabq_listener {
 } tabq_listener;
 
 /* Starts listening; refuses a dialect without notifications (TABQ_DIALECT). */
-int tabq_listener_start(tabq_broker *b, tabq_error *err);
+int tabq__listener_start(tabq_broker *b, tabq_error *err);
 /* Listens on `channel` (once per channel) and returns when the listener has. */
-int tabq_listener_add(tabq_broker *b, const char *channel, const char *table, tabq_error *err);
-void tabq_listener_stop(tabq_broker *b);
+int tabq__listener_add(tabq_broker *b, const char *channel, const char *table, tabq_error *err);
+void tabq__listener_stop(tabq_broker *b);
 
 #endif

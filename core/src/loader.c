@@ -17,7 +17,7 @@
 #include "plugin_index.h"
 
 static int refuse(tabq_error *err, const char *fmt_path, const char *path, const char *detail) {
-  return tabq_err_set(err, TABQ_PLUGIN, NULL, NULL, fmt_path, path, detail);
+  return tabq__err_set(err, TABQ_PLUGIN, NULL, NULL, fmt_path, path, detail);
 }
 
 /* Each interface's required members, checked by name so the refusal can name the one missing. */
@@ -33,15 +33,15 @@ static int refuse(tabq_error *err, const char *fmt_path, const char *path, const
 static int check_header(const char *path, const char *iface, uint32_t size, size_t min_size,
                         uint32_t version, tabq_error *err) {
   if (size < min_size || version < 1)
-    return tabq_err_set(err, TABQ_PLUGIN, NULL, NULL,
-                        "plugin %s: interface %s has size %u and version %u; ABI 1.0 needs "
-                        "version 1 and size %zu or more",
-                        path, iface, size, version, min_size);
+    return tabq__err_set(err, TABQ_PLUGIN, NULL, NULL,
+                         "plugin %s: interface %s has size %u and version %u; ABI 1.0 needs "
+                         "version 1 and size %zu or more",
+                         path, iface, size, version, min_size);
   if (size % sizeof(void *))
-    return tabq_err_set(err, TABQ_PLUGIN, NULL, NULL,
-                        "plugin %s: interface %s has size %u, which ends inside a member (no "
-                        "build of dialect.h gives it)",
-                        path, iface, size);
+    return tabq__err_set(err, TABQ_PLUGIN, NULL, NULL,
+                         "plugin %s: interface %s has size %u, which ends inside a member (no "
+                         "build of dialect.h gives it)",
+                         path, iface, size);
   return TABQ_OK;
 }
 
@@ -157,7 +157,7 @@ static const tabq_plugin *enter_once(const void *sym, tabq_plugin_entry_fn entry
   entered *e = entered_list;
   while (e && e->entry != sym)
     e = e->next;
-  const tabq_plugin *p = e ? e->plugin : entry(tabq_host_services(), TABQ_ABI_VERSION);
+  const tabq_plugin *p = e ? e->plugin : entry(tabq__host_services(), TABQ_ABI_VERSION);
   entered *added = !e && p ? malloc(sizeof *added) : NULL;
   if (added) { /* out of memory: the next broker calls the entry again, as before */
     *added = (entered){.entry = sym, .plugin = p, .next = entered_list};
@@ -174,29 +174,29 @@ static int handshake(const char *path, void *handle, tabq_loaded *out, tabq_erro
   if (!sym)
     return refuse(err, "plugin %s does not export the entry function '%s'", path,
                   TABQ_PLUGIN_ENTRY_SYMBOL);
-  int rc = tabq_plugin_entry_check(path, handle, sym, err);
+  int rc = tabq__plugin_entry_check(path, handle, sym, err);
   if (rc)
     return rc;
   tabq_plugin_entry_fn entry;
   memcpy(&entry, &sym, sizeof entry); /* dlsym returns data pointers; POSIX allows this copy */
   const tabq_plugin *p = enter_once(sym, entry);
   if (!p)
-    return tabq_err_set(err, TABQ_PLUGIN, NULL, NULL,
-                        "plugin %s refused this tabq's plugin ABI %u.%u (its entry returned NULL)",
-                        path, TABQ_ABI_MAJOR, TABQ_ABI_MINOR);
+    return tabq__err_set(err, TABQ_PLUGIN, NULL, NULL,
+                         "plugin %s refused this tabq's plugin ABI %u.%u (its entry returned NULL)",
+                         path, TABQ_ABI_MAJOR, TABQ_ABI_MINOR);
   uint32_t major = TABQ_ABI_MAJOR_OF(p->abi), minor = TABQ_ABI_MINOR_OF(p->abi);
   if (major != TABQ_ABI_MAJOR || minor > TABQ_ABI_MINOR)
-    return tabq_err_set(err, TABQ_PLUGIN, NULL, NULL,
-                        "plugin %s was built for plugin ABI %u.%u; this tabq loads ABI %u.%u "
-                        "(major %u, minor up to %u)",
-                        path, major, minor, TABQ_ABI_MAJOR, TABQ_ABI_MINOR, TABQ_ABI_MAJOR,
-                        TABQ_ABI_MINOR);
+    return tabq__err_set(err, TABQ_PLUGIN, NULL, NULL,
+                         "plugin %s was built for plugin ABI %u.%u; this tabq loads ABI %u.%u "
+                         "(major %u, minor up to %u)",
+                         path, major, minor, TABQ_ABI_MAJOR, TABQ_ABI_MINOR, TABQ_ABI_MAJOR,
+                         TABQ_ABI_MINOR);
   /* The 1.0 descriptor's size, not this core's: members a later minor appends are read only
    * where the plugin's size covers them. */
   if (p->size < TABQ_PLUGIN_SIZE_1_0 || p->size % sizeof(void *))
-    return tabq_err_set(err, TABQ_PLUGIN, NULL, NULL,
-                        "plugin %s: descriptor size %u is not a descriptor's (ABI 1.0's is %zu)",
-                        path, p->size, (size_t)TABQ_PLUGIN_SIZE_1_0);
+    return tabq__err_set(err, TABQ_PLUGIN, NULL, NULL,
+                         "plugin %s: descriptor size %u is not a descriptor's (ABI 1.0's is %zu)",
+                         path, p->size, (size_t)TABQ_PLUGIN_SIZE_1_0);
   if (!p->name || !p->name[0] || !p->schemes || !p->schemes[0])
     return refuse(err, "plugin %s: %s", path, "the descriptor names no dialect or no URL scheme");
   if (!p->driver && !p->driver_from)
@@ -215,10 +215,10 @@ static int handshake(const char *path, void *handle, tabq_loaded *out, tabq_erro
 
 /* Mode bits that let every user replace the file: then it could be anyone's code. */
 static int refuse_writable(tabq_error *err, const char *what, const char *path, mode_t mode) {
-  return tabq_err_set(err, TABQ_PLUGIN, NULL, NULL,
-                      "%s %s is writable by every user (mode %04o), so it could be anyone's code; "
-                      "remove that write permission (chmod o-w)",
-                      what, path, (unsigned)(mode & 07777));
+  return tabq__err_set(err, TABQ_PLUGIN, NULL, NULL,
+                       "%s %s is writable by every user (mode %04o), so it could be anyone's code; "
+                       "remove that write permission (chmod o-w)",
+                       what, path, (unsigned)(mode & 07777));
 }
 
 /* What can be refused before anything is loaded: the files' modes, the manifest's ABI and the
@@ -228,20 +228,20 @@ static int check_unloaded(const tabq_plugin_entry *e, const char *path, const ch
   if (e->has_manifest && (e->manifest_mode & S_IWOTH))
     return refuse_writable(err, "plugin manifest", mpath, e->manifest_mode);
   if (!e->exists)
-    return tabq_err_set(err, TABQ_PLUGIN, NULL, NULL,
-                        "plugin manifest %s names the file %s, which is not there; install the "
-                        "plugin or remove its manifest",
-                        mpath, path);
+    return tabq__err_set(err, TABQ_PLUGIN, NULL, NULL,
+                         "plugin manifest %s names the file %s, which is not there; install the "
+                         "plugin or remove its manifest",
+                         mpath, path);
   if (e->mode & S_IWOTH)
     return refuse_writable(err, "plugin", path, e->mode);
   uint32_t major = TABQ_ABI_MAJOR_OF(e->m.abi), minor = TABQ_ABI_MINOR_OF(e->m.abi);
   if (e->has_manifest && (major != TABQ_ABI_MAJOR || minor > TABQ_ABI_MINOR))
-    return tabq_err_set(err, TABQ_PLUGIN, NULL, NULL,
-                        "plugin %s: its manifest says plugin ABI %u.%u; this tabq loads ABI %u.%u "
-                        "(major %u, minor up to %u)",
-                        path, major, minor, TABQ_ABI_MAJOR, TABQ_ABI_MINOR, TABQ_ABI_MAJOR,
-                        TABQ_ABI_MINOR);
-  return tabq_plugin_file_check(path, err);
+    return tabq__err_set(err, TABQ_PLUGIN, NULL, NULL,
+                         "plugin %s: its manifest says plugin ABI %u.%u; this tabq loads ABI %u.%u "
+                         "(major %u, minor up to %u)",
+                         path, major, minor, TABQ_ABI_MAJOR, TABQ_ABI_MINOR, TABQ_ABI_MAJOR,
+                         TABQ_ABI_MINOR);
+  return tabq__plugin_file_check(path, err);
 }
 
 static size_t count_schemes(const tabq_plugin *p) {
@@ -292,10 +292,10 @@ static int check_manifest_agrees(const tabq_plugin_entry *e, const char *path, c
   char manifest[160], plugin[160];
   describe(manifest, sizeof manifest, e->name, said, e->m.nschemes, e->m.abi);
   describe(plugin, sizeof plugin, p->name, p->schemes, count_schemes(p), p->abi);
-  return tabq_err_set(err, TABQ_PLUGIN, NULL, NULL,
-                      "plugin %s does not match its manifest %s: the manifest says %s; the "
-                      "plugin says %s. Install the plugin and its manifest from one build",
-                      path, mpath, manifest, plugin);
+  return tabq__err_set(err, TABQ_PLUGIN, NULL, NULL,
+                       "plugin %s does not match its manifest %s: the manifest says %s; the "
+                       "plugin says %s. Install the plugin and its manifest from one build",
+                       path, mpath, manifest, plugin);
 }
 
 /* A plugin found by its file name: for a scheme it must serve it; lending its driver, it must
@@ -305,16 +305,16 @@ static int check_name_agrees(const tabq_plugin_entry *e, const char *path, const
   if (scheme && !serves(p, scheme)) {
     char plugin[160];
     describe(plugin, sizeof plugin, p->name, p->schemes, count_schemes(p), p->abi);
-    return tabq_err_set(err, TABQ_PLUGIN, NULL, NULL,
-                        "plugin %s is found by its file name for the URL scheme '%s', but it says "
-                        "%s; install its manifest beside it",
-                        path, scheme, plugin);
+    return tabq__err_set(err, TABQ_PLUGIN, NULL, NULL,
+                         "plugin %s is found by its file name for the URL scheme '%s', but it says "
+                         "%s; install its manifest beside it",
+                         path, scheme, plugin);
   }
   if (!scheme && strcmp(p->name, e->name))
-    return tabq_err_set(err, TABQ_PLUGIN, NULL, NULL,
-                        "plugin %s is found by its file name as plugin '%s', but it names itself "
-                        "'%s'; install its manifest beside it",
-                        path, e->name, p->name);
+    return tabq__err_set(err, TABQ_PLUGIN, NULL, NULL,
+                         "plugin %s is found by its file name as plugin '%s', but it names itself "
+                         "'%s'; install its manifest beside it",
+                         path, e->name, p->name);
   return TABQ_OK;
 }
 
@@ -325,16 +325,16 @@ static int open_entry(const tabq_plugin_index *ix, const tabq_plugin_entry *e, c
  * have a driver of its own, so borrowing never chains (nor loops). */
 static int borrow_driver(const tabq_plugin_index *ix, tabq_loaded *out, tabq_error *err) {
   const tabq_plugin_entry *e;
-  int rc = tabq_plugin_index_by_name(ix, out->plugin->driver_from, &e, err);
+  int rc = tabq__plugin_index_by_name(ix, out->plugin->driver_from, &e, err);
   if (rc)
     return rc;
   if (!e) {
     char searched[256];
-    tabq_plugin_index_folders(ix, searched, sizeof searched);
-    return tabq_err_set(err, TABQ_PLUGIN, NULL, NULL,
-                        "plugin %s borrows the driver of plugin '%s', which is not installed "
-                        "(searched %s)",
-                        out->path, out->plugin->driver_from, searched);
+    tabq__plugin_index_folders(ix, searched, sizeof searched);
+    return tabq__err_set(err, TABQ_PLUGIN, NULL, NULL,
+                         "plugin %s borrows the driver of plugin '%s', which is not installed "
+                         "(searched %s)",
+                         out->path, out->plugin->driver_from, searched);
   }
   tabq_loaded lender;
   if ((rc = open_entry(ix, e, NULL, false, &lender, err)))
@@ -351,8 +351,8 @@ static int open_entry(const tabq_plugin_index *ix, const tabq_plugin_entry *e, c
                       bool may_borrow, tabq_loaded *out, tabq_error *err) {
   memset(out, 0, offsetof(tabq_loaded, chosen)); /* what the choice wrote stays */
   char mpath[PATH_MAX + TABQ_FILE_NAME_CAP];
-  tabq_plugin_entry_path(ix, e, out->path, sizeof out->path);
-  tabq_plugin_manifest_path(ix, e, mpath, sizeof mpath);
+  tabq__plugin_entry_path(ix, e, out->path, sizeof out->path);
+  tabq__plugin_manifest_path(ix, e, mpath, sizeof mpath);
   int rc = check_unloaded(e, out->path, mpath, err);
   if (rc)
     return rc;
@@ -366,36 +366,36 @@ static int open_entry(const tabq_plugin_index *ix, const tabq_plugin_entry *e, c
     rc = e->has_manifest ? check_manifest_agrees(e, out->path, mpath, out->plugin, err)
                          : check_name_agrees(e, out->path, scheme, out->plugin, err);
   if (!rc && !out->plugin->driver && !may_borrow)
-    rc = tabq_err_set(err, TABQ_PLUGIN, NULL, NULL,
-                      "plugin %s has no driver of its own to lend (it borrows one from '%s')",
-                      out->path, out->plugin->driver_from);
+    rc = tabq__err_set(err, TABQ_PLUGIN, NULL, NULL,
+                       "plugin %s has no driver of its own to lend (it borrows one from '%s')",
+                       out->path, out->plugin->driver_from);
   out->driver = rc ? NULL : out->plugin->driver;
   if (!rc && !out->driver)
     rc = borrow_driver(ix, out, err);
   if (rc)
-    tabq_loader_close(out);
+    tabq__loader_close(out);
   return rc;
 }
 
-int tabq_loader_open(const char *scheme, tabq_loaded *out, tabq_error *err) {
+int tabq__loader_open(const char *scheme, tabq_loaded *out, tabq_error *err) {
   memset(out, 0, sizeof *out);
   tabq_plugin_index *ix = calloc(1, sizeof *ix);
   if (!ix)
-    return tabq_err_set(err, TABQ_NOMEM, NULL, NULL, "cannot allocate the plugin list");
+    return tabq__err_set(err, TABQ_NOMEM, NULL, NULL, "cannot allocate the plugin list");
   const tabq_plugin_entry *e;
-  int rc = tabq_plugin_index_read(ix, err);
+  int rc = tabq__plugin_index_read(ix, err);
   if (!rc)
-    rc = tabq_plugin_index_by_scheme(ix, scheme, &e, out->shadowed, sizeof out->shadowed, err);
+    rc = tabq__plugin_index_by_scheme(ix, scheme, &e, out->shadowed, sizeof out->shadowed, err);
   if (!rc)
-    tabq_plugin_index_describe(ix, e, out->chosen, sizeof out->chosen);
+    tabq__plugin_index_describe(ix, e, out->chosen, sizeof out->chosen);
   if (!rc)
     rc = open_entry(ix, e, scheme, true, out, err);
-  tabq_plugin_index_free(ix);
+  tabq__plugin_index_free(ix);
   free(ix);
   return rc;
 }
 
-void tabq_loader_close(tabq_loaded *l) {
+void tabq__loader_close(tabq_loaded *l) {
   if (l->handle)
     dlclose(l->handle);
   if (l->driver_handle)

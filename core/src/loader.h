@@ -38,7 +38,7 @@ typedef struct tabq_loaded {
  * folders of TABQ_PLUGIN_PATH (colon separated) and tabq-<major>/ beside libtabq, the first in
  * that order (a later folder's claimant is shadowed; two of one folder are refused), and checks it
  * (the file, the handshake, every interface's members, agreement with its manifest). */
-int tabq_loader_open(const char *scheme, tabq_loaded *out, tabq_error *err);
-void tabq_loader_close(tabq_loaded *l);
+int tabq__loader_open(const char *scheme, tabq_loaded *out, tabq_error *err);
+void tabq__loader_close(tabq_loaded *l);
 
 #endif

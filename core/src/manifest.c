@@ -11,7 +11,7 @@
 
 #include "error.h"
 
-bool tabq_scheme_valid(const char *s, size_t len) {
+bool tabq__scheme_valid(const char *s, size_t len) {
   if (!len || len >= TABQ_SCHEME_CAP || s[0] < 'a' || s[0] > 'z')
     return false;
   for (size_t i = 1; i < len; i++)
@@ -20,7 +20,7 @@ bool tabq_scheme_valid(const char *s, size_t len) {
   return true;
 }
 
-bool tabq_manifest_serves(const tabq_manifest *m, const char *scheme) {
+bool tabq__manifest_serves(const tabq_manifest *m, const char *scheme) {
   for (unsigned i = 0; i < m->nschemes; i++)
     if (!strcmp(m->schemes[i], scheme))
       return true;
@@ -72,7 +72,7 @@ static bool parse_schemes(const char *v, size_t len, tabq_manifest *m, char *why
     while (i < len && !is_blank(v[i]))
       i++;
     size_t n = i - start;
-    if (!tabq_scheme_valid(v + start, n))
+    if (!tabq__scheme_valid(v + start, n))
       return fail(why, cap, line,
                   "'%.*s' is no URL scheme (a lowercase letter, then lowercase letters, digits, "
                   "'+', '-' or '.', at most %d characters)",
@@ -80,7 +80,7 @@ static bool parse_schemes(const char *v, size_t len, tabq_manifest *m, char *why
     char scheme[TABQ_SCHEME_CAP];
     memcpy(scheme, v + start, n);
     scheme[n] = '\0';
-    if (tabq_manifest_serves(m, scheme))
+    if (tabq__manifest_serves(m, scheme))
       return fail(why, cap, line, "the scheme '%s' is listed twice", scheme);
     if (m->nschemes == TABQ_MANIFEST_MAX_SCHEMES)
       return fail(why, cap, line, "more than %d schemes", TABQ_MANIFEST_MAX_SCHEMES);
@@ -148,7 +148,7 @@ static bool parse_line(const char *s, size_t len, unsigned line, tabq_manifest *
   return fail(why, cap, line, "unknown key '%.*s' (the keys are file, schemes and abi)", (int)k, s);
 }
 
-bool tabq_manifest_parse(const char *text, size_t len, tabq_manifest *m, char *why, size_t cap) {
+bool tabq__manifest_parse(const char *text, size_t len, tabq_manifest *m, char *why, size_t cap) {
   memset(m, 0, sizeof *m);
   bool seen[NKEYS] = {false};
   unsigned line = 0;
@@ -177,17 +177,17 @@ bool tabq_manifest_parse(const char *text, size_t len, tabq_manifest *m, char *w
   return true;
 }
 
-int tabq_manifest_read(const char *path, tabq_manifest *m, tabq_error *err) {
+int tabq__manifest_read(const char *path, tabq_manifest *m, tabq_error *err) {
   /* Not blocking: a FIFO named like a manifest must not hang the connect. */
   int fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK);
   if (fd < 0)
-    return tabq_err_set(err, TABQ_PLUGIN, NULL, NULL, "cannot read plugin manifest %s: %s", path,
-                        strerror(errno));
+    return tabq__err_set(err, TABQ_PLUGIN, NULL, NULL, "cannot read plugin manifest %s: %s", path,
+                         strerror(errno));
   struct stat st;
   if (fstat(fd, &st) || !S_ISREG(st.st_mode)) {
     close(fd);
-    return tabq_err_set(err, TABQ_PLUGIN, NULL, NULL,
-                        "plugin manifest %s is not a regular file; remove it", path);
+    return tabq__err_set(err, TABQ_PLUGIN, NULL, NULL,
+                         "plugin manifest %s is not a regular file; remove it", path);
   }
   char text[TABQ_MANIFEST_MAX_BYTES + 1];
   size_t len = 0;
@@ -198,19 +198,19 @@ int tabq_manifest_read(const char *path, tabq_manifest *m, tabq_error *err) {
     if (n < 0) {
       int e = errno;
       close(fd);
-      return tabq_err_set(err, TABQ_PLUGIN, NULL, NULL, "cannot read plugin manifest %s: %s", path,
-                          strerror(e));
+      return tabq__err_set(err, TABQ_PLUGIN, NULL, NULL, "cannot read plugin manifest %s: %s", path,
+                           strerror(e));
     }
     len += (size_t)n;
   }
   close(fd);
   if (len > TABQ_MANIFEST_MAX_BYTES)
-    return tabq_err_set(err, TABQ_PLUGIN, NULL, NULL,
-                        "plugin manifest %s is larger than %d bytes; it is no manifest", path,
-                        TABQ_MANIFEST_MAX_BYTES);
+    return tabq__err_set(err, TABQ_PLUGIN, NULL, NULL,
+                         "plugin manifest %s is larger than %d bytes; it is no manifest", path,
+                         TABQ_MANIFEST_MAX_BYTES);
   char why[256];
-  if (!tabq_manifest_parse(text, len, m, why, sizeof why))
-    return tabq_err_set(err, TABQ_PLUGIN, NULL, NULL, "plugin manifest %s: %s; fix or remove it",
-                        path, why);
+  if (!tabq__manifest_parse(text, len, m, why, sizeof why))
+    return tabq__err_set(err, TABQ_PLUGIN, NULL, NULL, "plugin manifest %s: %s; fix or remove it",
+                         path, why);
   return TABQ_OK;
 }

@@ -29,14 +29,14 @@ typedef struct tabq_manifest {
 
 /* A URL scheme as a manifest or a file name may claim it: a lowercase letter, then lowercase
  * letters, digits, '+', '-' or '.', shorter than TABQ_SCHEME_CAP. */
-bool tabq_scheme_valid(const char *s, size_t len);
+bool tabq__scheme_valid(const char *s, size_t len);
 
 /* Parses a manifest's text. On failure writes why, with the line, into `why`. */
-bool tabq_manifest_parse(const char *text, size_t len, tabq_manifest *m, char *why, size_t cap);
+bool tabq__manifest_parse(const char *text, size_t len, tabq_manifest *m, char *why, size_t cap);
 
 /* Reads and parses the manifest at `path`; TABQ_PLUGIN naming it when it cannot. */
-int tabq_manifest_read(const char *path, tabq_manifest *m, tabq_error *err);
+int tabq__manifest_read(const char *path, tabq_manifest *m, tabq_error *err);
 
-bool tabq_manifest_serves(const tabq_manifest *m, const char *scheme);
+bool tabq__manifest_serves(const tabq_manifest *m, const char *scheme);
 
 #endif

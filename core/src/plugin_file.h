@@ -8,10 +8,10 @@
 /* Refuses (TABQ_PLUGIN, naming the file) anything but a complete ELF shared object of this
  * process's class, byte order and machine. dlopen maps a truncated file and the process faults
  * later, on the first touch of a page past its end. */
-int tabq_plugin_file_check(const char *path, tabq_error *err);
+int tabq__plugin_file_check(const char *path, tabq_error *err);
 
 /* Refuses an entry symbol `sym` (found with dlsym in `handle`) that is not a function of the
  * plugin itself: calling a data object crashes the host. */
-int tabq_plugin_entry_check(const char *path, void *handle, void *sym, tabq_error *err);
+int tabq__plugin_entry_check(const char *path, void *handle, void *sym, tabq_error *err);
 
 #endif

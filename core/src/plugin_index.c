@@ -21,15 +21,15 @@ static bool ends_with(const char *s, size_t len, const char *suffix) {
 
 static int add_dir(tabq_plugin_index *ix, const char *dir, size_t len, tabq_error *err) {
   if (len >= PATH_MAX)
-    return tabq_err_set(err, TABQ_PLUGIN, NULL, NULL, "the plugin folder '%.*s...' is too long", 64,
-                        dir);
+    return tabq__err_set(err, TABQ_PLUGIN, NULL, NULL, "the plugin folder '%.*s...' is too long",
+                         64, dir);
   for (unsigned i = 0; i < ix->ndirs; i++)
     if (strlen(ix->dirs[i]) == len && !strncmp(ix->dirs[i], dir, len))
       return TABQ_OK;
   if (ix->ndirs == TABQ_MAX_PLUGIN_DIRS)
-    return tabq_err_set(err, TABQ_PLUGIN, NULL, NULL,
-                        "TABQ_PLUGIN_PATH lists more than %d folders; shorten it",
-                        TABQ_MAX_PLUGIN_DIRS - 1);
+    return tabq__err_set(err, TABQ_PLUGIN, NULL, NULL,
+                         "TABQ_PLUGIN_PATH lists more than %d folders; shorten it",
+                         TABQ_MAX_PLUGIN_DIRS - 1);
   memcpy(ix->dirs[ix->ndirs], dir, len);
   ix->dirs[ix->ndirs++][len] = '\0';
   return TABQ_OK;
@@ -43,10 +43,10 @@ static int env_dirs(tabq_plugin_index *ix, tabq_error *err) {
     const char *colon = strchr(p, ':');
     size_t len = colon ? (size_t)(colon - p) : strlen(p);
     if (len && p[0] != '/')
-      return tabq_err_set(err, TABQ_PLUGIN, NULL, NULL,
-                          "TABQ_PLUGIN_PATH entry '%.*s' is relative: what it finds would depend "
-                          "on the working folder; give the folder's absolute path",
-                          (int)(len < 256 ? len : 256), p);
+      return tabq__err_set(err, TABQ_PLUGIN, NULL, NULL,
+                           "TABQ_PLUGIN_PATH entry '%.*s' is relative: what it finds would depend "
+                           "on the working folder; give the folder's absolute path",
+                           (int)(len < 256 ? len : 256), p);
     int rc = len ? add_dir(ix, p, len, err) : TABQ_OK;
     if (rc)
       return rc;
@@ -58,7 +58,7 @@ static int env_dirs(tabq_plugin_index *ix, tabq_error *err) {
 /* tabq-<major>/ beside libtabq: the build tree and an installed tree share this layout. */
 static int beside_library(tabq_plugin_index *ix, tabq_error *err) {
   Dl_info self;
-  if (!dladdr((void *)&tabq_plugin_index_read, &self) || !self.dli_fname)
+  if (!dladdr((void *)&tabq__plugin_index_read, &self) || !self.dli_fname)
     return TABQ_OK;
   const char *slash = strrchr(self.dli_fname, '/');
   if (!slash)
@@ -74,7 +74,7 @@ static int add_entry(tabq_plugin_index *ix, const tabq_plugin_entry *e, tabq_err
     size_t cap = ix->cap ? ix->cap * 2 : 16;
     tabq_plugin_entry *grown = realloc(ix->entries, cap * sizeof *grown);
     if (!grown)
-      return tabq_err_set(err, TABQ_NOMEM, NULL, NULL, "cannot allocate the plugin list");
+      return tabq__err_set(err, TABQ_NOMEM, NULL, NULL, "cannot allocate the plugin list");
     ix->entries = grown;
     ix->cap = cap;
   }
@@ -102,7 +102,7 @@ static int add_manifest(tabq_plugin_index *ix, unsigned d, const char *file, tab
   struct stat st;
   if (stat(path, &st) == 0)
     e.manifest_mode = st.st_mode;
-  int rc = tabq_manifest_read(path, &e.m, err);
+  int rc = tabq__manifest_read(path, &e.m, err);
   if (rc)
     return rc;
   snprintf(path, sizeof path, "%s/%s", ix->dirs[d], e.m.file);
@@ -121,7 +121,7 @@ static int add_bare(tabq_plugin_index *ix, unsigned d, const char *file, tabq_er
   memcpy(e.name, file, len);
   e.name[len] = '\0';
   snprintf(e.m.file, sizeof e.m.file, "%s", file);
-  if (tabq_scheme_valid(e.name, len))
+  if (tabq__scheme_valid(e.name, len))
     memcpy(e.m.schemes[e.m.nschemes++], e.name, len + 1);
   char path[PATH_MAX + TABQ_FILE_NAME_CAP];
   snprintf(path, sizeof path, "%s/%s", ix->dirs[d], file);
@@ -139,20 +139,20 @@ static int read_dir(tabq_plugin_index *ix, unsigned d, tabq_error *err) {
     return TABQ_OK;
   }
   if (!S_ISDIR(st.st_mode))
-    return tabq_err_set(err, TABQ_PLUGIN, NULL, NULL,
-                        "plugin folder %s is not a folder; take it off TABQ_PLUGIN_PATH", dir);
+    return tabq__err_set(err, TABQ_PLUGIN, NULL, NULL,
+                         "plugin folder %s is not a folder; take it off TABQ_PLUGIN_PATH", dir);
   /* Anyone could put a plugin there, the sticky bit notwithstanding. */
   if (st.st_mode & S_IWOTH)
-    return tabq_err_set(err, TABQ_PLUGIN, NULL, NULL,
-                        "plugin folder %s is writable by every user (mode %04o), so its plugins "
-                        "could be anyone's code; remove that write permission (chmod o-w) or "
-                        "keep plugins in a folder only their owner may write",
-                        dir, (unsigned)(st.st_mode & 07777));
+    return tabq__err_set(err, TABQ_PLUGIN, NULL, NULL,
+                         "plugin folder %s is writable by every user (mode %04o), so its plugins "
+                         "could be anyone's code; remove that write permission (chmod o-w) or "
+                         "keep plugins in a folder only their owner may write",
+                         dir, (unsigned)(st.st_mode & 07777));
   struct dirent **names;
   int n = scandir(dir, &names, NULL, alphasort); /* sorted: messages list plugins in one order */
   if (n < 0)
-    return tabq_err_set(err, TABQ_PLUGIN, NULL, NULL, "cannot read plugin folder %s: %s", dir,
-                        strerror(errno));
+    return tabq__err_set(err, TABQ_PLUGIN, NULL, NULL, "cannot read plugin folder %s: %s", dir,
+                         strerror(errno));
   int rc = TABQ_OK;
   /* The manifests first, so that the files they name are not also taken by their file names. */
   for (int pass = 0; pass < 2; pass++)
@@ -172,7 +172,7 @@ static int read_dir(tabq_plugin_index *ix, unsigned d, tabq_error *err) {
   return rc;
 }
 
-int tabq_plugin_index_read(tabq_plugin_index *ix, tabq_error *err) {
+int tabq__plugin_index_read(tabq_plugin_index *ix, tabq_error *err) {
   memset(ix, 0, sizeof *ix); /* a caller's index starts empty, whatever its memory held */
   int rc = env_dirs(ix, err);
   if (!rc)
@@ -182,19 +182,19 @@ int tabq_plugin_index_read(tabq_plugin_index *ix, tabq_error *err) {
   return rc;
 }
 
-void tabq_plugin_index_free(tabq_plugin_index *ix) {
+void tabq__plugin_index_free(tabq_plugin_index *ix) {
   free(ix->entries);
   ix->entries = NULL;
   ix->n = ix->cap = 0;
 }
 
-void tabq_plugin_entry_path(const tabq_plugin_index *ix, const tabq_plugin_entry *e, char *out,
-                            size_t cap) {
+void tabq__plugin_entry_path(const tabq_plugin_index *ix, const tabq_plugin_entry *e, char *out,
+                             size_t cap) {
   snprintf(out, cap, "%s/%s", ix->dirs[e->dir], e->m.file);
 }
 
-void tabq_plugin_manifest_path(const tabq_plugin_index *ix, const tabq_plugin_entry *e, char *out,
-                               size_t cap) {
+void tabq__plugin_manifest_path(const tabq_plugin_index *ix, const tabq_plugin_entry *e, char *out,
+                                size_t cap) {
   if (e->has_manifest)
     snprintf(out, cap, "%s/%s%s", ix->dirs[e->dir], e->name, TABQ_MANIFEST_SUFFIX);
   else if (cap)
@@ -207,7 +207,7 @@ static void append(char *buf, size_t cap, const char *text) {
     snprintf(buf + len, cap - len, "%s", text);
 }
 
-void tabq_plugin_index_folders(const tabq_plugin_index *ix, char *out, size_t cap) {
+void tabq__plugin_index_folders(const tabq_plugin_index *ix, char *out, size_t cap) {
   out[0] = '\0';
   for (unsigned d = 0; d < ix->ndirs; d++) {
     append(out, cap, d ? ", " : "");
@@ -229,7 +229,7 @@ static bool same_file(const tabq_plugin_entry *a, const tabq_plugin_entry *b) {
 static void describe(const tabq_plugin_index *ix, const tabq_plugin_entry *e, char *out,
                      size_t cap) {
   char path[PATH_MAX + TABQ_FILE_NAME_CAP];
-  tabq_plugin_entry_path(ix, e, path, sizeof path);
+  tabq__plugin_entry_path(ix, e, path, sizeof path);
   if (e->has_manifest)
     snprintf(out, cap, "%s (manifest %s%s)", path, e->name, TABQ_MANIFEST_SUFFIX);
   else
@@ -241,9 +241,9 @@ static int conflict(const tabq_plugin_index *ix, const char *what, const char *v
   char da[PATH_MAX + 3 * TABQ_FILE_NAME_CAP], db[sizeof da];
   describe(ix, a, da, sizeof da);
   describe(ix, b, db, sizeof db);
-  return tabq_err_set(err, TABQ_PLUGIN, NULL, NULL,
-                      "two plugins in one folder claim the %s '%s': %s and %s; remove one", what,
-                      value, da, db);
+  return tabq__err_set(err, TABQ_PLUGIN, NULL, NULL,
+                       "two plugins in one folder claim the %s '%s': %s and %s; remove one", what,
+                       value, da, db);
 }
 
 /* The search order decides, as PATH does: the first folder's claimant wins and shadows those of
@@ -274,16 +274,16 @@ static int choose(const tabq_plugin_index *ix, const char *what, const char *val
 }
 
 static bool claims_scheme(const tabq_plugin_entry *e, const char *scheme) {
-  return tabq_manifest_serves(&e->m, scheme);
+  return tabq__manifest_serves(&e->m, scheme);
 }
 
 static bool claims_name(const tabq_plugin_entry *e, const char *name) {
   return !strcmp(e->name, name);
 }
 
-int tabq_plugin_index_by_scheme(const tabq_plugin_index *ix, const char *scheme,
-                                const tabq_plugin_entry **out, char *shadowed, size_t cap,
-                                tabq_error *err) {
+int tabq__plugin_index_by_scheme(const tabq_plugin_index *ix, const char *scheme,
+                                 const tabq_plugin_entry **out, char *shadowed, size_t cap,
+                                 tabq_error *err) {
   int rc = choose(ix, "URL scheme", scheme, claims_scheme, out, shadowed, cap, err);
   if (rc || *out)
     return rc;
@@ -293,25 +293,25 @@ int tabq_plugin_index_by_scheme(const tabq_plugin_index *ix, const char *scheme,
       const char *sc = ix->entries[i].m.schemes[s];
       bool seen = false;
       for (size_t j = 0; j < i && !seen; j++)
-        seen = tabq_manifest_serves(&ix->entries[j].m, sc);
+        seen = tabq__manifest_serves(&ix->entries[j].m, sc);
       if (seen)
         continue;
       append(installed, sizeof installed, installed[0] ? ", " : "");
       append(installed, sizeof installed, sc);
     }
-  tabq_plugin_index_folders(ix, searched, sizeof searched);
-  return tabq_err_set(err, TABQ_BACKEND, NULL, NULL,
-                      "no installed dialect serves the URL scheme '%s'; installed schemes: %s "
-                      "(searched %s)",
-                      scheme, installed[0] ? installed : "none", searched);
+  tabq__plugin_index_folders(ix, searched, sizeof searched);
+  return tabq__err_set(err, TABQ_BACKEND, NULL, NULL,
+                       "no installed dialect serves the URL scheme '%s'; installed schemes: %s "
+                       "(searched %s)",
+                       scheme, installed[0] ? installed : "none", searched);
 }
 
-int tabq_plugin_index_by_name(const tabq_plugin_index *ix, const char *name,
-                              const tabq_plugin_entry **out, tabq_error *err) {
+int tabq__plugin_index_by_name(const tabq_plugin_index *ix, const char *name,
+                               const tabq_plugin_entry **out, tabq_error *err) {
   return choose(ix, "plugin name", name, claims_name, out, NULL, 0, err);
 }
 
-void tabq_plugin_index_describe(const tabq_plugin_index *ix, const tabq_plugin_entry *e, char *out,
-                                size_t cap) {
+void tabq__plugin_index_describe(const tabq_plugin_index *ix, const tabq_plugin_entry *e, char *out,
+                                 size_t cap) {
   describe(ix, e, out, cap);
 }

@@ -33,32 +33,32 @@ typedef struct tabq_plugin_index {
   size_t n, cap;
 } tabq_plugin_index;
 
-/* Reads the folders into `ix` (which it first empties; free it with tabq_plugin_index_free
+/* Reads the folders into `ix` (which it first empties; free it with tabq__plugin_index_free
  * whatever the result): each TABQ_PLUGIN_PATH entry, then tabq-<major>/ beside libtabq. Refuses
  * (TABQ_PLUGIN) a relative entry, a folder any user may write to and a malformed manifest. */
-int tabq_plugin_index_read(tabq_plugin_index *ix, tabq_error *err);
-void tabq_plugin_index_free(tabq_plugin_index *ix);
+int tabq__plugin_index_read(tabq_plugin_index *ix, tabq_error *err);
+void tabq__plugin_index_free(tabq_plugin_index *ix);
 
 /* The plugin claiming `scheme`, chosen as PATH chooses: the first in search order; the ones of
  * later folders it shadows are described in `shadowed` (cap bytes, "" for none; may be NULL).
  * TABQ_BACKEND listing the installed schemes and the folders when none does; TABQ_PLUGIN naming
  * both when two different files of one folder do. */
-int tabq_plugin_index_by_scheme(const tabq_plugin_index *ix, const char *scheme,
-                                const tabq_plugin_entry **out, char *shadowed, size_t cap,
-                                tabq_error *err);
+int tabq__plugin_index_by_scheme(const tabq_plugin_index *ix, const char *scheme,
+                                 const tabq_plugin_entry **out, char *shadowed, size_t cap,
+                                 tabq_error *err);
 /* The plugin named `name`, chosen the same way; *out is NULL when none is. */
-int tabq_plugin_index_by_name(const tabq_plugin_index *ix, const char *name,
-                              const tabq_plugin_entry **out, tabq_error *err);
+int tabq__plugin_index_by_name(const tabq_plugin_index *ix, const char *name,
+                               const tabq_plugin_entry **out, tabq_error *err);
 /* "/dir/x.so (manifest x.tabq-plugin)" or "/dir/x.so (by its file name)". */
-void tabq_plugin_index_describe(const tabq_plugin_index *ix, const tabq_plugin_entry *e, char *out,
-                                size_t cap);
+void tabq__plugin_index_describe(const tabq_plugin_index *ix, const tabq_plugin_entry *e, char *out,
+                                 size_t cap);
 
 /* "<folder>/<file>" of the plugin's file, and of its manifest ("" without one). */
-void tabq_plugin_entry_path(const tabq_plugin_index *ix, const tabq_plugin_entry *e, char *out,
-                            size_t cap);
-void tabq_plugin_manifest_path(const tabq_plugin_index *ix, const tabq_plugin_entry *e, char *out,
-                               size_t cap);
+void tabq__plugin_entry_path(const tabq_plugin_index *ix, const tabq_plugin_entry *e, char *out,
+                             size_t cap);
+void tabq__plugin_manifest_path(const tabq_plugin_index *ix, const tabq_plugin_entry *e, char *out,
+                                size_t cap);
 /* The folders as a message lists them: "a, b (missing)". */
-void tabq_plugin_index_folders(const tabq_plugin_index *ix, char *out, size_t cap);
+void tabq__plugin_index_folders(const tabq_plugin_index *ix, char *out, size_t cap);
 
 #endif

@@ -11,8 +11,8 @@
 
 static void disconnect(tabq_pool *p, tabq_pconn *c);
 
-int tabq_pool_init(tabq_pool *p, const tabq_driver_v1 *drv, const tabq_host *host, const char *url,
-                   unsigned size, unsigned timeout_ms, tabq_error *err) {
+int tabq__pool_init(tabq_pool *p, const tabq_driver_v1 *drv, const tabq_host *host, const char *url,
+                    unsigned size, unsigned timeout_ms, tabq_error *err) {
   memset(p, 0, sizeof *p);
   p->drv = drv;
   p->host = host;
@@ -23,7 +23,7 @@ int tabq_pool_init(tabq_pool *p, const tabq_driver_v1 *drv, const tabq_host *hos
   if (!p->url || !p->slots) {
     free(p->url);
     free(p->slots);
-    return tabq_err_set(err, TABQ_NOMEM, NULL, NULL, "cannot allocate a pool of %u", size);
+    return tabq__err_set(err, TABQ_NOMEM, NULL, NULL, "cannot allocate a pool of %u", size);
   }
   pthread_condattr_t attr;
   pthread_condattr_init(&attr);
@@ -52,36 +52,36 @@ static tabq_pconn *take_free(tabq_pool *p) {
   return unconnected;
 }
 
-int tabq_pool_acquire(tabq_pool *p, tabq_pconn **out, tabq_error *err) {
-  int64_t deadline = tabq_mono_ms() + p->timeout_ms;
+int tabq__pool_acquire(tabq_pool *p, tabq_pconn **out, tabq_error *err) {
+  int64_t deadline = tabq__mono_ms() + p->timeout_ms;
   pthread_mutex_lock(&p->mu);
   tabq_pconn *c;
   while (!(c = take_free(p))) {
-    struct timespec ts = tabq_deadline_ms(deadline);
+    struct timespec ts = tabq__deadline_ms(deadline);
     if (pthread_cond_timedwait(&p->freed, &p->mu, &ts) == ETIMEDOUT && !(c = take_free(p))) {
       pthread_mutex_unlock(&p->mu);
-      return tabq_err_set(err, TABQ_POOL_TIMEOUT, NULL, NULL,
-                          "no pooled connection became free within %u ms (pool size %u)",
-                          p->timeout_ms, p->size);
+      return tabq__err_set(err, TABQ_POOL_TIMEOUT, NULL, NULL,
+                           "no pooled connection became free within %u ms (pool size %u)",
+                           p->timeout_ms, p->size);
     }
     if (c)
       break;
   }
   pthread_mutex_unlock(&p->mu);
-  if (c->conn && tabq_mono_ms() - c->idle_since_ms > IDLE_CHECK_MS && !p->drv->alive(c->conn))
+  if (c->conn && tabq__mono_ms() - c->idle_since_ms > IDLE_CHECK_MS && !p->drv->alive(c->conn))
     disconnect(p, c); /* ended while idle: connect anew below */
   if (!c->conn) {
     if (!c->prepared && !(c->prepared = calloc(TABQ_MAX_STATEMENTS, sizeof *c->prepared))) {
-      tabq_pool_release(p, c);
-      return tabq_err_set(err, TABQ_NOMEM, NULL, NULL, "cannot allocate a connection's cache");
+      tabq__pool_release(p, c);
+      return tabq__err_set(err, TABQ_NOMEM, NULL, NULL, "cannot allocate a connection's cache");
     }
     /* With the broker's host where the driver takes it, so its log lines reach that broker. */
     int rc = p->drv->connect_host ? p->drv->connect_host(p->host, p->url, &c->conn)
                                   : p->drv->connect(p->url, &c->conn);
     if (rc) {
       c->conn = NULL;
-      tabq_pool_release(p, c);
-      return tabq_err_from_plugin(err, rc, NULL, "connect");
+      tabq__pool_release(p, c);
+      return tabq__err_from_plugin(err, rc, NULL, "connect");
     }
   }
   *out = c;
@@ -99,23 +99,23 @@ static void disconnect(tabq_pool *p, tabq_pconn *c) {
   c->conn = NULL;
 }
 
-void tabq_pool_release(tabq_pool *p, tabq_pconn *c) {
+void tabq__pool_release(tabq_pool *p, tabq_pconn *c) {
   if (c->conn && (c->broken || (c->suspect && !p->drv->alive(c->conn))))
     disconnect(p, c); /* the next acquire of this slot connects anew */
   c->suspect = c->broken = false;
-  c->idle_since_ms = tabq_mono_ms();
+  c->idle_since_ms = tabq__mono_ms();
   pthread_mutex_lock(&p->mu);
   c->in_use = false;
   pthread_cond_signal(&p->freed);
   pthread_mutex_unlock(&p->mu);
 }
 
-void tabq_pool_discard(tabq_pool *p, tabq_pconn *c) {
+void tabq__pool_discard(tabq_pool *p, tabq_pconn *c) {
   disconnect(p, c);
-  tabq_pool_release(p, c);
+  tabq__pool_release(p, c);
 }
 
-void tabq_pool_destroy(tabq_pool *p) {
+void tabq__pool_destroy(tabq_pool *p) {
   for (unsigned i = 0; i < p->size; i++) {
     disconnect(p, &p->slots[i]);
     free(p->slots[i].prepared);

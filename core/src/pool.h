@@ -20,8 +20,8 @@ typedef struct tabq_pconn {
 } tabq_pconn;
 
 /* Marks a connection whose call failed, so the pool asks the driver about it when it comes back.
- * Returns rc, for `return tabq_pconn_check(c, rc);`. */
-static inline int tabq_pconn_check(tabq_pconn *c, int rc) {
+ * Returns rc, for `return tabq__pconn_check(c, rc);`. */
+static inline int tabq__pconn_check(tabq_pconn *c, int rc) {
   if (rc)
     c->suspect = true;
   return rc;
@@ -38,17 +38,17 @@ typedef struct tabq_pool {
   unsigned timeout_ms;
 } tabq_pool;
 
-int tabq_pool_init(tabq_pool *p, const tabq_driver_v1 *drv, const tabq_host *host, const char *url,
-                   unsigned size, unsigned timeout_ms, tabq_error *err);
+int tabq__pool_init(tabq_pool *p, const tabq_driver_v1 *drv, const tabq_host *host, const char *url,
+                    unsigned size, unsigned timeout_ms, tabq_error *err);
 /* Waits up to the acquire timeout for a free connection (TABQ_POOL_TIMEOUT). */
-int tabq_pool_acquire(tabq_pool *p, tabq_pconn **out, tabq_error *err);
+int tabq__pool_acquire(tabq_pool *p, tabq_pconn **out, tabq_error *err);
 /* Gives a connection back; one marked broken, or whose call failed and that the driver finds
  * broken, is closed and replaced later. The driver is not asked on the hot path: only after a
  * failure, or when a connection comes out of the pool after more than a second idle (a server may
  * have ended it). */
-void tabq_pool_release(tabq_pool *p, tabq_pconn *c);
+void tabq__pool_release(tabq_pool *p, tabq_pconn *c);
 /* Gives a connection back closed: its session ends (and every session lock with it). */
-void tabq_pool_discard(tabq_pool *p, tabq_pconn *c);
-void tabq_pool_destroy(tabq_pool *p);
+void tabq__pool_discard(tabq_pool *p, tabq_pconn *c);
+void tabq__pool_destroy(tabq_pool *p);
 
 #endif

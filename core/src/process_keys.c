@@ -119,31 +119,31 @@ static void table_remove(tabq_keyfile *f, tabq_pkey *e) {
 static int take_lock_file(const tabq_subscription *s, const char *db, int *fd, tabq_error *err) {
   char path[PATH_MAX];
   if (strlen(db) + sizeof LOCK_SUFFIX > sizeof path)
-    return tabq_err_set(err, TABQ_INVALID, s->t->name, NULL,
-                        "table %s: the database path %s is too long for its advisory lock file",
-                        s->t->name, db);
+    return tabq__err_set(err, TABQ_INVALID, s->t->name, NULL,
+                         "table %s: the database path %s is too long for its advisory lock file",
+                         s->t->name, db);
   strcpy(path, db);
   strcat(path, LOCK_SUFFIX);
   *fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC, 0666);
   if (*fd < 0)
-    return tabq_err_set(err, TABQ_IO, s->t->name, NULL,
-                        "table %s: cannot open the advisory lock file %s of database %s: %s",
-                        s->t->name, path, db, strerror(errno));
+    return tabq__err_set(err, TABQ_IO, s->t->name, NULL,
+                         "table %s: cannot open the advisory lock file %s of database %s: %s",
+                         s->t->name, path, db, strerror(errno));
   if (flock(*fd, LOCK_EX | LOCK_NB) == 0)
     return TABQ_OK;
   int e = errno;
   close(*fd);
   *fd = -1;
   if (e == EWOULDBLOCK)
-    return tabq_err_set(err, TABQ_DIALECT, s->t->name, NULL,
-                        "table %s: another process serves advisory subscriptions on the SQLite "
-                        "database %s (it holds the lock file %s); one process at a time serves "
-                        "advisory subscriptions on a SQLite file, since the keys in work live in "
-                        "that process",
-                        s->t->name, db, path);
-  return tabq_err_set(err, TABQ_IO, s->t->name, NULL,
-                      "table %s: cannot lock the advisory lock file %s of database %s: %s",
-                      s->t->name, path, db, strerror(e));
+    return tabq__err_set(err, TABQ_DIALECT, s->t->name, NULL,
+                         "table %s: another process serves advisory subscriptions on the SQLite "
+                         "database %s (it holds the lock file %s); one process at a time serves "
+                         "advisory subscriptions on a SQLite file, since the keys in work live in "
+                         "that process",
+                         s->t->name, db, path);
+  return tabq__err_set(err, TABQ_IO, s->t->name, NULL,
+                       "table %s: cannot lock the advisory lock file %s of database %s: %s",
+                       s->t->name, path, db, strerror(e));
 }
 
 /* The file's registry, opened (and its lock file taken) by its first subscription. */
@@ -151,9 +151,9 @@ static int file_join(tabq_subscription *s, const char *db, unsigned entries, tab
                      tabq_error *err) {
   struct stat st;
   if (stat(db, &st))
-    return tabq_err_set(err, TABQ_IO, s->t->name, NULL,
-                        "table %s: cannot read the database file %s for its advisory keys: %s",
-                        s->t->name, db, strerror(errno));
+    return tabq__err_set(err, TABQ_IO, s->t->name, NULL,
+                         "table %s: cannot read the database file %s for its advisory keys: %s",
+                         s->t->name, db, strerror(errno));
   pthread_mutex_lock(&files_mu);
   tabq_keyfile *f = files;
   while (f && (f->dev != st.st_dev || f->ino != st.st_ino))
@@ -164,7 +164,7 @@ static int file_join(tabq_subscription *s, const char *db, unsigned entries, tab
     size_t len = strlen(db);
     if (!(rc = take_lock_file(s, db, &fd, err)) && !(f = calloc(1, sizeof *f + len + 1))) {
       close(fd);
-      rc = tabq_err_set(err, TABQ_NOMEM, s->t->name, NULL, "cannot allocate the advisory keys");
+      rc = tabq__err_set(err, TABQ_NOMEM, s->t->name, NULL, "cannot allocate the advisory keys");
     }
     if (!rc) {
       f->dev = st.st_dev;
@@ -179,7 +179,7 @@ static int file_join(tabq_subscription *s, const char *db, unsigned entries, tab
   if (!rc) {
     pthread_mutex_lock(&f->mu);
     if (table_fit(f, f->entries + entries))
-      rc = tabq_err_set(err, TABQ_NOMEM, s->t->name, NULL, "cannot allocate the advisory keys");
+      rc = tabq__err_set(err, TABQ_NOMEM, s->t->name, NULL, "cannot allocate the advisory keys");
     else
       f->entries += entries;
     pthread_mutex_unlock(&f->mu);
@@ -205,15 +205,15 @@ static int file_join(tabq_subscription *s, const char *db, unsigned entries, tab
   return rc;
 }
 
-int tabq_pkeys_open(tabq_subscription *s, tabq_error *err) {
+int tabq__pkeys_open(tabq_subscription *s, tabq_error *err) {
   if (!s->database[0])
-    return tabq_err_set(err, TABQ_DIALECT, s->t->name, NULL,
-                        "table %s: the %s dialect keeps advisory keys by database file, and its "
-                        "driver names no file for this database (in memory?); name a file",
-                        s->t->name, s->b->plugin.plugin->name);
+    return tabq__err_set(err, TABQ_DIALECT, s->t->name, NULL,
+                         "table %s: the %s dialect keeps advisory keys by database file, and its "
+                         "driver names no file for this database (in memory?); name a file",
+                         s->t->name, s->b->plugin.plugin->name);
   tabq_pkeys *k = calloc(1, sizeof *k + s->nslots * sizeof k->e[0]);
   if (!k)
-    return tabq_err_set(err, TABQ_NOMEM, s->t->name, NULL, "cannot allocate the advisory keys");
+    return tabq__err_set(err, TABQ_NOMEM, s->t->name, NULL, "cannot allocate the advisory keys");
   k->n = s->nslots;
   char real[PATH_MAX];
   /* The lock file sits beside the file itself, not beside a link to it. */
@@ -227,7 +227,7 @@ int tabq_pkeys_open(tabq_subscription *s, tabq_error *err) {
   return TABQ_OK;
 }
 
-void tabq_pkeys_close(tabq_subscription *s) {
+void tabq__pkeys_close(tabq_subscription *s) {
   tabq_pkeys *k = s->pkeys;
   if (!k)
     return;
@@ -259,8 +259,8 @@ void tabq_pkeys_close(tabq_subscription *s) {
   }
 }
 
-int tabq_pkeys_lock(tabq_subscription *s, const tabq_delivery *d, const char *key, size_t n,
-                    bool *locked) {
+int tabq__pkeys_lock(tabq_subscription *s, const tabq_delivery *d, const char *key, size_t n,
+                     bool *locked) {
   tabq_pkeys *k = s->pkeys;
   tabq_pkey *e = &k->e[d - s->slots];
   tabq_keyfile *f = k->file;
@@ -289,7 +289,7 @@ int tabq_pkeys_lock(tabq_subscription *s, const tabq_delivery *d, const char *ke
   return TABQ_OK;
 }
 
-void tabq_pkeys_release(tabq_subscription *s, const tabq_delivery *d) {
+void tabq__pkeys_release(tabq_subscription *s, const tabq_delivery *d) {
   tabq_pkeys *k = s->pkeys;
   if (!k)
     return;

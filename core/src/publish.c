@@ -10,8 +10,8 @@
 #include "sized.h"
 
 /* Found by the description's address after its first use. */
-int tabq_publisher_of(tabq_broker *b, const tabq_table *caller, tabq_pconn *on,
-                      tabq_publisher **out, tabq_error *err) {
+int tabq__publisher_of(tabq_broker *b, const tabq_table *caller, tabq_pconn *on,
+                       tabq_publisher **out, tabq_error *err) {
   for (tabq_publisher *p = b->publishers; p; p = p->next)
     if (p->caller == caller) {
       *out = p;
@@ -19,36 +19,36 @@ int tabq_publisher_of(tabq_broker *b, const tabq_table *caller, tabq_pconn *on,
     }
   tabq_publisher *p = calloc(1, sizeof *p);
   if (!p)
-    return tabq_err_set(err, TABQ_NOMEM, caller->name, "insert", "cannot allocate a publisher");
+    return tabq__err_set(err, TABQ_NOMEM, caller->name, "insert", "cannot allocate a publisher");
   const tabq_table *t = &p->table;
-  int rc = tabq_table_take(caller, &p->table, err);
+  int rc = tabq__table_take(caller, &p->table, err);
   if (!rc)
-    rc = tabq_table_rules(t, err);
+    rc = tabq__table_rules(t, err);
   if (rc) {
     free(p);
     return rc;
   }
   tabq_build build = {.table = t, .form = tabq_table_form(t)};
-  rc = tabq_form_servable(b, &build, err);
+  rc = tabq__form_servable(b, &build, err);
   if (!rc)
-    rc = tabq_stmt_build(&b->stmts, b->host, b->plugin.plugin->dialect->insert, &build, "insert",
-                         &p->insert, err);
+    rc = tabq__stmt_build(&b->stmts, b->host, b->plugin.plugin->dialect->insert, &build, "insert",
+                          &p->insert, err);
   p->notify = TABQ_NO_STMT;
   if (!rc)
-    tabq_rows_init(b, p);
-  if (!rc && b->listen_notify && !(rc = tabq_channel_of(b, t, p->channel, sizeof p->channel, err)))
-    rc = tabq_stmt_build(&b->stmts, b->host, b->plugin.plugin->dialect->notify, &build, "notify",
-                         &p->notify, err);
+    tabq__rows_init(b, p);
+  if (!rc && b->listen_notify && !(rc = tabq__channel_of(b, t, p->channel, sizeof p->channel, err)))
+    rc = tabq__stmt_build(&b->stmts, b->host, b->plugin.plugin->dialect->notify, &build, "notify",
+                          &p->notify, err);
   tabq_pconn *c = on;
   if (!rc && !on)
-    rc = tabq_pool_acquire(&b->pool, &c, err);
+    rc = tabq__pool_acquire(&b->pool, &c, err);
   if (!rc) {
     tabq_prepared *prepared;
-    rc = tabq_stmt_prepare(&b->stmts, b->drv, c, p->insert, &prepared, err);
+    rc = tabq__stmt_prepare(&b->stmts, b->drv, c, p->insert, &prepared, err);
     if (!rc && p->notify != TABQ_NO_STMT)
-      rc = tabq_stmt_prepare(&b->stmts, b->drv, c, p->notify, &prepared, err);
+      rc = tabq__stmt_prepare(&b->stmts, b->drv, c, p->notify, &prepared, err);
     if (!on)
-      tabq_pool_release(&b->pool, c);
+      tabq__pool_release(&b->pool, c);
   }
   if (rc) {
     free(p);
@@ -61,60 +61,61 @@ int tabq_publisher_of(tabq_broker *b, const tabq_table *caller, tabq_pconn *on,
   return TABQ_OK;
 }
 
-int tabq_message_check(const tabq_table *t, const tabq_message *m, tabq_error *err) {
+int tabq__message_check(const tabq_table *t, const tabq_message *m, tabq_error *err) {
   if (m->nheaders && !t->headers.name)
-    return tabq_err_set(err, TABQ_HEADER, t->name, "insert",
-                        "table %s has no headers column; the message's %zu headers cannot be "
-                        "written",
-                        t->name, m->nheaders);
+    return tabq__err_set(err, TABQ_HEADER, t->name, "insert",
+                         "table %s has no headers column; the message's %zu headers cannot be "
+                         "written",
+                         t->name, m->nheaders);
   if (m->partition_key && !t->partition_key.name)
-    return tabq_err_set(err, TABQ_INVALID, t->name, "insert",
-                        "table %s has no partition_key column; the message's key '%s' cannot be "
-                        "written",
-                        t->name, m->partition_key);
+    return tabq__err_set(err, TABQ_INVALID, t->name, "insert",
+                         "table %s has no partition_key column; the message's key '%s' cannot be "
+                         "written",
+                         t->name, m->partition_key);
   if (t->group.name && !m->group)
-    return tabq_err_set(err, TABQ_INVALID, t->name, "insert",
-                        "table %s has a group column; the message needs a group", t->name);
+    return tabq__err_set(err, TABQ_INVALID, t->name, "insert",
+                         "table %s has a group column; the message needs a group", t->name);
   /* A subscription reads a named queue: a row in group '' could never be claimed. */
   if (t->group.name && !m->group[0])
-    return tabq_err_set(err, TABQ_INVALID, t->name, "insert",
-                        "table %s: the message's group is empty, and no subscription reads the "
-                        "queue ''; name the queue",
-                        t->name);
+    return tabq__err_set(err, TABQ_INVALID, t->name, "insert",
+                         "table %s: the message's group is empty, and no subscription reads the "
+                         "queue ''; name the queue",
+                         t->name);
   /* Every database compares groups as text: one that is not UTF-8 would be written and then
    * never match a queue name (SQLite stores any bytes). */
   if (m->group && u8_check((const uint8_t *)m->group, strlen(m->group)))
-    return tabq_err_set(err, TABQ_INVALID, t->name, "insert",
-                        "table %s: the message's group is not valid UTF-8", t->name);
+    return tabq__err_set(err, TABQ_INVALID, t->name, "insert",
+                         "table %s: the message's group is not valid UTF-8", t->name);
   if (m->partition_key && u8_check((const uint8_t *)m->partition_key, strlen(m->partition_key)))
-    return tabq_err_set(err, TABQ_INVALID, t->name, "insert",
-                        "table %s: the message's partition key is not valid UTF-8", t->name);
+    return tabq__err_set(err, TABQ_INVALID, t->name, "insert",
+                         "table %s: the message's partition key is not valid UTF-8", t->name);
   if (!t->id.generated && m->id.type == TABQ_T_NULL)
-    return tabq_err_set(err, TABQ_INVALID, t->name, "insert",
-                        "table %s's id is not generated; the message needs an id", t->name);
+    return tabq__err_set(err, TABQ_INVALID, t->name, "insert",
+                         "table %s's id is not generated; the message needs an id", t->name);
   /* The insert leaves a generated column out, so the delay would be lost without a word. */
   if (m->delay_ms && t->retry_after.generated)
-    return tabq_err_set(err, TABQ_INVALID, t->name, "insert",
-                        "table %s's retry_after is generated (filled by the database), so a "
-                        "publish cannot delay the row by %u ms; describe it as not generated",
-                        t->name, m->delay_ms);
+    return tabq__err_set(err, TABQ_INVALID, t->name, "insert",
+                         "table %s's retry_after is generated (filled by the database), so a "
+                         "publish cannot delay the row by %u ms; describe it as not generated",
+                         t->name, m->delay_ms);
   if (m->delay_ms && !t->retry_after.name)
-    return tabq_err_set(err, TABQ_INVALID, t->name, "insert",
-                        "table %s has no retry_after column, so a publish cannot delay the row",
-                        t->name);
+    return tabq__err_set(err, TABQ_INVALID, t->name, "insert",
+                         "table %s has no retry_after column, so a publish cannot delay the row",
+                         t->name);
   if (m->ndata > t->ndata)
-    return tabq_err_set(err, TABQ_INVALID, t->name, "insert",
-                        "the message has %zu data values; table %s describes %zu data columns",
-                        m->ndata, t->name, t->ndata);
+    return tabq__err_set(err, TABQ_INVALID, t->name, "insert",
+                         "the message has %zu data values; table %s describes %zu data columns",
+                         m->ndata, t->name, t->ndata);
   if (m->ndata && !m->data)
-    return tabq_err_set(err, TABQ_INVALID, t->name, "insert",
-                        "table %s: the message has %zu data values but no data", t->name, m->ndata);
+    return tabq__err_set(err, TABQ_INVALID, t->name, "insert",
+                         "table %s: the message has %zu data values but no data", t->name,
+                         m->ndata);
   for (size_t i = 0; i < m->ndata; i++)
-    if (!tabq_row_value_fits(t->data[i].type, &m->data[i]))
-      return tabq_err_set(err, TABQ_INVALID, t->name, "insert",
-                          "table %s: data column %s is declared %s; the message's value %zu is "
-                          "not one",
-                          t->name, t->data[i].name, tabq_type_name(t->data[i].type), i);
+    if (!tabq__row_value_fits(t->data[i].type, &m->data[i]))
+      return tabq__err_set(err, TABQ_INVALID, t->name, "insert",
+                           "table %s: data column %s is declared %s; the message's value %zu is "
+                           "not one",
+                           t->name, t->data[i].name, tabq__type_name(t->data[i].type), i);
   return TABQ_OK;
 }
 
@@ -122,8 +123,8 @@ static tabq_value text_or_null(const char *s) {
   return s ? tabq_text(s, strlen(s)) : tabq_null();
 }
 
-tabq_bind tabq_message_bind(const tabq_message *m, const char *headers, size_t headers_len,
-                            int64_t now) {
+tabq_bind tabq__message_bind(const tabq_message *m, const char *headers, size_t headers_len,
+                             int64_t now) {
   tabq_bind v = {.id = m->id,
                  .group = text_or_null(m->group),
                  .priority = m->priority,
@@ -145,27 +146,27 @@ static void announce(tabq_broker *b, const tabq_table *t, tabq_publisher *p, tab
                  .group = tabq_text(group ? group : "", group ? strlen(group) : 0)};
   tabq_error err;
   tabq_prepared *st = NULL;
-  if (tabq_stmt_run(&b->stmts, b->drv, c, p->notify, &v, &st, &err))
-    tabq_logf(&b->log, TABQ_LOG_WARN, "table %s: the row is written, but its notify failed: %s",
-              t->name, err.message);
+  if (tabq__stmt_run(&b->stmts, b->drv, c, p->notify, &v, &st, &err))
+    tabq__logf(&b->log, TABQ_LOG_WARN, "table %s: the row is written, but its notify failed: %s",
+               t->name, err.message);
   else
     b->drv->reset(st);
 }
 
-int tabq_publish_on(tabq_broker *b, tabq_publisher *p, tabq_pconn *c, const tabq_message *m,
-                    tabq_buf *headers, tabq_error *err) {
+int tabq__publish_on(tabq_broker *b, tabq_publisher *p, tabq_pconn *c, const tabq_message *m,
+                     tabq_buf *headers, tabq_error *err) {
   const tabq_table *t = &p->table;
-  int rc = tabq_message_check(t, m, err);
+  int rc = tabq__message_check(t, m, err);
   if (!rc)
-    rc = tabq_values_bindable(&b->plugin, m->data, m->ndata, t->name, "insert", err);
+    rc = tabq__values_bindable(&b->plugin, m->data, m->ndata, t->name, "insert", err);
   headers->len = 0;
   if (!rc && t->headers.name)
-    rc = tabq_headers_render(m->headers, m->nheaders, headers, err, t->name);
+    rc = tabq__headers_render(m->headers, m->nheaders, headers, err, t->name);
   if (rc)
     return rc;
-  tabq_bind v = tabq_message_bind(m, headers->p, headers->len, tabq_now_us());
+  tabq_bind v = tabq__message_bind(m, headers->p, headers->len, tabq__now_us());
   uint64_t changed;
-  rc = tabq_stmt_change(&b->stmts, b->drv, c, p->insert, &v, &changed, err);
+  rc = tabq__stmt_change(&b->stmts, b->drv, c, p->insert, &v, &changed, err);
   if (!rc && p->notify != TABQ_NO_STMT)
     announce(b, t, p, c, m->group);
   return rc;
@@ -174,11 +175,11 @@ int tabq_publish_on(tabq_broker *b, tabq_publisher *p, tabq_pconn *c, const tabq
 static int publish(tabq_broker *b, const tabq_table *table, const tabq_message *message,
                    tabq_error *err) {
   if (!b || !table || !message)
-    return tabq_err_set(err, TABQ_INVALID, NULL, "insert",
-                        "tabq_publish needs a broker, a table and a message");
+    return tabq__err_set(err, TABQ_INVALID, NULL, "insert",
+                         "tabq_publish needs a broker, a table and a message");
   tabq_publisher *p;
   pthread_mutex_lock(&b->mu);
-  int rc = tabq_publisher_of(b, table, NULL, &p, err);
+  int rc = tabq__publisher_of(b, table, NULL, &p, err);
   pthread_mutex_unlock(&b->mu);
   if (rc)
     return rc;
@@ -188,45 +189,45 @@ static int publish(tabq_broker *b, const tabq_table *table, const tabq_message *
     return rc;
   tabq_buf headers = {0};
   tabq_pconn *c;
-  if (!(rc = tabq_pool_acquire(&b->pool, &c, err))) {
-    rc = tabq_publish_on(b, p, c, &m, &headers, err);
-    tabq_pool_release(&b->pool, c);
+  if (!(rc = tabq__pool_acquire(&b->pool, &c, err))) {
+    rc = tabq__publish_on(b, p, c, &m, &headers, err);
+    tabq__pool_release(&b->pool, c);
   }
-  tabq_buf_free(&headers);
+  tabq__buf_free(&headers);
   if (!rc)
-    tabq_publish_wake(b, t, m.group);
+    tabq__publish_wake(b, t, m.group);
   return rc;
 }
 
 int tabq_publish(tabq_broker *b, const tabq_table *table, const tabq_message *message,
                  tabq_error *err) {
-  tabq_err_clear(err);
+  tabq__err_clear(err);
   if (!b)
-    return tabq_err_set(err, TABQ_INVALID, NULL, "insert", "tabq_publish needs a broker");
-  const tabq_logger *outer = tabq_log_enter(&b->log);
+    return tabq__err_set(err, TABQ_INVALID, NULL, "insert", "tabq_publish needs a broker");
+  const tabq_logger *outer = tabq__log_enter(&b->log);
   int rc = publish(b, table, message, err);
-  tabq_log_leave(outer);
+  tabq__log_leave(outer);
   return rc;
 }
 
 int tabq_insert_sql(tabq_broker *b, const tabq_table *table, char *buf, size_t cap,
                     tabq_error *err) {
-  tabq_err_clear(err);
+  tabq__err_clear(err);
   if (!b || !table || !buf)
-    return tabq_err_set(err, TABQ_INVALID, NULL, "insert",
-                        "tabq_insert_sql needs a broker, a table and a buffer");
+    return tabq__err_set(err, TABQ_INVALID, NULL, "insert",
+                         "tabq_insert_sql needs a broker, a table and a buffer");
   tabq_publisher *p;
-  const tabq_logger *outer = tabq_log_enter(&b->log);
+  const tabq_logger *outer = tabq__log_enter(&b->log);
   pthread_mutex_lock(&b->mu);
-  int rc = tabq_publisher_of(b, table, NULL, &p, err);
+  int rc = tabq__publisher_of(b, table, NULL, &p, err);
   pthread_mutex_unlock(&b->mu);
-  tabq_log_leave(outer);
+  tabq__log_leave(outer);
   if (rc)
     return rc;
   const tabq_table *t = &p->table;
   const char *sql = b->stmts.defs[p->insert].sql;
   if ((size_t)snprintf(buf, cap, "%s", sql) >= cap)
-    return tabq_err_set(err, TABQ_INVALID, t->name, "insert",
-                        "the insert is %zu bytes; the buffer holds %zu", strlen(sql) + 1, cap);
+    return tabq__err_set(err, TABQ_INVALID, t->name, "insert",
+                         "the insert is %zu bytes; the buffer holds %zu", strlen(sql) + 1, cap);
   return TABQ_OK;
 }

@@ -54,7 +54,7 @@ static int publisher_begin(tabq_broker *b, tabq_publisher *p, tabq_error *err) {
   if (p->begin_sql[0])
     return TABQ_OK;
   tabq_build build = {.table = &p->table, .form = tabq_table_form(&p->table)};
-  return tabq_txn_render_begin(b, &build, false, p->begin_sql, sizeof p->begin_sql, err);
+  return tabq__txn_render_begin(b, &build, false, p->begin_sql, sizeof p->begin_sql, err);
 }
 
 /* Every message as tabq_publish checks it, its headers rendered into `headers` (reused) to
@@ -65,12 +65,12 @@ static int check_all(const tabq_broker *b, const tabq_table *t, const tabq_messa
     int rc;
     tabq_message m;
     if (!msgs[i])
-      rc = tabq_err_set(err, TABQ_INVALID, t->name, "insert", "the message pointer is NULL");
+      rc = tabq__err_set(err, TABQ_INVALID, t->name, "insert", "the message pointer is NULL");
     else if (!(rc = TABQ_TAKE(msgs[i], &m, TABQ_MESSAGE_SIZE_1_0, t->name, err)) &&
-             !(rc = tabq_message_check(t, &m, err)) &&
-             !(rc = tabq_values_bindable(&b->plugin, m.data, m.ndata, t->name, "insert", err)) &&
+             !(rc = tabq__message_check(t, &m, err)) &&
+             !(rc = tabq__values_bindable(&b->plugin, m.data, m.ndata, t->name, "insert", err)) &&
              m.nheaders)
-      rc = tabq_headers_render(m.headers, m.nheaders, headers, err, t->name);
+      rc = tabq__headers_render(m.headers, m.nheaders, headers, err, t->name);
     if (rc)
       return at_index(err, rc, i, n);
   }
@@ -95,7 +95,7 @@ static int distinct_groups(const tabq_table *t, const tabq_message *const *msgs,
     return TABQ_OK;
   const char **v = malloc(n * sizeof *v);
   if (!v)
-    return tabq_err_set(err, TABQ_NOMEM, t->name, "insert", "cannot sort %zu groups", n);
+    return tabq__err_set(err, TABQ_NOMEM, t->name, "insert", "cannot sort %zu groups", n);
   for (i = 0; i < n; i++)
     v[i] = msgs[i]->group;
   qsort(v, n, sizeof *v, by_text);
@@ -117,7 +117,7 @@ static int announce_all(tabq_broker *b, tabq_publisher *p, tabq_pconn *c, const 
     tabq_bind v = {.channel = tabq_text(p->channel, strlen(p->channel)),
                    .group = tabq_text(group, strlen(group))};
     tabq_prepared *st = NULL;
-    int rc = tabq_stmt_run(&b->stmts, b->drv, c, p->notify, &v, &st, err);
+    int rc = tabq__stmt_run(&b->stmts, b->drv, c, p->notify, &v, &st, err);
     if (rc)
       return rc;
     b->drv->reset(st);
@@ -135,19 +135,19 @@ static int write_one(tabq_broker *b, tabq_publisher *p, tabq_pconn *c, const tab
   const char *json = "{}";
   size_t json_len = 2;
   if (!rc && t->headers.name && m.nheaders &&
-      !(rc = tabq_headers_render(m.headers, m.nheaders, headers, err, t->name))) {
+      !(rc = tabq__headers_render(m.headers, m.nheaders, headers, err, t->name))) {
     json = headers->p;
     json_len = headers->len;
   }
   uint64_t changed;
-  tabq_bind v = tabq_message_bind(&m, json, json_len, now);
-  return rc ? rc : tabq_stmt_change(&b->stmts, b->drv, c, p->insert, &v, &changed, err);
+  tabq_bind v = tabq__message_bind(&m, json, json_len, now);
+  return rc ? rc : tabq__stmt_change(&b->stmts, b->drv, c, p->insert, &v, &changed, err);
 }
 
 /* "{}" after what `headers` holds: a message without headers, without building a JSON object. */
 static int empty_headers(tabq_buf *headers, tabq_error *err, const char *table) {
-  if (tabq_buf_reserve(headers, headers->len + 2))
-    return tabq_err_set(err, TABQ_NOMEM, table, "insert", "cannot hold the headers");
+  if (tabq__buf_reserve(headers, headers->len + 2))
+    return tabq__err_set(err, TABQ_NOMEM, table, "insert", "cannot hold the headers");
   memcpy(headers->p + headers->len, "{}", 2);
   headers->len += 2;
   return TABQ_OK;
@@ -168,15 +168,15 @@ static int write_rows(tabq_broker *b, tabq_publisher *p, tabq_pconn *c,
     int rc = TABQ_TAKE(msgs[k], &m, TABQ_MESSAGE_SIZE_1_0, t->name, err);
     x->json_at[k] = headers->len;
     if (!rc && t->headers.name && m.nheaders)
-      rc = tabq_headers_append(m.headers, m.nheaders, headers, err, t->name);
+      rc = tabq__headers_append(m.headers, m.nheaders, headers, err, t->name);
     else if (!rc && t->headers.name)
       rc = empty_headers(headers, err, t->name);
     if (rc) {
       *bad = k;
       return rc;
     }
-    tabq_bind v = tabq_message_bind(&m, NULL, headers->len - x->json_at[k], now);
-    tabq_stmt_values(&b->stmts, stmt, &v, x->values + (size_t)k * d->nparams);
+    tabq_bind v = tabq__message_bind(&m, NULL, headers->len - x->json_at[k], now);
+    tabq__stmt_values(&b->stmts, stmt, &v, x->values + (size_t)k * d->nparams);
   }
   for (unsigned i = 0; t->headers.name && i < d->nparams; i++)
     if (d->params[i] == TABQ_P_HEADERS)
@@ -184,7 +184,7 @@ static int write_rows(tabq_broker *b, tabq_publisher *p, tabq_pconn *c,
         x->values[(size_t)k * d->nparams + i].u.buf.ptr = headers->p + x->json_at[k];
   *bad = rows;
   uint64_t changed;
-  return tabq_stmt_change_values(&b->stmts, b->drv, c, stmt, x->values, &changed, err);
+  return tabq__stmt_change_values(&b->stmts, b->drv, c, stmt, x->values, &changed, err);
 }
 
 /* The inserts, then the notifications, in the transaction the caller began. One `now` for the
@@ -192,10 +192,10 @@ static int write_rows(tabq_broker *b, tabq_publisher *p, tabq_pconn *c,
 static int write_all(tabq_broker *b, tabq_publisher *p, tabq_pconn *c,
                      const tabq_message *const *msgs, size_t n, const batch_groups *g,
                      tabq_buf *headers, const batch_space *x, tabq_error *err) {
-  int64_t now = tabq_now_us();
+  int64_t now = tabq__now_us();
   for (size_t i = 0; i < n;) {
     unsigned stmt, bad;
-    unsigned rows = tabq_rows_next(p, n - i, &stmt);
+    unsigned rows = tabq__rows_next(p, n - i, &stmt);
     int rc;
     if (rows == 1 && (rc = write_one(b, p, c, msgs[i], headers, now, err)))
       return at_index(err, rc, i, n);
@@ -211,36 +211,36 @@ static int in_transaction(tabq_broker *b, tabq_publisher *p, const tabq_message 
                           tabq_error *err) {
   const tabq_table *t = &p->table;
   tabq_pconn *c;
-  int rc = tabq_pool_acquire(&b->pool, &c, err);
+  int rc = tabq__pool_acquire(&b->pool, &c, err);
   if (rc)
     return rc;
-  if ((rc = tabq_txn_begin(b, t->name, c, p->begin_sql, err))) {
-    tabq_pool_release(&b->pool, c);
+  if ((rc = tabq__txn_begin(b, t->name, c, p->begin_sql, err))) {
+    tabq__pool_release(&b->pool, c);
     return rc;
   }
-  rc = tabq_txn_end(b, t->name, c, write_all(b, p, c, msgs, n, g, headers, x, err), err);
-  tabq_pool_release(&b->pool, c);
+  rc = tabq__txn_end(b, t->name, c, write_all(b, p, c, msgs, n, g, headers, x, err), err);
+  tabq__pool_release(&b->pool, c);
   return rc;
 }
 
 static int publish_many(tabq_broker *b, const tabq_table *table, const tabq_message *const *msgs,
                         size_t n, tabq_error *err) {
   if (!table)
-    return tabq_err_set(err, TABQ_INVALID, NULL, "insert", "tabq_publish_many needs a table");
+    return tabq__err_set(err, TABQ_INVALID, NULL, "insert", "tabq_publish_many needs a table");
   if (n == 0)
     return TABQ_OK;
   if (!msgs)
-    return tabq_err_set(err, TABQ_INVALID, table->name, "insert",
-                        "message 0 of %zu: the message array is NULL", n);
+    return tabq__err_set(err, TABQ_INVALID, table->name, "insert",
+                         "message 0 of %zu: the message array is NULL", n);
   tabq_publisher *p;
   unsigned most_rows;
   size_t most_values;
   pthread_mutex_lock(&b->mu);
-  int rc = tabq_publisher_of(b, table, NULL, &p, err);
+  int rc = tabq__publisher_of(b, table, NULL, &p, err);
   if (!rc)
     rc = publisher_begin(b, p, err);
   if (!rc)
-    rc = tabq_rows_plan(b, p, n, &most_rows, &most_values, err);
+    rc = tabq__rows_plan(b, p, n, &most_rows, &most_values, err);
   pthread_mutex_unlock(&b->mu);
   if (rc)
     return rc;
@@ -251,27 +251,27 @@ static int publish_many(tabq_broker *b, const tabq_table *table, const tabq_mess
   if (!(rc = check_all(b, t, msgs, n, &headers, err)) && most_values &&
       (!(x.values = malloc(most_values * sizeof *x.values)) ||
        !(x.json_at = malloc(most_rows * sizeof *x.json_at))))
-    rc = tabq_err_set(err, TABQ_NOMEM, t->name, "insert", "cannot bind %zu values", most_values);
+    rc = tabq__err_set(err, TABQ_NOMEM, t->name, "insert", "cannot bind %zu values", most_values);
   if (!rc && !(rc = distinct_groups(t, msgs, n, &g, err))) {
     rc = in_transaction(b, p, msgs, n, &g, &headers, &x, err);
     for (size_t i = 0; !rc && i < g.n; i++)
-      tabq_publish_wake(b, t, g.v[i]);
+      tabq__publish_wake(b, t, g.v[i]);
     if (g.v != &g.one)
       free(g.v);
   }
   free(x.values);
   free(x.json_at);
-  tabq_buf_free(&headers);
+  tabq__buf_free(&headers);
   return rc;
 }
 
 int tabq_publish_many(tabq_broker *b, const tabq_table *table, const tabq_message *const *msgs,
                       size_t n, tabq_error *err) {
-  tabq_err_clear(err);
+  tabq__err_clear(err);
   if (!b)
-    return tabq_err_set(err, TABQ_INVALID, NULL, "insert", "tabq_publish_many needs a broker");
-  const tabq_logger *outer = tabq_log_enter(&b->log);
+    return tabq__err_set(err, TABQ_INVALID, NULL, "insert", "tabq_publish_many needs a broker");
+  const tabq_logger *outer = tabq__log_enter(&b->log);
   int rc = publish_many(b, table, msgs, n, err);
-  tabq_log_leave(outer);
+  tabq__log_leave(outer);
   return rc;
 }

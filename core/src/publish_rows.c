@@ -14,7 +14,7 @@
  * 8 parameters keeps chunks of 128, one of 40 takes 32. */
 #define ROWS_MAX_PARAMS 2048
 
-void tabq_rows_init(tabq_broker *b, tabq_publisher *p) {
+void tabq__rows_init(tabq_broker *b, tabq_publisher *p) {
   for (unsigned k = 0; k < TABQ_ROWS_STEPS; k++)
     p->rows[k] = TABQ_NO_STMT;
   p->chunk = 0;
@@ -51,18 +51,18 @@ static int build_step(tabq_broker *b, tabq_publisher *p, unsigned k, tabq_error 
   tabq_build build = {.table = &p->table, .form = tabq_table_form(&p->table), .rows = 1u << k};
   unsigned id;
   bool built;
-  int rc = tabq_stmt_build_rows(&b->stmts, b->host, b->plugin.plugin->dialect->insert_rows, &build,
-                                "insert_rows", &id, &built, err);
+  int rc = tabq__stmt_build_rows(&b->stmts, b->host, b->plugin.plugin->dialect->insert_rows, &build,
+                                 "insert_rows", &id, &built, err);
   if (!rc)
     p->rows[k] = built ? id : ROWS_DECLINED;
   return rc;
 }
 
-int tabq_rows_plan(tabq_broker *b, tabq_publisher *p, size_t n, unsigned *rows, size_t *values,
-                   tabq_error *err) {
+int tabq__rows_plan(tabq_broker *b, tabq_publisher *p, size_t n, unsigned *rows, size_t *values,
+                    tabq_error *err) {
   *rows = 0;
   *values = 0;
-  /* The walk tabq_rows_next takes, building each statement it meets unbuilt; a step taken while
+  /* The walk tabq__rows_next takes, building each statement it meets unbuilt; a step taken while
    * at least its rows are left is taken again, so the full chunks are one step here. */
   for (size_t left = n; left > 1;) {
     unsigned k = first_step(p, left);
@@ -84,7 +84,7 @@ int tabq_rows_plan(tabq_broker *b, tabq_publisher *p, size_t n, unsigned *rows, 
   return TABQ_OK;
 }
 
-unsigned tabq_rows_next(const tabq_publisher *p, size_t left, unsigned *stmt) {
+unsigned tabq__rows_next(const tabq_publisher *p, size_t left, unsigned *stmt) {
   unsigned k = first_step(p, left);
   while (k >= 1 && !usable(p, k))
     k--;

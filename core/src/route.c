@@ -23,18 +23,18 @@ typedef struct tabq_route_entry {
  * name, and a '*' inside a name would read as a pattern nowhere else. */
 static int check_name(const char *name, bool route, const char *what, tabq_error *err) {
   if (!name || !name[0])
-    return tabq_err_set(err, TABQ_INVALID, NULL, NULL, "%s needs a name; it is empty", what);
+    return tabq__err_set(err, TABQ_INVALID, NULL, NULL, "%s needs a name; it is empty", what);
   size_t len = strlen(name);
   if (u8_check((const uint8_t *)name, len))
-    return tabq_err_set(err, TABQ_INVALID, NULL, NULL, "%s: the name is not valid UTF-8", what);
+    return tabq__err_set(err, TABQ_INVALID, NULL, NULL, "%s: the name is not valid UTF-8", what);
   const char *star = strchr(name, '*');
   if (star && !route)
-    return tabq_err_set(err, TABQ_INVALID, NULL, NULL,
-                        "%s '%s': a name with '*' is a route's pattern; give one name it covers",
-                        what, name);
+    return tabq__err_set(err, TABQ_INVALID, NULL, NULL,
+                         "%s '%s': a name with '*' is a route's pattern; give one name it covers",
+                         what, name);
   if (star && star != name + len - 1)
-    return tabq_err_set(err, TABQ_INVALID, NULL, NULL,
-                        "%s '%s': '*' may only end a name, where it makes a prefix", what, name);
+    return tabq__err_set(err, TABQ_INVALID, NULL, NULL,
+                         "%s '%s': '*' may only end a name, where it makes a prefix", what, name);
   return TABQ_OK;
 }
 
@@ -64,9 +64,9 @@ static const tabq_route_entry *lookup(tabq_broker *b, const char *name, const ch
   const tabq_route_entry *r = resolve(b->routes, NULL, name);
   pthread_mutex_unlock(&b->mu);
   if (!r)
-    tabq_err_set(err, TABQ_NO_ROUTE, NULL, NULL,
-                 "%s '%s': no route leads this name to a table (declare one with tabq_route)", what,
-                 name);
+    tabq__err_set(err, TABQ_NO_ROUTE, NULL, NULL,
+                  "%s '%s': no route leads this name to a table (declare one with tabq_route)",
+                  what, name);
   return r;
 }
 
@@ -76,10 +76,10 @@ static int check_shadow(tabq_broker *b, const tabq_route_entry *r, tabq_error *e
   for (tabq_subscription *s = b->subs; s; s = s->next) {
     if (!s->by_name || resolve(b->routes, r, s->queue) != r || !strcmp(s->t->name, r->table.name))
       continue;
-    return tabq_err_set(err, TABQ_INVALID, r->table.name, NULL,
-                        "route '%s' to table %s would take '%s', which a subscription by name "
-                        "reads on table %s; declare routes before subscribing by name",
-                        r->name, r->table.name, s->queue, s->t->name);
+    return tabq__err_set(err, TABQ_INVALID, r->table.name, NULL,
+                         "route '%s' to table %s would take '%s', which a subscription by name "
+                         "reads on table %s; declare routes before subscribing by name",
+                         r->name, r->table.name, s->queue, s->t->name);
   }
   return TABQ_OK;
 }
@@ -94,9 +94,9 @@ static int add_locked(tabq_broker *b, tabq_route_entry *r, bool *kept, tabq_erro
       *kept = true;
       return TABQ_OK;
     }
-    return tabq_err_set(err, TABQ_INVALID, r->table.name, NULL,
-                        "route '%s' leads to table %s already; it cannot lead to table %s too",
-                        r->name, o->table.name, r->table.name);
+    return tabq__err_set(err, TABQ_INVALID, r->table.name, NULL,
+                         "route '%s' leads to table %s already; it cannot lead to table %s too",
+                         r->name, o->table.name, r->table.name);
   }
   int rc = check_shadow(b, r, err);
   if (!rc) {
@@ -113,19 +113,19 @@ static int route(tabq_broker *b, const char *name, const tabq_table *table, tabq
   tabq_route_entry *r = calloc(1, sizeof *r);
   if (!r || !(r->name = strdup(name))) {
     free(r);
-    return tabq_err_set(err, TABQ_NOMEM, table->name, NULL, "cannot allocate a route");
+    return tabq__err_set(err, TABQ_NOMEM, table->name, NULL, "cannot allocate a route");
   }
   r->match_len = strlen(name);
   r->prefix = name[r->match_len - 1] == '*';
   r->match_len -= r->prefix;
-  rc = tabq_table_take(table, &r->table, err);
+  rc = tabq__table_take(table, &r->table, err);
   if (!rc)
-    rc = tabq_table_rules(&r->table, err);
+    rc = tabq__table_rules(&r->table, err);
   if (!rc && !r->table.group.name)
-    rc = tabq_err_set(err, TABQ_DECLARATION, r->table.name, NULL,
-                      "route '%s' to table %s: a routed table needs a group column, which "
-                      "receives the name a row is published to",
-                      name, r->table.name);
+    rc = tabq__err_set(err, TABQ_DECLARATION, r->table.name, NULL,
+                       "route '%s' to table %s: a routed table needs a group column, which "
+                       "receives the name a row is published to",
+                       name, r->table.name);
   bool kept = false;
   if (!rc) {
     pthread_mutex_lock(&b->mu);
@@ -140,12 +140,12 @@ static int route(tabq_broker *b, const char *name, const tabq_table *table, tabq
 }
 
 int tabq_route(tabq_broker *b, const char *name, const tabq_table *table, tabq_error *err) {
-  tabq_err_clear(err);
+  tabq__err_clear(err);
   if (!b || !table)
-    return tabq_err_set(err, TABQ_INVALID, NULL, NULL, "tabq_route needs a broker and a table");
-  const tabq_logger *outer = tabq_log_enter(&b->log);
+    return tabq__err_set(err, TABQ_INVALID, NULL, NULL, "tabq_route needs a broker and a table");
+  const tabq_logger *outer = tabq__log_enter(&b->log);
   int rc = route(b, name, table, err);
-  tabq_log_leave(outer);
+  tabq__log_leave(outer);
   return rc;
 }
 
@@ -159,9 +159,9 @@ static int publish_to(tabq_broker *b, const char *name, const tabq_message *mess
     return rc;
   /* One source for the group: a second one could only disagree with the name. */
   if (m.group)
-    return tabq_err_set(err, TABQ_INVALID, NULL, "insert",
-                        "publish to '%s': the name is the row's group; leave message.group NULL",
-                        name);
+    return tabq__err_set(err, TABQ_INVALID, NULL, "insert",
+                         "publish to '%s': the name is the row's group; leave message.group NULL",
+                         name);
   const tabq_route_entry *r = lookup(b, name, "publish", err);
   if (!r)
     return TABQ_NO_ROUTE;
@@ -170,13 +170,13 @@ static int publish_to(tabq_broker *b, const char *name, const tabq_message *mess
 }
 
 int tabq_publish_to(tabq_broker *b, const char *name, const tabq_message *m, tabq_error *err) {
-  tabq_err_clear(err);
+  tabq__err_clear(err);
   if (!b || !m)
-    return tabq_err_set(err, TABQ_INVALID, NULL, "insert",
-                        "tabq_publish_to needs a broker, a name and a message");
-  const tabq_logger *outer = tabq_log_enter(&b->log);
+    return tabq__err_set(err, TABQ_INVALID, NULL, "insert",
+                         "tabq_publish_to needs a broker, a name and a message");
+  const tabq_logger *outer = tabq__log_enter(&b->log);
   int rc = publish_to(b, name, m, err);
-  tabq_log_leave(outer);
+  tabq__log_leave(outer);
   return rc;
 }
 
@@ -195,8 +195,8 @@ static int check_by_name(const char *name, const tabq_table *t, const tabq_subsc
            "tabq_broker_options, or subscribe to the table with tabq_subscribe()";
   if (!rule)
     return TABQ_OK;
-  return tabq_err_set(err, TABQ_DECLARATION, t->name, NULL,
-                      "subscription by name '%s' (table %s): %s", name, t->name, rule);
+  return tabq__err_set(err, TABQ_DECLARATION, t->name, NULL,
+                       "subscription by name '%s' (table %s): %s", name, t->name, rule);
 }
 
 static int subscribe_to(tabq_broker *b, const char *name, const tabq_subscription_options *options,
@@ -214,30 +214,30 @@ static int subscribe_to(tabq_broker *b, const char *name, const tabq_subscriptio
     return rc;
   const tabq_plugin *p = b->plugin.plugin;
   if (!p->byname)
-    return tabq_err_set(err, TABQ_DIALECT, r->table.name, NULL,
-                        "subscription by name '%s': the %s dialect (%s) has no ByName interface, "
-                        "so it serves no subscriptions by name; subscribe to table %s with "
-                        "tabq_subscribe()",
-                        name, p->name, b->plugin.path, r->table.name);
+    return tabq__err_set(err, TABQ_DIALECT, r->table.name, NULL,
+                         "subscription by name '%s': the %s dialect (%s) has no ByName interface, "
+                         "so it serves no subscriptions by name; subscribe to table %s with "
+                         "tabq_subscribe()",
+                         name, p->name, b->plugin.path, r->table.name);
   o.queue = name;
-  return tabq_sub_open(b, &r->table, &o, true, out, err);
+  return tabq__sub_open(b, &r->table, &o, true, out, err);
 }
 
 int tabq_subscribe_to(tabq_broker *b, const char *name, const tabq_subscription_options *options,
                       tabq_subscription **out, tabq_error *err) {
-  tabq_err_clear(err);
+  tabq__err_clear(err);
   if (out)
     *out = NULL;
   if (!b || !options)
-    return tabq_err_set(err, TABQ_INVALID, NULL, NULL,
-                        "tabq_subscribe_to needs a broker, a name and options");
-  const tabq_logger *outer = tabq_log_enter(&b->log);
+    return tabq__err_set(err, TABQ_INVALID, NULL, NULL,
+                         "tabq_subscribe_to needs a broker, a name and options");
+  const tabq_logger *outer = tabq__log_enter(&b->log);
   int rc = subscribe_to(b, name, options, out, err);
-  tabq_log_leave(outer);
+  tabq__log_leave(outer);
   return rc;
 }
 
-void tabq_routes_free(tabq_broker *b) {
+void tabq__routes_free(tabq_broker *b) {
   for (tabq_route_entry *r = b->routes, *next; r; r = next) {
     next = r->next;
     free(r->name);

@@ -15,7 +15,7 @@
 
 #include "engine.h"
 
-const char *tabq_type_name(int t) {
+const char *tabq__type_name(int t) {
   switch (t) {
   case TABQ_T_NULL:
     return "NULL";
@@ -36,7 +36,7 @@ const char *tabq_type_name(int t) {
   }
 }
 
-/* The cell's bytes as a NUL-terminated string: delivery cells are (tabq_delivery_fill). */
+/* The cell's bytes as a NUL-terminated string: delivery cells are (tabq__delivery_fill). */
 static const char *cell_str(const tabq_value *v) {
   return (const char *)v->u.buf.ptr;
 }
@@ -159,7 +159,7 @@ static bool read_as(int declared, tabq_value *v) {
   }
 }
 
-bool tabq_row_read(tabq_delivery *d, char *why, size_t cap) {
+bool tabq__row_read(tabq_delivery *d, char *why, size_t cap) {
   const tabq_subscription *s = d->sub;
   for (size_t i = 0; i < s->t->ndata; i++) {
     const tabq_col *col = &s->t->data[i];
@@ -169,16 +169,16 @@ bool tabq_row_read(tabq_delivery *d, char *why, size_t cap) {
       continue;
     if (was == TABQ_T_TEXT || was == TABQ_T_JSON)
       snprintf(why, cap, "column %s holds %s '%.40s', which does not read as %s", col->name,
-               tabq_type_name(was), cell_str(v), tabq_type_name(col->type));
+               tabq__type_name(was), cell_str(v), tabq__type_name(col->type));
     else
       snprintf(why, cap, "column %s holds %s, which does not read as %s", col->name,
-               tabq_type_name(was), tabq_type_name(col->type));
+               tabq__type_name(was), tabq__type_name(col->type));
     return false;
   }
   return true;
 }
 
-bool tabq_row_value_fits(int declared, const tabq_value *v) {
+bool tabq__row_value_fits(int declared, const tabq_value *v) {
   if (declared == TABQ_T_NULL || v->type == TABQ_T_NULL || (int)v->type == declared)
     return true;
   switch (declared) {

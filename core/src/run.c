@@ -38,7 +38,7 @@ int tabq_run(tabq_broker *b) {
   pthread_sigmask(SIG_SETMASK, &old_mask, NULL);
   sigaction(SIGINT, &old_int, NULL);
   sigaction(SIGTERM, &old_term, NULL);
-  tabq_logf(&b->log, TABQ_LOG_INFO, "stopping: letting deliveries in work settle");
+  tabq__logf(&b->log, TABQ_LOG_INFO, "stopping: letting deliveries in work settle");
   tabq_shutdown(b);
   return TABQ_OK;
 }

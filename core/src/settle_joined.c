@@ -10,8 +10,8 @@
 #include "engine.h"
 #include "error.h"
 
-int tabq_ack_by_ids(tabq_delivery *const *ds, unsigned n, const tabq_action *actions, tabq_pconn *c,
-                    tabq_batch_scratch *x, tabq_error *err) {
+int tabq__ack_by_ids(tabq_delivery *const *ds, unsigned n, const tabq_action *actions,
+                     tabq_pconn *c, tabq_batch_scratch *x, tabq_error *err) {
   tabq_subscription *s = ds[0]->sub;
   tabq_broker *b = s->b;
   /* A row the statement did not change: in the lease form its own loss (its lease ended), in
@@ -30,12 +30,12 @@ int tabq_ack_by_ids(tabq_delivery *const *ds, unsigned n, const tabq_action *act
         x->done[j] = true;
         x->rcs[j] = TABQ_LEASE_LOST; /* until the statement returns the row */
       }
-    tabq_bind v = {.token = ds[i]->token, .now = tabq_now_us()};
+    tabq_bind v = {.token = ds[i]->token, .now = tabq__now_us()};
     v.ids.type = TABQ_T_INT_LIST;
     v.ids.u.list.items = x->ids;
     v.ids.u.list.count = m;
     tabq_prepared *p = NULL;
-    int rc = tabq_stmt_run(&b->stmts, b->drv, c, s->st[SQ_ACK_IDS], &v, &p, err);
+    int rc = tabq__stmt_run(&b->stmts, b->drv, c, s->st[SQ_ACK_IDS], &v, &p, err);
     if (rc)
       return rc;
     bool row = false;
@@ -50,16 +50,16 @@ int tabq_ack_by_ids(tabq_delivery *const *ds, unsigned n, const tabq_action *act
     uint64_t changed = rc ? 0 : b->drv->affected(p);
     b->drv->reset(p);
     if (rc)
-      return tabq_err_from_plugin(err, rc, s->t->name, "ack_ids");
+      return tabq__err_from_plugin(err, rc, s->t->name, "ack_ids");
     /* A database whose DELETE returns no rows: all changed, or none; a part cannot be told. */
     if (!returned && changed == m)
       for (unsigned k = 0; k < m; k++)
         x->rcs[x->at[k]] = TABQ_OK;
     else if (!returned && changed)
-      return tabq_err_set(err, TABQ_BACKEND, s->t->name, "ack_ids",
-                          "table %s: the batch's ack changed %llu of %u rows and cannot tell "
-                          "which; the batch settles row by row",
-                          s->t->name, (unsigned long long)changed, m);
+      return tabq__err_set(err, TABQ_BACKEND, s->t->name, "ack_ids",
+                           "table %s: the batch's ack changed %llu of %u rows and cannot tell "
+                           "which; the batch settles row by row",
+                           s->t->name, (unsigned long long)changed, m);
     for (unsigned k = 0; k < m; k++)
       if (x->rcs[x->at[k]] && !own_loss) {
         *err = lost;
@@ -76,7 +76,7 @@ int tabq_ack_by_ids(tabq_delivery *const *ds, unsigned n, const tabq_action *act
 static bool joinable(tabq_delivery *const *ds, unsigned n, const tabq_action *actions) {
   tabq_subscription *s = ds[0]->sub;
   for (unsigned i = 0; i < n; i++) {
-    if (actions[i] != ACT_RELEASE && tabq_sub_own(s, tabq_action_stmt(actions[i])))
+    if (actions[i] != ACT_RELEASE && tabq__sub_own(s, tabq__action_stmt(actions[i])))
       return false;
     if (actions[i] == ACT_DEAD && s->dead_letter_table)
       return false;
@@ -86,7 +86,7 @@ static bool joinable(tabq_delivery *const *ds, unsigned n, const tabq_action *ac
   return true;
 }
 
-int tabq_batch_scratch_init(tabq_batch_scratch *x, unsigned n) {
+int tabq__batch_scratch_init(tabq_batch_scratch *x, unsigned n) {
   x->ids = calloc(n, sizeof *x->ids);
   x->at = calloc(n, sizeof *x->at);
   x->rcs = calloc(n, sizeof *x->rcs);
@@ -95,7 +95,7 @@ int tabq_batch_scratch_init(tabq_batch_scratch *x, unsigned n) {
   return x->ids && x->at && x->rcs && x->done && x->order ? TABQ_OK : TABQ_NOMEM;
 }
 
-void tabq_batch_scratch_free(tabq_batch_scratch *x) {
+void tabq__batch_scratch_free(tabq_batch_scratch *x) {
   free(x->ids);
   free(x->at);
   free(x->rcs);
@@ -116,7 +116,7 @@ static bool settle_joined(tabq_delivery *const *ds, unsigned n, const tabq_outco
   tabq_broker *b = s->b;
   tabq_pconn *c = ds[0]->conn; /* else the first row's own connection (an advisory key's) */
   tabq_error err;
-  if (pooled && tabq_pool_acquire(&b->pool, &c, &err))
+  if (pooled && tabq__pool_acquire(&b->pool, &c, &err))
     return false;
   /* The deliveries' locks in address order, the one order every batch takes them in (two
    * batches never share a delivery, but their slots come back in any order). */
@@ -128,38 +128,38 @@ static bool settle_joined(tabq_delivery *const *ds, unsigned n, const tabq_outco
   }
   bool all = true;
   for (unsigned i = 0; i < n; i++) {
-    tabq_delivery_lock(x->order[i]);
+    tabq__delivery_lock(x->order[i]);
     all = all && x->order[i]->in_work; /* else its handler settled it: settle one by one */
   }
-  bool begun = all && !tabq_sub_begin(s, c, &err);
+  bool begun = all && !tabq__sub_begin(s, c, &err);
   all = begun;
   for (unsigned i = 0; i < n; i++)
     x->done[i] = false;
   if (all && s->st[SQ_ACK_IDS] != TABQ_NO_STMT)
-    all = !tabq_ack_by_ids(ds, n, actions, c, x, &err);
+    all = !tabq__ack_by_ids(ds, n, actions, c, x, &err);
   for (unsigned i = 0; all && i < n; i++) {
     if (x->done[i])
       continue;
-    x->rcs[i] = tabq_run_action(ds[i], actions[i], outcomes[i], c, true, &err);
+    x->rcs[i] = tabq__run_action(ds[i], actions[i], outcomes[i], c, true, &err);
     all = !x->rcs[i] || x->rcs[i] == TABQ_LEASE_LOST;
   }
-  all = all && !tabq_sub_commit(s, c, &err);
+  all = all && !tabq__sub_commit(s, c, &err);
   if (begun && !all)
-    tabq_sub_rollback(s, c); /* nothing of the batch stays */
+    tabq__sub_rollback(s, c); /* nothing of the batch stays */
   for (unsigned i = 0; i < n; i++) {
     if (all)
-      tabq_leave_work(ds[i]);
-    tabq_claim_gone(ds[i], all && !x->rcs[i] && tabq_takes_row_off(actions[i]));
+      tabq__leave_work(ds[i]);
+    tabq__claim_gone(ds[i], all && !x->rcs[i] && tabq__takes_row_off(actions[i]));
   }
   for (unsigned i = 0; i < n; i++)
     pthread_mutex_unlock(&x->order[i]->mu);
   if (pooled)
-    tabq_pool_release(&b->pool, c);
+    tabq__pool_release(&b->pool, c);
   return all;
 }
 
-bool tabq_settle_acks_joined(tabq_delivery *const *ds, unsigned n, const tabq_outcome *outcomes,
-                             tabq_batch_scratch *x) {
+bool tabq__settle_acks_joined(tabq_delivery *const *ds, unsigned n, const tabq_outcome *outcomes,
+                              tabq_batch_scratch *x) {
   tabq_action actions[n];
   for (unsigned i = 0; i < n; i++) {
     actions[i] = ACT_ACK;
@@ -168,12 +168,12 @@ bool tabq_settle_acks_joined(tabq_delivery *const *ds, unsigned n, const tabq_ou
   return joinable(ds, n, actions) && settle_joined(ds, n, outcomes, actions, x, true);
 }
 
-bool tabq_settle_joined_try(tabq_delivery *const *ds, unsigned n, const tabq_outcome *outcomes,
-                            const tabq_action *actions, tabq_batch_scratch *x, bool pooled) {
+bool tabq__settle_joined_try(tabq_delivery *const *ds, unsigned n, const tabq_outcome *outcomes,
+                             const tabq_action *actions, tabq_batch_scratch *x, bool pooled) {
   tabq_subscription *s = ds[0]->sub;
   for (unsigned i = 0; i < n; i++)
     x->rcs[i] = TABQ_OK;
-  tabq_err_clear(&x->err);
+  tabq__err_clear(&x->err);
   if (n < 2 || !joinable(ds, n, actions) || !settle_joined(ds, n, outcomes, actions, x, pooled))
     return false;
   bool wake = false;
@@ -182,20 +182,20 @@ bool tabq_settle_joined_try(tabq_delivery *const *ds, unsigned n, const tabq_out
       pthread_mutex_lock(&ds[i]->mu);
       s->ops->release(ds[i]);
       pthread_mutex_unlock(&ds[i]->mu);
-      tabq_sub_unhold(s, 1);
+      tabq__sub_unhold(s, 1);
     }
-    tabq_settle_count(s, actions[i], x->rcs[i]);
+    tabq__settle_count(s, actions[i], x->rcs[i]);
     if (x->rcs[i]) { /* only a lost lease reaches here */
       tabq_error err;
-      s->ops->lost(s, tabq_action_name(actions[i]), &err);
-      tabq_logf(&s->b->log, TABQ_LOG_WARN, "settlement on table %s failed (%s): %s", s->t->name,
-                tabq_code_name(err.code), err.message);
+      s->ops->lost(s, tabq__action_name(actions[i]), &err);
+      tabq__logf(&s->b->log, TABQ_LOG_WARN, "settlement on table %s failed (%s): %s", s->t->name,
+                 tabq_code_name(err.code), err.message);
       if (!x->err.code)
         x->err = err;
     }
     wake = wake || s->ops->due_now(actions[i], x->rcs[i]);
   }
   if (wake)
-    tabq_sub_wake(s);
+    tabq__sub_wake(s);
   return true;
 }

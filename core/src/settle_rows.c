@@ -12,7 +12,7 @@
 #include "engine.h"
 #include "error.h"
 
-tabq_action tabq_choose(tabq_delivery *d, tabq_outcome o) {
+tabq_action tabq__choose(tabq_delivery *d, tabq_outcome o) {
   tabq_subscription *s = d->sub;
   bool failure = o.kind == TABQ_OUTCOME_RETRY || o.kind == TABQ_OUTCOME_RETRY_AFTER;
   if (o.kind == TABQ_OUTCOME_DEAD_LETTER && s->o.max_attempts)
@@ -28,15 +28,15 @@ tabq_action tabq_choose(tabq_delivery *d, tabq_outcome o) {
     if (s->st[SQ_RETRY_AFTER] != TABQ_NO_STMT)
       return ACT_RETRY_AFTER;
     if (!atomic_exchange(&s->warned_retry_after, true))
-      tabq_logf(&s->b->log, TABQ_LOG_WARN,
-                "table %s has no retry_after column: retry_after(d) returns rows at once",
-                s->t->name);
+      tabq__logf(&s->b->log, TABQ_LOG_WARN,
+                 "table %s has no retry_after column: retry_after(d) returns rows at once",
+                 s->t->name);
     return ACT_RETRY;
   case TABQ_OUTCOME_DEAD_LETTER:
-    tabq_logf(&s->b->log, TABQ_LOG_ERROR,
-              "table %s: a handler asked for a dead letter, but the mount declares none; the "
-              "row is retried",
-              s->t->name);
+    tabq__logf(&s->b->log, TABQ_LOG_ERROR,
+               "table %s: a handler asked for a dead letter, but the mount declares none; the "
+               "row is retried",
+               s->t->name);
     return ACT_RETRY;
   case TABQ_OUTCOME_RETRY:
     return ACT_RETRY;
@@ -48,14 +48,14 @@ tabq_action tabq_choose(tabq_delivery *d, tabq_outcome o) {
 
 /* A settlement statement that changed `changed` rows: one is its row; none is the form's loss
  * (LEASE_LOST in the lease form); more is a table whose id is no key. */
-int tabq_expect_one(tabq_subscription *s, uint64_t changed, const char *what, tabq_error *err) {
+int tabq__expect_one(tabq_subscription *s, uint64_t changed, const char *what, tabq_error *err) {
   if (changed == 1)
     return TABQ_OK;
   if (changed == 0)
     return s->ops->lost(s, what, err);
-  return tabq_err_set(err, TABQ_BACKEND, s->t->name, what,
-                      "table %s: the %s changed %llu rows, not one", s->t->name, what,
-                      (unsigned long long)changed);
+  return tabq__err_set(err, TABQ_BACKEND, s->t->name, what,
+                       "table %s: the %s changed %llu rows, not one", s->t->name, what,
+                       (unsigned long long)changed);
 }
 
 /* Dead letter into a table: the copy and the delete commit together, or neither does. In the
@@ -63,20 +63,20 @@ int tabq_expect_one(tabq_subscription *s, uint64_t changed, const char *what, ta
 static int dead_letter_table(tabq_subscription *s, tabq_pconn *c, const tabq_bind *v, bool in_txn,
                              tabq_error *err) {
   tabq_broker *b = s->b;
-  int rc = in_txn ? TABQ_OK : tabq_sub_begin(s, c, err);
+  int rc = in_txn ? TABQ_OK : tabq__sub_begin(s, c, err);
   if (rc)
     return rc;
   uint64_t changed = 0;
-  rc = tabq_stmt_change(&b->stmts, b->drv, c, s->st[SQ_DL_COPY], v, &changed, err);
+  rc = tabq__stmt_change(&b->stmts, b->drv, c, s->st[SQ_DL_COPY], v, &changed, err);
   if (!rc)
-    rc = tabq_expect_one(s, changed, "dead_letter_copy", err);
+    rc = tabq__expect_one(s, changed, "dead_letter_copy", err);
   if (!rc)
-    rc = tabq_stmt_change(&b->stmts, b->drv, c, s->st[SQ_DL_REMOVE], v, &changed, err);
+    rc = tabq__stmt_change(&b->stmts, b->drv, c, s->st[SQ_DL_REMOVE], v, &changed, err);
   if (!rc)
-    rc = tabq_expect_one(s, changed, "dead_letter_delete", err);
+    rc = tabq__expect_one(s, changed, "dead_letter_delete", err);
   if (in_txn)
     return rc;
-  return tabq_txn_end(s->b, s->t->name, c, rc, err);
+  return tabq__txn_end(s->b, s->t->name, c, rc, err);
 }
 
 static const tabq_sq stmt_of[] = {
@@ -96,25 +96,25 @@ static int run_own(tabq_delivery *d, tabq_action a, tabq_pconn *c, const tabq_bi
                    tabq_error *err) {
   tabq_subscription *s = d->sub;
   tabq_broker *b = s->b;
-  int rc = tabq_sub_begin(s, c, err);
+  int rc = tabq__sub_begin(s, c, err);
   if (rc)
     return rc;
   if (s->ops->confirm)
     rc = s->ops->confirm(d, c, v, err);
   uint64_t changed = 0;
   if (!rc)
-    rc = tabq_stmt_change(&b->stmts, b->drv, c, s->st[stmt_of[a]], v, &changed, err);
-  return tabq_txn_end(b, s->t->name, c, rc, err);
+    rc = tabq__stmt_change(&b->stmts, b->drv, c, s->st[stmt_of[a]], v, &changed, err);
+  return tabq__txn_end(b, s->t->name, c, rc, err);
 }
 
-int tabq_run_action(tabq_delivery *d, tabq_action a, tabq_outcome o, tabq_pconn *c, bool in_txn,
-                    tabq_error *err) {
+int tabq__run_action(tabq_delivery *d, tabq_action a, tabq_outcome o, tabq_pconn *c, bool in_txn,
+                     tabq_error *err) {
   tabq_subscription *s = d->sub;
   tabq_broker *b = s->b;
-  bool own = a != ACT_RELEASE && tabq_sub_own(s, stmt_of[a]);
+  bool own = a != ACT_RELEASE && tabq__sub_own(s, stmt_of[a]);
   if (!own && !s->ops->by_statement(a))
     return TABQ_OK; /* the end of what the delivery holds puts the row back */
-  tabq_bind v = {.id = d->id, .token = d->token, .now = tabq_now_us()};
+  tabq_bind v = {.id = d->id, .token = d->token, .now = tabq__now_us()};
   v.retry_at = v.now + (int64_t)o.delay_ms * 1000;
   v.group = s->queue_value;
   v.dest = s->dest_value;
@@ -122,16 +122,16 @@ int tabq_run_action(tabq_delivery *d, tabq_action a, tabq_outcome o, tabq_pconn 
     return run_own(d, a, c, &v, err);
   uint64_t changed = 0;
   if (own) /* the service's statement may change any number of rows */
-    return tabq_stmt_change(&b->stmts, b->drv, c, s->st[stmt_of[a]], &v, &changed, err);
+    return tabq__stmt_change(&b->stmts, b->drv, c, s->st[stmt_of[a]], &v, &changed, err);
   if (a == ACT_DEAD && s->dead_letter_table)
     return dead_letter_table(s, c, &v, in_txn, err);
-  int rc = tabq_stmt_change(&b->stmts, b->drv, c, s->st[stmt_of[a]], &v, &changed, err);
+  int rc = tabq__stmt_change(&b->stmts, b->drv, c, s->st[stmt_of[a]], &v, &changed, err);
   if (!rc)
-    rc = tabq_expect_one(s, changed, name_of[a], err);
+    rc = tabq__expect_one(s, changed, name_of[a], err);
   return rc;
 }
 
-void tabq_settle_count(tabq_subscription *s, tabq_action a, int rc) {
+void tabq__settle_count(tabq_subscription *s, tabq_action a, int rc) {
   if (rc == TABQ_LEASE_LOST)
     atomic_fetch_add(&s->stats.lease_lost, 1);
   else if (rc)
@@ -148,22 +148,22 @@ void tabq_settle_count(tabq_subscription *s, tabq_action a, int rc) {
 
 /* Whether a settlement leaves the row off the subscription's queue: an advisory claim need not
  * try its key again (a candidate read before the settlement may still name it). */
-bool tabq_takes_row_off(tabq_action a) {
+bool tabq__takes_row_off(tabq_action a) {
   return a == ACT_ACK || a == ACT_DISCARD || a == ACT_DEAD;
 }
 
-int tabq_not_in_work(tabq_delivery *d, tabq_error *err) {
+int tabq__not_in_work(tabq_delivery *d, tabq_error *err) {
   if (d->closed) {
     d->settled = true; /* answered: the returned outcome is not tried again */
-    return tabq_err_set(err, TABQ_CLOSED, d->sub->t->name, NULL,
-                        "table %s: the broker shut down and released this delivery's lock; the "
-                        "row is back in the queue",
-                        d->sub->t->name);
+    return tabq__err_set(err, TABQ_CLOSED, d->sub->t->name, NULL,
+                         "table %s: the broker shut down and released this delivery's lock; the "
+                         "row is back in the queue",
+                         d->sub->t->name);
   }
-  return tabq_err_set(err, TABQ_INVALID, d->sub->t->name, NULL, "the delivery is settled already");
+  return tabq__err_set(err, TABQ_INVALID, d->sub->t->name, NULL, "the delivery is settled already");
 }
 
-void tabq_leave_work(tabq_delivery *d) {
+void tabq__leave_work(tabq_delivery *d) {
   d->in_work = false;
   atomic_store(&d->work_id, 0);
   d->settled = true;
@@ -172,10 +172,10 @@ void tabq_leave_work(tabq_delivery *d) {
 /* Transactional mode (SPEC 7): an ack settles inside the delivery's transaction and commits the
  * handler's writes with it (where the form confirms its hold first, a lost one rolls it all
  * back); any other outcome rolls the handler's writes back, then settles as without the mode. */
-int tabq_settle_tx(tabq_delivery *d, tabq_outcome o, tabq_action *a, tabq_error *err) {
+int tabq__settle_tx(tabq_delivery *d, tabq_outcome o, tabq_action *a, tabq_error *err) {
   tabq_subscription *s = d->sub;
   tabq_broker *b = s->b;
-  *a = tabq_choose(d, o);
+  *a = tabq__choose(d, o);
   if (*a != ACT_ACK) {
     int rc = s->ops->tx_undo(d, err);
     if (rc) { /* the handler's writes are beyond reach: end what the delivery holds */
@@ -185,32 +185,32 @@ int tabq_settle_tx(tabq_delivery *d, tabq_outcome o, tabq_action *a, tabq_error 
     }
     return s->ops->settle(d, o, a, err);
   }
-  tabq_pconn *c = tabq_tx_conn(d->tx);
-  /* Not tabq_delivery_lock: an extension in flight may wait for this transaction to end. */
+  tabq_pconn *c = tabq__tx_conn(d->tx);
+  /* Not tabq__delivery_lock: an extension in flight may wait for this transaction to end. */
   pthread_mutex_lock(&d->mu);
   int rc;
   if (!d->in_work) {
-    rc = tabq_not_in_work(d, err);
-    tabq_txn_rollback(b, s->t->name, c);
+    rc = tabq__not_in_work(d, err);
+    tabq__txn_rollback(b, s->t->name, c);
   } else {
     tabq_bind v = {.id = d->id, .token = d->token};
     rc = s->ops->confirm ? s->ops->confirm(d, c, &v, err) : TABQ_OK;
     if (!rc)
-      rc = tabq_run_action(d, ACT_ACK, o, c, true, err);
-    rc = tabq_txn_end(b, s->t->name, c, rc, err);
-    tabq_leave_work(d);
+      rc = tabq__run_action(d, ACT_ACK, o, c, true, err);
+    rc = tabq__txn_end(b, s->t->name, c, rc, err);
+    tabq__leave_work(d);
   }
-  tabq_tx_close(d->tx, rc == TABQ_OK);
+  tabq__tx_close(d->tx, rc == TABQ_OK);
   s->ops->tx_end(d, c, rc == TABQ_OK);
   pthread_mutex_unlock(&d->mu);
-  tabq_sub_unhold(s, 1);
+  tabq__sub_unhold(s, 1);
   return rc;
 }
 
-const char *tabq_action_name(tabq_action a) {
+const char *tabq__action_name(tabq_action a) {
   return name_of[a];
 }
 
-tabq_sq tabq_action_stmt(tabq_action a) {
+tabq_sq tabq__action_stmt(tabq_action a) {
   return stmt_of[a];
 }

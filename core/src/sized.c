@@ -16,39 +16,39 @@ static void type_name(const char *macro, char *out, size_t cap) {
   out[n] = '\0';
 }
 
-int tabq_sized_take(const void *in, void *out, size_t full, size_t min, const char *type,
-                    const char *table, tabq_error *err) {
+int tabq__sized_take(const void *in, void *out, size_t full, size_t min, const char *type,
+                     const char *table, tabq_error *err) {
   char name[64];
   type_name(type, name, sizeof name);
   uint32_t size;
   memcpy(&size, in, sizeof size);
   if (size == 0)
-    return tabq_err_set(err, TABQ_INVALID, table, NULL,
-                        "%s.size is 0: set it to sizeof(%s) (the TABQ_..._INIT initialisers do)",
-                        name, name);
+    return tabq__err_set(err, TABQ_INVALID, table, NULL,
+                         "%s.size is 0: set it to sizeof(%s) (the TABQ_..._INIT initialisers do)",
+                         name, name);
   if (size < min)
-    return tabq_err_set(err, TABQ_INVALID, table, NULL,
-                        "%s.size is %u, smaller than the first 1.x %s (%zu bytes): it was not "
-                        "set to sizeof(%s)",
-                        name, size, name, min, name);
+    return tabq__err_set(err, TABQ_INVALID, table, NULL,
+                         "%s.size is %u, smaller than the first 1.x %s (%zu bytes): it was not "
+                         "set to sizeof(%s)",
+                         name, size, name, min, name);
   if (size > full)
-    return tabq_err_set(err, TABQ_INVALID, table, NULL,
-                        "%s.size is %u, larger than this libtabq's %zu: the program was compiled "
-                        "against a newer tabq than libtabq %s it runs with",
-                        name, size, full, TABQ_VERSION_STRING);
+    return tabq__err_set(err, TABQ_INVALID, table, NULL,
+                         "%s.size is %u, larger than this libtabq's %zu: the program was compiled "
+                         "against a newer tabq than libtabq %s it runs with",
+                         name, size, full, TABQ_VERSION_STRING);
   memcpy(out, in, size);
   memset((char *)out + size, 0, full - size);
   return TABQ_OK;
 }
 
-int tabq_table_take(const tabq_table *in, tabq_table *out, tabq_error *err) {
+int tabq__table_take(const tabq_table *in, tabq_table *out, tabq_error *err) {
   /* Every 1.x layout has the name right after the size: read it for the messages. */
   const char *name = in->name;
   if (in->size == 0)
-    return tabq_err_set(err, TABQ_DECLARATION, name, NULL,
-                        "table %s: the description's .size is 0; set .size = "
-                        "sizeof(tabq_table) in its initialiser",
-                        name ? name : "(unnamed)");
-  return tabq_sized_take(in, out, sizeof *out, TABQ_TABLE_SIZE_1_0, "TABQ_TABLE_SIZE_1_0", name,
-                         err);
+    return tabq__err_set(err, TABQ_DECLARATION, name, NULL,
+                         "table %s: the description's .size is 0; set .size = "
+                         "sizeof(tabq_table) in its initialiser",
+                         name ? name : "(unnamed)");
+  return tabq__sized_take(in, out, sizeof *out, TABQ_TABLE_SIZE_1_0, "TABQ_TABLE_SIZE_1_0", name,
+                          err);
 }

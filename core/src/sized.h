@@ -10,13 +10,13 @@
 /* Copies the caller's struct `in` (its size in its first uint32_t) into `out`, `full` bytes,
  * zeroing what the caller's struct lacks. `type` names the struct in the refusal ("tabq_table");
  * `table` is the table concerned, or NULL. */
-int tabq_sized_take(const void *in, void *out, size_t full, size_t min, const char *type,
-                    const char *table, tabq_error *err);
+int tabq__sized_take(const void *in, void *out, size_t full, size_t min, const char *type,
+                     const char *table, tabq_error *err);
 
 #define TABQ_TAKE(in, out, min, table, err)                                                        \
-  tabq_sized_take((in), (out), sizeof *(out), (min), #min, (table), (err))
+  tabq__sized_take((in), (out), sizeof *(out), (min), #min, (table), (err))
 
 /* The description, into a full-size copy (refusals name the table). */
-int tabq_table_take(const tabq_table *in, tabq_table *out, tabq_error *err);
+int tabq__table_take(const tabq_table *in, tabq_table *out, tabq_error *err);
 
 #endif

@@ -36,45 +36,46 @@ typedef struct tabq_bind {
   size_t ndata;
 } tabq_bind;
 
-void tabq_registry_init(tabq_registry *r);
-void tabq_registry_destroy(tabq_registry *r, const tabq_host *host);
+void tabq__registry_init(tabq_registry *r);
+void tabq__registry_destroy(tabq_registry *r, const tabq_host *host);
 /* Builds a statement with the dialect's builder and registers it under *id. */
-int tabq_stmt_build(tabq_registry *r, const tabq_host *host, tabq_build_fn fn, const tabq_build *b,
-                    const char *name, unsigned *id, tabq_error *err);
-/* As tabq_stmt_build, for an optional builder that may decline: no SQL with TABQ_OK registers
+int tabq__stmt_build(tabq_registry *r, const tabq_host *host, tabq_build_fn fn, const tabq_build *b,
+                     const char *name, unsigned *id, tabq_error *err);
+/* As tabq__stmt_build, for an optional builder that may decline: no SQL with TABQ_OK registers
  * nothing and sets *built false. */
-int tabq_stmt_build_optional(tabq_registry *r, const tabq_host *host, tabq_build_fn fn,
-                             const tabq_build *b, const char *name, unsigned *id, bool *built,
-                             tabq_error *err);
-/* As tabq_stmt_build_optional, for a builder of b->rows rows (Dialect.insert_rows) whose
+int tabq__stmt_build_optional(tabq_registry *r, const tabq_host *host, tabq_build_fn fn,
+                              const tabq_build *b, const char *name, unsigned *id, bool *built,
+                              tabq_error *err);
+/* As tabq__stmt_build_optional, for a builder of b->rows rows (Dialect.insert_rows) whose
  * statement binds b->rows copies of the list it builds. */
-int tabq_stmt_build_rows(tabq_registry *r, const tabq_host *host, tabq_build_fn fn,
-                         const tabq_build *b, const char *name, unsigned *id, bool *built,
-                         tabq_error *err);
+int tabq__stmt_build_rows(tabq_registry *r, const tabq_host *host, tabq_build_fn fn,
+                          const tabq_build *b, const char *name, unsigned *id, bool *built,
+                          tabq_error *err);
 /* Registers a statement already built (takes its text). */
-int tabq_stmt_register(tabq_registry *r, tabq_stmt *st, const char *name, const char *table,
-                       unsigned *id, tabq_error *err);
+int tabq__stmt_register(tabq_registry *r, tabq_stmt *st, const char *name, const char *table,
+                        unsigned *id, tabq_error *err);
 /* Prepares statement `id` on `c` if it is not yet (R-DESC-2 failures come back as SCHEMA). */
-int tabq_stmt_prepare(tabq_registry *r, const tabq_driver_v1 *drv, tabq_pconn *c, unsigned id,
-                      tabq_prepared **out, tabq_error *err);
+int tabq__stmt_prepare(tabq_registry *r, const tabq_driver_v1 *drv, tabq_pconn *c, unsigned id,
+                       tabq_prepared **out, tabq_error *err);
 /* Binds by id and executes; the caller reads rows and then calls drv->reset(*out). */
-int tabq_stmt_run(tabq_registry *r, const tabq_driver_v1 *drv, tabq_pconn *c, unsigned id,
-                  const tabq_bind *v, tabq_prepared **out, tabq_error *err);
+int tabq__stmt_run(tabq_registry *r, const tabq_driver_v1 *drv, tabq_pconn *c, unsigned id,
+                   const tabq_bind *v, tabq_prepared **out, tabq_error *err);
 /* Runs a statement that returns no rows and reports the rows it changed. */
-int tabq_stmt_change(tabq_registry *r, const tabq_driver_v1 *drv, tabq_pconn *c, unsigned id,
-                     const tabq_bind *v, uint64_t *changed, tabq_error *err);
+int tabq__stmt_change(tabq_registry *r, const tabq_driver_v1 *drv, tabq_pconn *c, unsigned id,
+                      const tabq_bind *v, uint64_t *changed, tabq_error *err);
 /* Runs a statement and reads the first cell of its first row (*row false: it returned none). */
-int tabq_stmt_first(tabq_registry *r, const tabq_driver_v1 *drv, tabq_pconn *c, unsigned id,
-                    const tabq_bind *v, bool *row, tabq_value *first, tabq_error *err);
+int tabq__stmt_first(tabq_registry *r, const tabq_driver_v1 *drv, tabq_pconn *c, unsigned id,
+                     const tabq_bind *v, bool *row, tabq_value *first, tabq_error *err);
 /* One copy of statement id's parameter list bound by id from v: nparams values into out. */
-void tabq_stmt_values(const tabq_registry *r, unsigned id, const tabq_bind *v, tabq_value *out);
-/* As tabq_stmt_change, with the values bound already: nparams * rows of them, copy after copy. */
-int tabq_stmt_change_values(tabq_registry *r, const tabq_driver_v1 *drv, tabq_pconn *c, unsigned id,
-                            const tabq_value *values, uint64_t *changed, tabq_error *err);
+void tabq__stmt_values(const tabq_registry *r, unsigned id, const tabq_bind *v, tabq_value *out);
+/* As tabq__stmt_change, with the values bound already: nparams * rows of them, copy after copy. */
+int tabq__stmt_change_values(tabq_registry *r, const tabq_driver_v1 *drv, tabq_pconn *c,
+                             unsigned id, const tabq_value *values, uint64_t *changed,
+                             tabq_error *err);
 
 /* Refuses a real among values a driver older than ABI 1.5 would bind (it came with 1.5),
  * naming the value, the table and the plugin. */
-int tabq_values_bindable(const tabq_loaded *l, const tabq_value *v, size_t n, const char *table,
-                         const char *what, tabq_error *err);
+int tabq__values_bindable(const tabq_loaded *l, const tabq_value *v, size_t n, const char *table,
+                          const char *what, tabq_error *err);
 
 #endif

@@ -13,8 +13,8 @@
 #define DEFAULT_BATCH 16
 
 static int mount_broken(tabq_error *err, const tabq_table *t, const char *detail) {
-  return tabq_err_set(err, TABQ_DECLARATION, t->name, NULL, "subscription to table %s: %s", t->name,
-                      detail);
+  return tabq__err_set(err, TABQ_DECLARATION, t->name, NULL, "subscription to table %s: %s",
+                       t->name, detail);
 }
 
 /* prefetch (docs/prefetch.md): rows that wait their turn in the process must hold nothing but
@@ -50,9 +50,9 @@ static int check_prefetch(const tabq_table *t, const tabq_subscription_options *
 
 static int check_mount(const tabq_table *t, const tabq_subscription_options *o, tabq_error *err) {
   if (!o || (!o->handler == !o->batch_handler))
-    return tabq_err_set(err, TABQ_INVALID, t->name, NULL,
-                        "subscription to table %s: give exactly one of handler and batch_handler",
-                        t->name);
+    return tabq__err_set(err, TABQ_INVALID, t->name, NULL,
+                         "subscription to table %s: give exactly one of handler and batch_handler",
+                         t->name);
   if (t->group.name && (!o->queue || !o->queue[0]))
     return mount_broken(err, t, "the table has a group column, so the subscription needs a queue");
   if (o->queue && u8_check((const uint8_t *)o->queue, strlen(o->queue)))
@@ -113,46 +113,46 @@ static int check_mount(const tabq_table *t, const tabq_subscription_options *o, 
 static int read_server(tabq_subscription *s, tabq_error *err) {
   tabq_broker *b = s->b;
   tabq_pconn *c;
-  int rc = tabq_pool_acquire(&b->pool, &c, err);
+  int rc = tabq__pool_acquire(&b->pool, &c, err);
   if (rc)
     return rc;
-  rc = tabq_pconn_check(c,
-                        b->drv->server_version(c->conn, s->server_version_text,
-                                               sizeof s->server_version_text, &s->server_version));
+  rc = tabq__pconn_check(c,
+                         b->drv->server_version(c->conn, s->server_version_text,
+                                                sizeof s->server_version_text, &s->server_version));
   if (rc)
-    tabq_err_from_plugin(err, rc, s->t->name, "server_version");
+    tabq__err_from_plugin(err, rc, s->t->name, "server_version");
   else if (TABQ_HAS_MEMBER(b->drv, tabq_driver_v1, database) &&
            (rc = b->drv->database(c->conn, s->database, sizeof s->database)))
-    tabq_err_from_plugin(err, rc, s->t->name, "database");
-  tabq_pool_release(&b->pool, c);
+    tabq__err_from_plugin(err, rc, s->t->name, "database");
+  tabq__pool_release(&b->pool, c);
   return rc;
 }
 
-int tabq_form_servable(tabq_broker *b, const tabq_build *build, tabq_error *err) {
+int tabq__form_servable(tabq_broker *b, const tabq_build *build, tabq_error *err) {
   const tabq_plugin *p = b->plugin.plugin;
   const char *table = build->table->name;
   int rc = p->dialect->check(build);
   if (rc)
-    return tabq_err_from_plugin(err, rc, table, "check");
-  const tabq_form_ops *ops = tabq_form_ops_of(build->form);
+    return tabq__err_from_plugin(err, rc, table, "check");
+  const tabq_form_ops *ops = tabq__form_ops_of(build->form);
   if (!ops->served(p))
-    return tabq_err_set(err, TABQ_DIALECT, table, NULL,
-                        "table %s takes the %s form, which the %s dialect does not serve", table,
-                        ops->name, p->name);
+    return tabq__err_set(err, TABQ_DIALECT, table, NULL,
+                         "table %s takes the %s form, which the %s dialect does not serve", table,
+                         ops->name, p->name);
   return TABQ_OK;
 }
 
 static int check_form(tabq_subscription *s, tabq_error *err) {
   const tabq_plugin *p = s->b->plugin.plugin;
-  tabq_build build = tabq_sub_build(s);
-  int rc = tabq_form_servable(s->b, &build, err);
+  tabq_build build = tabq__sub_build(s);
+  int rc = tabq__form_servable(s->b, &build, err);
   if (rc)
     return rc;
   if (s->ops->check && (rc = s->ops->check(s, err)))
     return rc;
   /* route.c refused a plugin without ByName already. */
   if (s->by_name && (rc = p->byname->check(&build)))
-    return tabq_err_from_plugin(err, rc, s->t->name, "byname");
+    return tabq__err_from_plugin(err, rc, s->t->name, "byname");
   return TABQ_OK;
 }
 
@@ -160,25 +160,25 @@ static int check_form(tabq_subscription *s, tabq_error *err) {
 static int build_settlements(tabq_subscription *s, tabq_error *err) {
   tabq_broker *b = s->b;
   const tabq_dialect_v1 *dl = b->plugin.plugin->dialect;
-  tabq_build build = tabq_sub_build(s);
-  int rc = tabq_sub_stmt(s, dl->ack, "ack", SQ_ACK, err);
+  tabq_build build = tabq__sub_build(s);
+  int rc = tabq__sub_stmt(s, dl->ack, "ack", SQ_ACK, err);
   if (!rc)
-    rc = tabq_sub_stmt(s, dl->discard, "discard", SQ_DISCARD, err);
+    rc = tabq__sub_stmt(s, dl->discard, "discard", SQ_DISCARD, err);
   /* A retry runs no statement where what the delivery holds puts the row back (unless the
    * service gives its own): a commit or a key's release. */
   if (!rc && s->ops->by_statement(ACT_RETRY))
-    rc = tabq_sub_stmt(s, dl->retry, "retry", SQ_RETRY, err);
+    rc = tabq__sub_stmt(s, dl->retry, "retry", SQ_RETRY, err);
   if (!rc && s->t->retry_after.name)
-    rc = tabq_sub_stmt(s, dl->retry_after, "retry_after", SQ_RETRY_AFTER, err);
+    rc = tabq__sub_stmt(s, dl->retry_after, "retry_after", SQ_RETRY_AFTER, err);
   /* A batch's acks at once, where the dialect can (and the service has no ack of its own). */
-  if (!rc && s->o.batch_handler && !tabq_sub_own(s, SQ_ACK) &&
+  if (!rc && s->o.batch_handler && !tabq__sub_own(s, SQ_ACK) &&
       TABQ_HAS_MEMBER(dl, tabq_dialect_v1, ack_ids) && dl->ack_ids)
-    rc = tabq_stmt_build(&b->stmts, b->host, dl->ack_ids, &build, "ack_ids", &s->st[SQ_ACK_IDS],
-                         err);
+    rc = tabq__stmt_build(&b->stmts, b->host, dl->ack_ids, &build, "ack_ids", &s->st[SQ_ACK_IDS],
+                          err);
   /* The service's own dead letter serves a group and a table alike, in one statement. */
-  bool own_dead = tabq_sub_own(s, SQ_DL_GROUP);
+  bool own_dead = tabq__sub_own(s, SQ_DL_GROUP);
   if (!rc && s->dead_letter_group)
-    rc = tabq_sub_stmt(s, dl->dead_letter_group, "dead_letter", SQ_DL_GROUP, err);
+    rc = tabq__sub_stmt(s, dl->dead_letter_group, "dead_letter", SQ_DL_GROUP, err);
   if (!rc && s->dead_letter_table && !own_dead) {
     tabq_stmt copy, remove;
     tabq_sql_init(&copy, b->host);
@@ -187,16 +187,16 @@ static int build_settlements(tabq_subscription *s, tabq_error *err) {
     if (!rc)
       rc = copy.status ? copy.status : remove.status;
     if (rc) {
-      tabq_err_from_plugin(err, rc, s->t->name, "dead_letter");
+      tabq__err_from_plugin(err, rc, s->t->name, "dead_letter");
       tabq_sql_free(&copy);
       tabq_sql_free(&remove);
       return rc;
     }
-    rc = tabq_stmt_register(&b->stmts, &copy, "dead_letter_copy", s->t->name, &s->st[SQ_DL_COPY],
-                            err);
+    rc = tabq__stmt_register(&b->stmts, &copy, "dead_letter_copy", s->t->name, &s->st[SQ_DL_COPY],
+                             err);
     if (!rc)
-      rc = tabq_stmt_register(&b->stmts, &remove, "dead_letter_delete", s->t->name,
-                              &s->st[SQ_DL_REMOVE], err);
+      rc = tabq__stmt_register(&b->stmts, &remove, "dead_letter_delete", s->t->name,
+                               &s->st[SQ_DL_REMOVE], err);
     else
       tabq_sql_free(&remove);
   }
@@ -208,15 +208,15 @@ static int build_settlements(tabq_subscription *s, tabq_error *err) {
 static int prepare_all(tabq_subscription *s, tabq_error *err) {
   tabq_broker *b = s->b;
   tabq_pconn *c;
-  int rc = tabq_pool_acquire(&b->pool, &c, err);
+  int rc = tabq__pool_acquire(&b->pool, &c, err);
   if (rc)
     return rc;
   for (int i = 0; i < SQ_COUNT && !rc; i++) {
     tabq_prepared *p;
     if (s->st[i] != TABQ_NO_STMT)
-      rc = tabq_stmt_prepare(&b->stmts, b->drv, c, s->st[i], &p, err);
+      rc = tabq__stmt_prepare(&b->stmts, b->drv, c, s->st[i], &p, err);
   }
-  tabq_pool_release(&b->pool, c);
+  tabq__pool_release(&b->pool, c);
   return rc;
 }
 
@@ -234,29 +234,29 @@ static int allocate(tabq_subscription *s, tabq_error *err) {
   s->free_slots = calloc(s->nslots, sizeof *s->free_slots);
   s->ready = calloc(s->nslots, sizeof *s->ready);
   if (!s->slots || !s->free_slots || !s->ready)
-    return tabq_err_set(err, TABQ_NOMEM, s->t->name, NULL, "cannot allocate the deliveries");
+    return tabq__err_set(err, TABQ_NOMEM, s->t->name, NULL, "cannot allocate the deliveries");
   for (unsigned i = 0; i < s->nslots; i++) {
     tabq_delivery *d = &s->slots[i];
     d->sub = s;
     pthread_mutex_init(&d->mu, NULL);
     pthread_cond_init(&d->cv, NULL);
     if (!(d->cells = calloc(s->proj.ncols, sizeof *d->cells)))
-      return tabq_err_set(err, TABQ_NOMEM, s->t->name, NULL, "cannot allocate the deliveries");
+      return tabq__err_set(err, TABQ_NOMEM, s->t->name, NULL, "cannot allocate the deliveries");
     s->free_slots[s->nfree++] = d;
   }
-  if (s->o.coalesce_acks && tabq_coalescer_init(&s->coalescer, s->nslots, s->o.coalesce_window_us))
-    return tabq_err_set(err, TABQ_NOMEM, s->t->name, NULL, "cannot allocate the ack coalescer");
-  if (s->o.workers_by_key && (rc = tabq_bykey_open(s, err)))
+  if (s->o.coalesce_acks && tabq__coalescer_init(&s->coalescer, s->nslots, s->o.coalesce_window_us))
+    return tabq__err_set(err, TABQ_NOMEM, s->t->name, NULL, "cannot allocate the ack coalescer");
+  if (s->o.workers_by_key && (rc = tabq__bykey_open(s, err)))
     return rc;
   /* prefetch: one claimer fills the shared ring the other workers pop */
   if (s->o.prefetch)
     s->serial = true;
   if (s->o.transactional)
-    return tabq_delivery_txs_init(s, err);
+    return tabq__delivery_txs_init(s, err);
   return TABQ_OK;
 }
 
-const tabq_form_ops *tabq_form_ops_of(tabq_form form) {
+const tabq_form_ops *tabq__form_ops_of(tabq_form form) {
   switch (form) {
   case TABQ_FORM_LEASE:
     return &tabq_lease_ops;
@@ -279,7 +279,7 @@ static tabq_subscription *new_subscription(tabq_broker *b, const tabq_table *t,
   t = s->t;
   s->o = *o;
   s->form = tabq_table_form(t);
-  s->ops = tabq_form_ops_of(s->form);
+  s->ops = tabq__form_ops_of(s->form);
   s->claim = s->ops->claim;
   for (int i = 0; i < SQ_COUNT; i++)
     s->st[i] = TABQ_NO_STMT;
@@ -296,7 +296,7 @@ static tabq_subscription *new_subscription(tabq_broker *b, const tabq_table *t,
   s->nslots += o->prefetch;
   s->lease_s = o->lease_s ? o->lease_s : b->lease_s;
   s->poll_ms = o->poll_interval_ms ? o->poll_interval_ms : b->poll_interval_ms;
-  tabq_projection_init(&s->proj, t);
+  tabq__projection_init(&s->proj, t);
   pthread_mutex_init(&s->mu, NULL);
   pthread_condattr_t attr;
   pthread_condattr_init(&attr);
@@ -308,27 +308,28 @@ static tabq_subscription *new_subscription(tabq_broker *b, const tabq_table *t,
   return s;
 }
 
-int tabq_sub_open(tabq_broker *b, const tabq_table *table, const tabq_subscription_options *options,
-                  bool by_name, tabq_subscription **out, tabq_error *err) {
+int tabq__sub_open(tabq_broker *b, const tabq_table *table,
+                   const tabq_subscription_options *options, bool by_name, tabq_subscription **out,
+                   tabq_error *err) {
   tabq_table taken_table;
   tabq_subscription_options taken;
-  int rc = tabq_table_take(table, &taken_table, err);
+  int rc = tabq__table_take(table, &taken_table, err);
   if (!rc)
     rc = TABQ_TAKE(options, &taken, TABQ_SUBSCRIPTION_OPTIONS_SIZE_1_0, table->name, err);
   if (rc)
     return rc;
   const tabq_table *t = &taken_table;
   const tabq_subscription_options *o = &taken;
-  rc = tabq_table_rules(t, err);
+  rc = tabq__table_rules(t, err);
   if (!rc)
     rc = check_mount(t, o, err);
   if (rc)
     return rc;
   if (atomic_load(&b->shut))
-    return tabq_err_set(err, TABQ_CLOSED, t->name, NULL, "the broker is shut down");
+    return tabq__err_set(err, TABQ_CLOSED, t->name, NULL, "the broker is shut down");
   tabq_subscription *s = new_subscription(b, t, o);
   if (!s)
-    return tabq_err_set(err, TABQ_NOMEM, t->name, NULL, "cannot allocate a subscription");
+    return tabq__err_set(err, TABQ_NOMEM, t->name, NULL, "cannot allocate a subscription");
   t = s->t;
   s->by_name = by_name;
   bool failed = false;
@@ -338,34 +339,34 @@ int tabq_sub_open(tabq_broker *b, const tabq_table *table, const tabq_subscripti
   const char *dest = s->dead_letter_group ? s->dead_letter_group : s->dead_letter_table;
   s->queue_value = s->queue ? tabq_text(s->queue, strlen(s->queue)) : tabq_null();
   s->dest_value = dest ? tabq_text(dest, strlen(dest)) : tabq_null();
-  rc = failed ? tabq_err_set(err, TABQ_NOMEM, t->name, NULL, "cannot copy the options")
+  rc = failed ? tabq__err_set(err, TABQ_NOMEM, t->name, NULL, "cannot copy the options")
               : read_server(s, err);
   if (!rc)
     rc = check_form(s, err);
   if (!rc)
-    rc = tabq_decode_open(s, o, err);
+    rc = tabq__decode_open(s, o, err);
   if (!rc)
-    rc = tabq_check_attempt_default(s, err);
+    rc = tabq__check_attempt_default(s, err);
   if (!rc && s->lease_s < 1)
     rc = mount_broken(err, t, "a lease lasts one second or more");
   if (!rc)
-    rc = tabq_custom_open(s, err);
+    rc = tabq__custom_open(s, err);
   if (!rc)
     rc = s->ops->open(s, err);
   if (!rc)
-    rc = tabq_custom_after_open(s, err);
+    rc = tabq__custom_after_open(s, err);
   if (!rc)
     rc = build_settlements(s, err);
   if (!rc)
     rc = prepare_all(s, err);
-  if (!rc && b->listen_notify && !(rc = tabq_channel_of(b, t, s->channel, sizeof s->channel, err)))
-    rc = tabq_listener_add(b, s->channel, t->name, err);
+  if (!rc && b->listen_notify && !(rc = tabq__channel_of(b, t, s->channel, sizeof s->channel, err)))
+    rc = tabq__listener_add(b, s->channel, t->name, err);
   if (!rc)
     rc = allocate(s, err);
   if (!rc)
-    rc = tabq_workers_start(s, err);
+    rc = tabq__workers_start(s, err);
   if (rc) {
-    tabq_sub_free(s); /* never listed, no thread running */
+    tabq__sub_free(s); /* never listed, no thread running */
     return rc;
   }
   pthread_mutex_lock(&b->mu);
@@ -382,15 +383,15 @@ int tabq_sub_open(tabq_broker *b, const tabq_table *table, const tabq_subscripti
 int tabq_subscribe(tabq_broker *b, const tabq_table *table,
                    const tabq_subscription_options *options, tabq_subscription **out,
                    tabq_error *err) {
-  tabq_err_clear(err);
+  tabq__err_clear(err);
   if (out)
     *out = NULL;
   if (!b || !table || !options)
-    return tabq_err_set(err, TABQ_INVALID, NULL, NULL,
-                        "tabq_subscribe needs a broker, a table and options");
-  const tabq_logger *outer = tabq_log_enter(&b->log);
-  int rc = tabq_sub_open(b, table, options, false, out, err);
-  tabq_log_leave(outer);
+    return tabq__err_set(err, TABQ_INVALID, NULL, NULL,
+                         "tabq_subscribe needs a broker, a table and options");
+  const tabq_logger *outer = tabq__log_enter(&b->log);
+  int rc = tabq__sub_open(b, table, options, false, out, err);
+  tabq__log_leave(outer);
   return rc;
 }
 
@@ -412,28 +413,28 @@ void tabq_subscription_stats(const tabq_subscription *s, tabq_stats *caller, siz
   memcpy(caller, &all, size < sizeof all ? size : sizeof all);
 }
 
-void tabq_sub_free(tabq_subscription *s) {
-  tabq_pkeys_close(s);
+void tabq__sub_free(tabq_subscription *s) {
+  tabq__pkeys_close(s);
   for (unsigned i = 0; s->slots && i < s->nslots; i++) {
     tabq_delivery *d = &s->slots[i];
     pthread_mutex_destroy(&d->mu);
     pthread_cond_destroy(&d->cv);
-    tabq_buf_free(&d->row);
-    tabq_buf_free(&d->key);
+    tabq__buf_free(&d->row);
+    tabq__buf_free(&d->key);
     free(d->cells);
     if (d->headers)
       json_decref(d->headers);
   }
-  tabq_delivery_txs_free(s);
+  tabq__delivery_txs_free(s);
   free(s->slots);
-  tabq_coalescer_free(&s->coalescer);
-  tabq_claim_spaces_free(s);
+  tabq__coalescer_free(&s->coalescer);
+  tabq__claim_spaces_free(s);
   free(s->id_list);
   free(s->refetch);
-  tabq_buf_free(&s->refetch_buf);
+  tabq__buf_free(&s->refetch_buf);
   free(s->free_slots);
   free(s->ready);
-  tabq_bykey_free(s);
+  tabq__bykey_free(s);
   free(s->threads);
   free(s->queue);
   free(s->dead_letter_group);

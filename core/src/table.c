@@ -13,8 +13,8 @@
 #define MAX_DATA_COLUMNS 40 /* keeps every statement within TABQ_STMT_MAX_PARAMS */
 
 static int broken(tabq_error *err, const tabq_table *t, const char *rule, const char *detail) {
-  return tabq_err_set(err, TABQ_DECLARATION, t->name, NULL, "table %s breaks R-DESC-1 (%s): %s",
-                      t->name ? t->name : "(unnamed)", rule, detail);
+  return tabq__err_set(err, TABQ_DECLARATION, t->name, NULL, "table %s breaks R-DESC-1 (%s): %s",
+                       t->name ? t->name : "(unnamed)", rule, detail);
 }
 
 static bool valid_utf8(const char *s) {
@@ -218,9 +218,9 @@ static int check_events(const tabq_table *t, tabq_error *err) {
   return TABQ_OK;
 }
 
-int tabq_table_rules(const tabq_table *t, tabq_error *err) {
+int tabq__table_rules(const tabq_table *t, tabq_error *err) {
   if (!t)
-    return tabq_err_set(err, TABQ_INVALID, NULL, NULL, "no table description given");
+    return tabq__err_set(err, TABQ_INVALID, NULL, NULL, "no table description given");
   int rc = check_name(t, err);
   if (!rc)
     rc = check_columns(t, err);
@@ -232,15 +232,15 @@ int tabq_table_rules(const tabq_table *t, tabq_error *err) {
 }
 
 int tabq_table_check(const tabq_table *table, tabq_error *err) {
-  tabq_err_clear(err);
+  tabq__err_clear(err);
   if (!table)
-    return tabq_err_set(err, TABQ_INVALID, NULL, NULL, "tabq_table_check needs a table");
+    return tabq__err_set(err, TABQ_INVALID, NULL, NULL, "tabq_table_check needs a table");
   tabq_table t;
-  int rc = tabq_table_take(table, &t, err);
-  return rc ? rc : tabq_table_rules(&t, err);
+  int rc = tabq__table_take(table, &t, err);
+  return rc ? rc : tabq__table_rules(&t, err);
 }
 
-void tabq_projection_init(tabq_projection *p, const tabq_table *t) {
+void tabq__projection_init(tabq_projection *p, const tabq_table *t) {
   int col = 0;
   p->id = col++;
   p->attempt = t->attempt.name ? col++ : -1;

@@ -5,7 +5,7 @@
 #include <tabq/tabq.h>
 
 /* Checks `t` against R-DESC-1; fills `err` with the table and the rule broken. */
-int tabq_table_rules(const tabq_table *t, tabq_error *err);
+int tabq__table_rules(const tabq_table *t, tabq_error *err);
 
 /* Where each role sits in a claim's projection (see dialect.h); -1 where absent. */
 typedef struct tabq_projection {
@@ -13,6 +13,6 @@ typedef struct tabq_projection {
   unsigned ncols;
 } tabq_projection;
 
-void tabq_projection_init(tabq_projection *p, const tabq_table *t);
+void tabq__projection_init(tabq_projection *p, const tabq_table *t);
 
 #endif

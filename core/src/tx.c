@@ -23,34 +23,34 @@ static int begin_sql(tabq_broker *b, tabq_error *err) {
     return TABQ_OK;
   tabq_table plain = {.size = sizeof(tabq_table), .name = no_name};
   tabq_build build = {.table = &plain, .form = TABQ_FORM_LEASE};
-  return tabq_txn_render_begin(b, &build, false, b->tx_begin_sql, sizeof b->tx_begin_sql, err);
+  return tabq__txn_render_begin(b, &build, false, b->tx_begin_sql, sizeof b->tx_begin_sql, err);
 }
 
 int tabq_begin(tabq_broker *b, tabq_tx **out, tabq_error *err) {
-  tabq_err_clear(err);
+  tabq__err_clear(err);
   if (out)
     *out = NULL;
   if (!b || !out)
-    return tabq_err_set(err, TABQ_INVALID, NULL, "begin", "tabq_begin needs a broker and out");
-  const tabq_logger *outer = tabq_log_enter(&b->log);
+    return tabq__err_set(err, TABQ_INVALID, NULL, "begin", "tabq_begin needs a broker and out");
+  const tabq_logger *outer = tabq__log_enter(&b->log);
   pthread_mutex_lock(&b->mu);
   int rc = begin_sql(b, err);
-  tabq_tx *tx = rc ? NULL : tabq_tx_take(b);
+  tabq_tx *tx = rc ? NULL : tabq__tx_take(b);
   pthread_mutex_unlock(&b->mu);
   if (!rc && !tx)
-    rc = tabq_err_set(err, TABQ_NOMEM, NULL, "begin", "cannot allocate a transaction");
+    rc = tabq__err_set(err, TABQ_NOMEM, NULL, "begin", "cannot allocate a transaction");
   tabq_pconn *c = NULL;
-  if (!rc && !(rc = tabq_pool_acquire(&b->pool, &c, err)) &&
-      (rc = tabq_txn_begin(b, NULL, c, b->tx_begin_sql, err)))
-    tabq_pool_release(&b->pool, c);
+  if (!rc && !(rc = tabq__pool_acquire(&b->pool, &c, err)) &&
+      (rc = tabq__txn_begin(b, NULL, c, b->tx_begin_sql, err)))
+    tabq__pool_release(&b->pool, c);
   if (rc) {
     if (tx)
-      tabq_tx_give_back(tx);
+      tabq__tx_give_back(tx);
   } else {
-    tabq_tx_start(tx, c);
+    tabq__tx_start(tx, c);
     *out = tx;
   }
-  tabq_log_leave(outer);
+  tabq__log_leave(outer);
   return rc;
 }
 
@@ -60,23 +60,23 @@ static int run_own(tabq_tx *tx, const char *sql, const tabq_value *params, unsig
                    tabq_prepared **out, tabq_error *err) {
   const tabq_driver_v1 *drv = tx->b->drv;
   if (!sql)
-    return tabq_err_set(err, TABQ_INVALID, NULL, "exec", "no SQL");
+    return tabq__err_set(err, TABQ_INVALID, NULL, "exec", "no SQL");
   if (n && !params)
-    return tabq_err_set(err, TABQ_INVALID, NULL, "exec", "%u parameters but no values", n);
-  int rc = tabq_values_bindable(&tx->b->plugin, params, n, NULL, "exec", err);
+    return tabq__err_set(err, TABQ_INVALID, NULL, "exec", "%u parameters but no values", n);
+  int rc = tabq__values_bindable(&tx->b->plugin, params, n, NULL, "exec", err);
   if (rc)
     return rc;
-  rc = tabq_pconn_check(tx->c, drv->prepare(tx->c->conn, sql, n, "service", out));
-  if (!rc && (rc = tabq_pconn_check(tx->c, drv->execute(*out, params, n)))) {
+  rc = tabq__pconn_check(tx->c, drv->prepare(tx->c->conn, sql, n, "service", out));
+  if (!rc && (rc = tabq__pconn_check(tx->c, drv->execute(*out, params, n)))) {
     drv->finalize(*out);
     *out = NULL;
   }
-  return rc ? tabq_err_from_plugin(err, rc, NULL, "exec") : TABQ_OK;
+  return rc ? tabq__err_from_plugin(err, rc, NULL, "exec") : TABQ_OK;
 }
 
 int tabq_tx_exec(tabq_tx *tx, const char *sql, const tabq_value *params, unsigned n,
                  uint64_t *changed, tabq_error *err) {
-  int rc = tabq_tx_usable(tx, "tabq_tx_exec", err);
+  int rc = tabq__tx_usable(tx, "tabq_tx_exec", err);
   tabq_prepared *p = NULL;
   if (!rc && !(rc = run_own(tx, sql, params, n, &p, err))) {
     if (changed)
@@ -88,11 +88,11 @@ int tabq_tx_exec(tabq_tx *tx, const char *sql, const tabq_value *params, unsigne
 
 int tabq_tx_query(tabq_tx *tx, const char *sql, const tabq_value *params, unsigned n,
                   unsigned ncols, tabq_row_fn row, void *user, tabq_error *err) {
-  int rc = tabq_tx_usable(tx, "tabq_tx_query", err);
+  int rc = tabq__tx_usable(tx, "tabq_tx_query", err);
   if (!rc && (!row || ncols > TABQ_TX_MAX_COLS))
-    rc =
-        tabq_err_set(err, TABQ_INVALID, NULL, "query",
-                     "tabq_tx_query needs a row callback and at most %d columns", TABQ_TX_MAX_COLS);
+    rc = tabq__err_set(err, TABQ_INVALID, NULL, "query",
+                       "tabq_tx_query needs a row callback and at most %d columns",
+                       TABQ_TX_MAX_COLS);
   tabq_prepared *p = NULL;
   if (rc || (rc = run_own(tx, sql, params, n, &p, err)))
     return rc;
@@ -111,31 +111,31 @@ int tabq_tx_query(tabq_tx *tx, const char *sql, const tabq_value *params, unsign
     }
   }
   drv->finalize(p);
-  return rc ? tabq_err_from_plugin(err, rc, NULL, "query") : TABQ_OK;
+  return rc ? tabq__err_from_plugin(err, rc, NULL, "query") : TABQ_OK;
 }
 
 int tabq_publish_tx(tabq_tx *tx, const tabq_table *table, const tabq_message *message,
                     tabq_error *err) {
-  int rc = tabq_tx_usable(tx, "tabq_publish_tx", err);
+  int rc = tabq__tx_usable(tx, "tabq_publish_tx", err);
   if (rc)
     return rc;
   if (!table || !message)
-    return tabq_err_set(err, TABQ_INVALID, NULL, "insert",
-                        "tabq_publish_tx needs a table and a message");
+    return tabq__err_set(err, TABQ_INVALID, NULL, "insert",
+                         "tabq_publish_tx needs a table and a message");
   tabq_broker *b = tx->b;
-  const tabq_logger *outer = tabq_log_enter(&b->log);
+  const tabq_logger *outer = tabq__log_enter(&b->log);
   tabq_publisher *p;
   pthread_mutex_lock(&b->mu);
-  rc = tabq_publisher_of(b, table, tx->c, &p, err);
+  rc = tabq__publisher_of(b, table, tx->c, &p, err);
   pthread_mutex_unlock(&b->mu);
   tabq_message m;
   if (!rc)
     rc = TABQ_TAKE(message, &m, TABQ_MESSAGE_SIZE_1_0, table->name, err);
   if (!rc)
-    rc = tabq_publish_on(b, p, tx->c, &m, &tx->headers, err);
+    rc = tabq__publish_on(b, p, tx->c, &m, &tx->headers, err);
   if (!rc)
-    rc = tabq_tx_keep_wake(tx, &p->table, m.group, err);
-  tabq_log_leave(outer);
+    rc = tabq__tx_keep_wake(tx, &p->table, m.group, err);
+  tabq__log_leave(outer);
   return rc;
 }
 
@@ -143,42 +143,42 @@ int tabq_publish_tx(tabq_tx *tx, const tabq_table *table, const tabq_message *me
  * handle to the broker's free list. */
 static void end(tabq_tx *tx, bool committed) {
   tabq_pconn *c = tx->c;
-  tabq_tx_close(tx, committed);
-  tabq_pool_release(&tx->b->pool, c);
-  tabq_tx_give_back(tx);
+  tabq__tx_close(tx, committed);
+  tabq__pool_release(&tx->b->pool, c);
+  tabq__tx_give_back(tx);
 }
 
 /* A delivery's transaction ends with its settlement, not by the handler's hand. */
 static int bound(const tabq_tx *tx, const char *call, tabq_error *err) {
-  return tabq_err_set(err, TABQ_INVALID, tx->d->sub->t->name, call,
-                      "%s: a delivery's transaction ends with its settlement: return the "
-                      "outcome (an ack commits the handler's writes, any other rolls them back)",
-                      call);
+  return tabq__err_set(err, TABQ_INVALID, tx->d->sub->t->name, call,
+                       "%s: a delivery's transaction ends with its settlement: return the "
+                       "outcome (an ack commits the handler's writes, any other rolls them back)",
+                       call);
 }
 
 int tabq_commit(tabq_tx *tx, tabq_error *err) {
-  int rc = tabq_tx_usable(tx, "tabq_commit", err);
+  int rc = tabq__tx_usable(tx, "tabq_commit", err);
   if (rc)
     return rc;
   if (tx->d)
     return bound(tx, "tabq_commit", err);
   tabq_broker *b = tx->b;
-  const tabq_logger *outer = tabq_log_enter(&b->log);
-  rc = tabq_txn_end(b, NULL, tx->c, TABQ_OK, err);
+  const tabq_logger *outer = tabq__log_enter(&b->log);
+  rc = tabq__txn_end(b, NULL, tx->c, TABQ_OK, err);
   end(tx, rc == TABQ_OK);
-  tabq_log_leave(outer);
+  tabq__log_leave(outer);
   return rc;
 }
 
 int tabq_rollback(tabq_tx *tx, tabq_error *err) {
-  int rc = tabq_tx_usable(tx, "tabq_rollback", err);
+  int rc = tabq__tx_usable(tx, "tabq_rollback", err);
   if (rc)
     return rc;
   if (tx->d)
     return bound(tx, "tabq_rollback", err);
-  if (!tabq_txn_rollback(tx->b, NULL, tx->c))
-    rc = tabq_err_set(err, TABQ_BACKEND, NULL, "rollback",
-                      "the rollback failed; the connection is closed, which ends the transaction");
+  if (!tabq__txn_rollback(tx->b, NULL, tx->c))
+    rc = tabq__err_set(err, TABQ_BACKEND, NULL, "rollback",
+                       "the rollback failed; the connection is closed, which ends the transaction");
   end(tx, false);
   return rc;
 }

@@ -8,7 +8,7 @@
 #include "engine.h"
 #include "error.h"
 
-tabq_tx *tabq_tx_take(tabq_broker *b) {
+tabq_tx *tabq__tx_take(tabq_broker *b) {
   tabq_tx *tx = b->free_txs;
   if (tx) {
     b->free_txs = tx->next_free;
@@ -22,7 +22,7 @@ tabq_tx *tabq_tx_take(tabq_broker *b) {
   return tx;
 }
 
-void tabq_tx_give_back(tabq_tx *tx) {
+void tabq__tx_give_back(tabq_tx *tx) {
   tabq_broker *b = tx->b;
   pthread_mutex_lock(&b->mu);
   tx->next_free = b->free_txs;
@@ -31,17 +31,17 @@ void tabq_tx_give_back(tabq_tx *tx) {
 }
 
 static void free_buffers(tabq_tx *tx) {
-  tabq_buf_free(&tx->wakes);
-  tabq_buf_free(&tx->groups);
-  tabq_buf_free(&tx->headers);
+  tabq__buf_free(&tx->wakes);
+  tabq__buf_free(&tx->groups);
+  tabq__buf_free(&tx->headers);
 }
 
-void tabq_txs_free(tabq_broker *b) {
+void tabq__txs_free(tabq_broker *b) {
   for (tabq_tx *tx = b->txs, *next; tx; tx = next) {
     next = tx->next;
     if (atomic_load(&tx->open) && tx->c) { /* never ended: its connection goes with the pool */
       b->drv->rollback(tx->c->conn);
-      tabq_pool_release(&b->pool, tx->c);
+      tabq__pool_release(&b->pool, tx->c);
     }
     free_buffers(tx);
     free(tx);
@@ -49,11 +49,11 @@ void tabq_txs_free(tabq_broker *b) {
   b->txs = b->free_txs = NULL;
 }
 
-int tabq_delivery_txs_init(tabq_subscription *s, tabq_error *err) {
+int tabq__delivery_txs_init(tabq_subscription *s, tabq_error *err) {
   for (unsigned i = 0; i < s->nslots; i++) {
     tabq_tx *tx = calloc(1, sizeof *tx);
     if (!tx)
-      return tabq_err_set(err, TABQ_NOMEM, s->t->name, NULL, "cannot allocate the transactions");
+      return tabq__err_set(err, TABQ_NOMEM, s->t->name, NULL, "cannot allocate the transactions");
     tx->b = s->b;
     tx->d = &s->slots[i];
     s->slots[i].tx = tx;
@@ -61,7 +61,7 @@ int tabq_delivery_txs_init(tabq_subscription *s, tabq_error *err) {
   return TABQ_OK;
 }
 
-void tabq_delivery_txs_free(tabq_subscription *s) {
+void tabq__delivery_txs_free(tabq_subscription *s) {
   for (unsigned i = 0; s->slots && i < s->nslots; i++) {
     tabq_tx *tx = s->slots[i].tx;
     if (!tx)
@@ -72,7 +72,7 @@ void tabq_delivery_txs_free(tabq_subscription *s) {
   }
 }
 
-void tabq_tx_start(tabq_tx *tx, tabq_pconn *c) {
+void tabq__tx_start(tabq_tx *tx, tabq_pconn *c) {
   tx->c = c;
   tx->owner = pthread_self();
   tx->wakes.len = tx->groups.len = 0;
@@ -84,11 +84,11 @@ static void wake_all(tabq_tx *tx) {
   for (size_t at = 0; at < tx->wakes.len; at += sizeof(tabq_tx_wake)) {
     tabq_tx_wake w;
     memcpy(&w, tx->wakes.p + at, sizeof w);
-    tabq_publish_wake(tx->b, w.t, w.has_group ? tx->groups.p + w.group_at : NULL);
+    tabq__publish_wake(tx->b, w.t, w.has_group ? tx->groups.p + w.group_at : NULL);
   }
 }
 
-void tabq_tx_close(tabq_tx *tx, bool wake) {
+void tabq__tx_close(tabq_tx *tx, bool wake) {
   if (wake)
     wake_all(tx);
   tx->wakes.len = tx->groups.len = 0;
@@ -96,37 +96,37 @@ void tabq_tx_close(tabq_tx *tx, bool wake) {
   atomic_store(&tx->open, false);
 }
 
-tabq_pconn *tabq_tx_conn(const tabq_tx *tx) {
+tabq_pconn *tabq__tx_conn(const tabq_tx *tx) {
   return tx->c;
 }
 
-bool tabq_tx_open(const tabq_tx *tx) {
+bool tabq__tx_open(const tabq_tx *tx) {
   return tx && atomic_load(&tx->open);
 }
 
-int tabq_tx_usable(const tabq_tx *tx, const char *call, tabq_error *err) {
-  tabq_err_clear(err);
+int tabq__tx_usable(const tabq_tx *tx, const char *call, tabq_error *err) {
+  tabq__err_clear(err);
   if (!tx)
-    return tabq_err_set(err, TABQ_INVALID, NULL, call, "%s needs a transaction", call);
+    return tabq__err_set(err, TABQ_INVALID, NULL, call, "%s needs a transaction", call);
   if (tx->d && !atomic_load(&tx->open))
-    return tabq_err_set(err, TABQ_TRANSACTION_HELD, tx->d->sub->t->name, call,
-                        "%s: the delivery's transaction ended with its settlement; a handler "
-                        "uses it only until it returns",
-                        call);
+    return tabq__err_set(err, TABQ_TRANSACTION_HELD, tx->d->sub->t->name, call,
+                         "%s: the delivery's transaction ended with its settlement; a handler "
+                         "uses it only until it returns",
+                         call);
   if (!atomic_load(&tx->open) || !pthread_equal(tx->owner, pthread_self()))
-    return tabq_err_set(err, TABQ_INVALID, NULL, call, "%s: the transaction %s", call,
-                        !atomic_load(&tx->open)
-                            ? "has ended (committed or rolled back)"
-                            : "belongs to another thread (a transaction is used from the "
-                              "thread that began it)");
+    return tabq__err_set(err, TABQ_INVALID, NULL, call, "%s: the transaction %s", call,
+                         !atomic_load(&tx->open)
+                             ? "has ended (committed or rolled back)"
+                             : "belongs to another thread (a transaction is used from the "
+                               "thread that began it)");
   return TABQ_OK;
 }
 
-int tabq_tx_keep_wake(tabq_tx *tx, const tabq_table *t, const char *group, tabq_error *err) {
+int tabq__tx_keep_wake(tabq_tx *tx, const tabq_table *t, const char *group, tabq_error *err) {
   size_t glen = group ? strlen(group) + 1 : 0;
-  if (tabq_buf_reserve(&tx->wakes, tx->wakes.len + sizeof(tabq_tx_wake)) ||
-      tabq_buf_reserve(&tx->groups, tx->groups.len + glen))
-    return tabq_err_set(err, TABQ_NOMEM, t->name, "insert", "cannot keep the wake-up");
+  if (tabq__buf_reserve(&tx->wakes, tx->wakes.len + sizeof(tabq_tx_wake)) ||
+      tabq__buf_reserve(&tx->groups, tx->groups.len + glen))
+    return tabq__err_set(err, TABQ_NOMEM, t->name, "insert", "cannot keep the wake-up");
   tabq_tx_wake w = {.t = t, .group_at = tx->groups.len, .has_group = group != NULL};
   memcpy(tx->wakes.p + tx->wakes.len, &w, sizeof w);
   tx->wakes.len += sizeof w;

@@ -36,25 +36,25 @@ struct tabq_tx {
 };
 
 /* A free handle of the broker's, or a new one kept on its list; NULL without memory. Called
- * with b->mu held. tabq_tx_give_back returns it to the free list. */
-tabq_tx *tabq_tx_take(tabq_broker *b);
-void tabq_tx_give_back(tabq_tx *tx);
+ * with b->mu held. tabq__tx_give_back returns it to the free list. */
+tabq_tx *tabq__tx_take(tabq_broker *b);
+void tabq__tx_give_back(tabq_tx *tx);
 /* Frees every handle of the broker (tabq_close), rolling back one never ended. */
-void tabq_txs_free(tabq_broker *b);
+void tabq__txs_free(tabq_broker *b);
 /* Transactional mode: a handle per delivery slot (subscribe), freed with the subscription. */
-int tabq_delivery_txs_init(tabq_subscription *s, tabq_error *err);
-void tabq_delivery_txs_free(tabq_subscription *s);
+int tabq__delivery_txs_init(tabq_subscription *s, tabq_error *err);
+void tabq__delivery_txs_free(tabq_subscription *s);
 
 /* The handle's transaction has begun on c, for the calling thread. */
-void tabq_tx_start(tabq_tx *tx, tabq_pconn *c);
+void tabq__tx_start(tabq_tx *tx, tabq_pconn *c);
 /* Ends the handle once its transaction ended (committed: `wake` runs the publishes' wake-ups). */
-void tabq_tx_close(tabq_tx *tx, bool wake);
+void tabq__tx_close(tabq_tx *tx, bool wake);
 /* The connection the transaction runs on; whether it is open. */
-tabq_pconn *tabq_tx_conn(const tabq_tx *tx);
-bool tabq_tx_open(const tabq_tx *tx);
+tabq_pconn *tabq__tx_conn(const tabq_tx *tx);
+bool tabq__tx_open(const tabq_tx *tx);
 /* TABQ_OK when the calling thread may use the handle for `call` now. */
-int tabq_tx_usable(const tabq_tx *tx, const char *call, tabq_error *err);
+int tabq__tx_usable(const tabq_tx *tx, const char *call, tabq_error *err);
 /* Keeps a publish's wake-up for the commit. */
-int tabq_tx_keep_wake(tabq_tx *tx, const tabq_table *t, const char *group, tabq_error *err);
+int tabq__tx_keep_wake(tabq_tx *tx, const tabq_table *t, const char *group, tabq_error *err);
 
 #endif

@@ -10,8 +10,8 @@
 #include "engine.h"
 #include "error.h"
 
-int tabq_txn_render_begin(tabq_broker *b, const tabq_build *build, bool table_level, char *out,
-                          size_t cap, tabq_error *err) {
+int tabq__txn_render_begin(tabq_broker *b, const tabq_build *build, bool table_level, char *out,
+                           size_t cap, tabq_error *err) {
   tabq_table plain;
   tabq_build at = *build;
   if (!table_level) {
@@ -27,54 +27,54 @@ int tabq_txn_render_begin(tabq_broker *b, const tabq_build *build, bool table_le
   if (!rc)
     rc = st.status;
   if (!rc && (!st.sql || st.len >= cap))
-    rc = tabq_err_set(err, TABQ_DIALECT, table, "begin", "the dialect's begin is unusable");
+    rc = tabq__err_set(err, TABQ_DIALECT, table, "begin", "the dialect's begin is unusable");
   else if (rc)
-    tabq_err_from_plugin(err, rc, table, "begin");
+    tabq__err_from_plugin(err, rc, table, "begin");
   else
     memcpy(out, st.sql, st.len + 1);
   tabq_sql_free(&st);
   return rc;
 }
 
-int tabq_txn_begin(tabq_broker *b, const char *table, tabq_pconn *c, const char *begin_sql,
-                   tabq_error *err) {
-  int rc = tabq_pconn_check(c, b->drv->begin(c->conn, begin_sql));
+int tabq__txn_begin(tabq_broker *b, const char *table, tabq_pconn *c, const char *begin_sql,
+                    tabq_error *err) {
+  int rc = tabq__pconn_check(c, b->drv->begin(c->conn, begin_sql));
   if (rc)
-    tabq_err_from_plugin(err, rc, table, "begin");
+    tabq__err_from_plugin(err, rc, table, "begin");
   return rc;
 }
 
-int tabq_txn_commit(tabq_broker *b, const char *table, tabq_pconn *c, tabq_error *err) {
-  int rc = tabq_pconn_check(c, b->drv->commit(c->conn));
+int tabq__txn_commit(tabq_broker *b, const char *table, tabq_pconn *c, tabq_error *err) {
+  int rc = tabq__pconn_check(c, b->drv->commit(c->conn));
   if (rc)
-    tabq_err_from_plugin(err, rc, table, "commit");
+    tabq__err_from_plugin(err, rc, table, "commit");
   return rc;
 }
 
-bool tabq_txn_rollback(tabq_broker *b, const char *table, tabq_pconn *c) {
+bool tabq__txn_rollback(tabq_broker *b, const char *table, tabq_pconn *c) {
   int rc = b->drv->rollback(c->conn);
   if (!rc)
     return true;
   /* The caller's error stays the one that made it roll back. */
   tabq_error rb;
-  tabq_err_from_plugin(&rb, rc, table, "rollback");
-  tabq_logf(&b->log, TABQ_LOG_ERROR,
-            "table %s: a rollback failed (%s): %s; the connection is closed rather than pooled",
-            table ? table : "?", tabq_code_name(rb.code), rb.message);
+  tabq__err_from_plugin(&rb, rc, table, "rollback");
+  tabq__logf(&b->log, TABQ_LOG_ERROR,
+             "table %s: a rollback failed (%s): %s; the connection is closed rather than pooled",
+             table ? table : "?", tabq_code_name(rb.code), rb.message);
   c->suspect = c->broken = true;
   return false;
 }
 
-int tabq_txn_end(tabq_broker *b, const char *table, tabq_pconn *c, int rc, tabq_error *err) {
+int tabq__txn_end(tabq_broker *b, const char *table, tabq_pconn *c, int rc, tabq_error *err) {
   if (!rc)
-    rc = tabq_txn_commit(b, table, c, err);
+    rc = tabq__txn_commit(b, table, c, err);
   if (rc)
-    tabq_txn_rollback(b, table, c);
+    tabq__txn_rollback(b, table, c);
   return rc;
 }
 
-int tabq_txn_render_savepoint(tabq_broker *b, const tabq_build *build, char *set, char *back,
-                              size_t cap, tabq_error *err) {
+int tabq__txn_render_savepoint(tabq_broker *b, const tabq_build *build, char *set, char *back,
+                               size_t cap, tabq_error *err) {
   const tabq_dialect_v1 *dl = b->plugin.plugin->dialect;
   const char *table = build->table->name;
   if (!dl->savepoint) { /* a dialect before ABI 1.6: the SQL standard's */
@@ -89,9 +89,10 @@ int tabq_txn_render_savepoint(tabq_broker *b, const tabq_build *build, char *set
   if (!rc)
     rc = s1.status ? s1.status : s2.status;
   if (!rc && (!s1.sql || !s2.sql || s1.len >= cap || s2.len >= cap))
-    rc = tabq_err_set(err, TABQ_DIALECT, table, "savepoint", "the dialect's savepoint is unusable");
+    rc =
+        tabq__err_set(err, TABQ_DIALECT, table, "savepoint", "the dialect's savepoint is unusable");
   else if (rc)
-    tabq_err_from_plugin(err, rc, table, "savepoint");
+    tabq__err_from_plugin(err, rc, table, "savepoint");
   else {
     memcpy(set, s1.sql, s1.len + 1);
     memcpy(back, s2.sql, s2.len + 1);

@@ -5,7 +5,7 @@
 
 #include "engine.h"
 
-void tabq_sub_wake(tabq_subscription *s) {
+void tabq__sub_wake(tabq_subscription *s) {
   pthread_mutex_lock(&s->mu);
   s->wakes++;
   s->next_claim_ms = 0;
@@ -13,14 +13,14 @@ void tabq_sub_wake(tabq_subscription *s) {
   pthread_mutex_unlock(&s->mu);
 }
 
-void tabq_publish_wake(tabq_broker *b, const tabq_table *t, const char *group) {
+void tabq__publish_wake(tabq_broker *b, const tabq_table *t, const char *group) {
   pthread_mutex_lock(&b->mu);
   for (tabq_subscription *s = b->subs; s; s = s->next) {
     if (strcmp(s->t->name, t->name))
       continue;
     if (t->group.name && group && s->queue && strcmp(s->queue, group))
       continue;
-    tabq_sub_wake(s);
+    tabq__sub_wake(s);
   }
   pthread_mutex_unlock(&b->mu);
 }

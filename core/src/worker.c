@@ -31,7 +31,7 @@ static tabq_delivery *pop_ready(tabq_subscription *s) {
 /* A claimed row for the other workers: onto its key's worker with workers_by_key, else (and
  * for a row without a key) onto the shared ring. */
 static void push_ready(tabq_subscription *s, tabq_delivery *d) {
-  if (s->bykey && tabq_bykey_push(s, d))
+  if (s->bykey && tabq__bykey_push(s, d))
     return;
   s->ready[(s->ready_head + s->ready_count) % s->nslots] = d;
   s->ready_count++;
@@ -40,7 +40,7 @@ static void push_ready(tabq_subscription *s, tabq_delivery *d) {
 /* The next row waiting for worker w: its key queue's first, else the shared ring's. */
 static tabq_delivery *next_ready(worker *w) {
   tabq_subscription *s = w->s;
-  tabq_delivery *d = s->bykey ? tabq_bykey_pop(s, w->index) : NULL;
+  tabq_delivery *d = s->bykey ? tabq__bykey_pop(s, w->index) : NULL;
   return d ? d : s->ready_count ? pop_ready(s) : NULL;
 }
 
@@ -64,7 +64,7 @@ static unsigned claim_limit(const tabq_subscription *s) {
   want = s->ops->claim_limit(s, want);
   /* No more rows than the connections their deliveries would hold leave room for. */
   if (s->ops->conns_held(s, want)) {
-    unsigned room = tabq_budget_room(s->b);
+    unsigned room = tabq__budget_room(s->b);
     while (want && s->ops->conns_held(s, want) > room)
       want--;
   }
@@ -81,32 +81,32 @@ static void skip_tx(tabq_subscription *s, tabq_delivery *d) {
 static void handle_one(tabq_subscription *s, tabq_delivery *d) {
   tabq_error err;
   tabq_outcome policy;
-  if (!tabq_decode_gate(d, &policy)) {
+  if (!tabq__decode_gate(d, &policy)) {
     skip_tx(s, d);
-    tabq_settle_returned(d, policy);
+    tabq__settle_returned(d, policy);
   } else if (s->o.transactional && s->ops->tx_open(d, &err)) {
     /* No transaction for the handler: the row goes back (its attempt counted) for a later try. */
-    tabq_logf(&s->b->log, TABQ_LOG_ERROR,
-              "table %s: the delivery's transaction did not open (%s): %s; the row is released",
-              s->t->name, tabq_code_name(err.code), err.message);
+    tabq__logf(&s->b->log, TABQ_LOG_ERROR,
+               "table %s: the delivery's transaction did not open (%s): %s; the row is released",
+               s->t->name, tabq_code_name(err.code), err.message);
     skip_tx(s, d);
-    tabq_settle_returned(d, tabq_no_outcome());
+    tabq__settle_returned(d, tabq_no_outcome());
   } else {
-    tabq_settle_returned(d, s->o.handler(d, s->o.user));
+    tabq__settle_returned(d, s->o.handler(d, s->o.user));
   }
-  tabq_delivery_done(d);
+  tabq__delivery_done(d);
 }
 
 /* Runs one claim as the claimer; called and returning with s->mu held. */
 static void claim_round(worker *w, unsigned limit) {
   tabq_subscription *s = w->s;
   unsigned want = s->ops->conns_held(s, limit);
-  unsigned reserved = want ? tabq_budget_take(s->b, want) : 0;
+  unsigned reserved = want ? tabq__budget_take(s->b, want) : 0;
   if (reserved < want) { /* another subscription took the room meanwhile: fewer rows */
     while (limit && s->ops->conns_held(s, limit) > reserved)
       limit--;
     unsigned kept = s->ops->conns_held(s, limit);
-    tabq_budget_put(s->b, reserved - kept); /* s->mu held: no wake-ups from here */
+    tabq__budget_put(s->b, reserved - kept); /* s->mu held: no wake-ups from here */
     reserved = kept;
     if (!limit)
       return;
@@ -122,10 +122,10 @@ static void claim_round(worker *w, unsigned limit) {
   int rc = s->claim(s, w->claimed, w->ids, limit, &got, &err);
   atomic_fetch_add(&s->stats.claims, 1);
   if (rc)
-    tabq_logf(&s->b->log, TABQ_LOG_ERROR, "claim on table %s failed (%s): %s", s->t->name,
-              tabq_code_name(err.code), err.message);
+    tabq__logf(&s->b->log, TABQ_LOG_ERROR, "claim on table %s failed (%s): %s", s->t->name,
+               tabq_code_name(err.code), err.message);
   unsigned held = s->ops->conns_held(s, got);
-  tabq_budget_give(s->b, s, reserved - held); /* the deliveries keep what they hold */
+  tabq__budget_give(s->b, s, reserved - held); /* the deliveries keep what they hold */
 
   pthread_mutex_lock(&s->mu);
   s->claiming--;
@@ -136,13 +136,13 @@ static void claim_round(worker *w, unsigned limit) {
   if (!rc && got == limit)
     s->next_claim_ms = 0;
   else if (s->wakes == wakes)
-    s->next_claim_ms = tabq_mono_ms() + s->poll_ms;
+    s->next_claim_ms = tabq__mono_ms() + s->poll_ms;
   if (s->o.batch_handler) {
     if (got) {
       s->busy++;
       pthread_cond_broadcast(&s->cv); /* another worker may claim meanwhile */
       pthread_mutex_unlock(&s->mu);
-      tabq_batch_handle(&w->batch, w->claimed, got);
+      tabq__batch_handle(&w->batch, w->claimed, got);
       pthread_mutex_lock(&s->mu);
       s->busy--;
       for (unsigned i = 0; i < got; i++)
@@ -169,7 +169,7 @@ static void claim_round(worker *w, unsigned limit) {
 static void *worker_main(void *arg) {
   worker *w = arg;
   tabq_subscription *s = w->s;
-  tabq_log_enter(&s->b->log);
+  tabq__log_enter(&s->b->log);
   pthread_mutex_lock(&s->mu);
   while (!s->stop) {
     tabq_delivery *d = next_ready(w);
@@ -183,17 +183,17 @@ static void *worker_main(void *arg) {
       continue;
     }
     unsigned limit = s->serial && s->claiming ? 0 : claim_limit(s);
-    if (limit && tabq_mono_ms() >= s->next_claim_ms) {
+    if (limit && tabq__mono_ms() >= s->next_claim_ms) {
       claim_round(w, limit);
       continue;
     }
     if (!limit) {
       /* Woken by a settlement or a claim's end; the poll interval bounds the wait, for room
        * another subscription gives back between its check and its wait. */
-      struct timespec until = tabq_deadline_ms(tabq_mono_ms() + s->poll_ms);
+      struct timespec until = tabq__deadline_ms(tabq__mono_ms() + s->poll_ms);
       pthread_cond_timedwait(&s->cv, &s->mu, &until);
     } else {
-      struct timespec until = tabq_deadline_ms(s->next_claim_ms);
+      struct timespec until = tabq__deadline_ms(s->next_claim_ms);
       pthread_cond_timedwait(&s->cv, &s->mu, &until);
     }
   }
@@ -205,7 +205,7 @@ static void free_workers(tabq_subscription *s, worker *ws) {
   for (unsigned i = 0; i < s->workers; i++) {
     free(ws[i].claimed);
     free(ws[i].ids);
-    tabq_batch_run_free(&ws[i].batch);
+    tabq__batch_run_free(&ws[i].batch);
   }
   free(ws);
 }
@@ -215,7 +215,7 @@ static worker *contexts_of(tabq_subscription *s) {
   return (worker *)s->worker_ctx;
 }
 
-int tabq_workers_start(tabq_subscription *s, tabq_error *err) {
+int tabq__workers_start(tabq_subscription *s, tabq_error *err) {
   unsigned per_claim = s->o.batch_handler ? s->batch : s->nslots;
   worker *ws = calloc(s->workers, sizeof *ws);
   s->threads = calloc(s->workers, sizeof *s->threads);
@@ -227,13 +227,13 @@ int tabq_workers_start(tabq_subscription *s, tabq_error *err) {
     if (s->st[SQ_STAMP_IDS] != TABQ_NO_STMT)
       ok = (ws[i].ids = calloc(per_claim, sizeof *ws[i].ids)) != NULL;
     if (s->o.batch_handler)
-      ok = ok && !tabq_batch_run_init(&ws[i].batch, s->batch);
+      ok = ok && !tabq__batch_run_init(&ws[i].batch, s->batch);
     ok = ok && ws[i].claimed;
   }
   if (!ok) {
     if (ws)
       free_workers(s, ws);
-    return tabq_err_set(err, TABQ_NOMEM, s->t->name, NULL, "cannot allocate the workers");
+    return tabq__err_set(err, TABQ_NOMEM, s->t->name, NULL, "cannot allocate the workers");
   }
   s->worker_ctx = ws;
   int rc = s->ops->start ? s->ops->start(s, err) : TABQ_OK; /* the lease extender */
@@ -241,15 +241,15 @@ int tabq_workers_start(tabq_subscription *s, tabq_error *err) {
     return rc;
   for (unsigned i = 0; i < s->workers; i++) {
     if (pthread_create(&s->threads[i], NULL, worker_main, &ws[i])) {
-      tabq_workers_stop(s);
-      return tabq_err_set(err, TABQ_IO, s->t->name, NULL, "cannot start worker thread %u", i);
+      tabq__workers_stop(s);
+      return tabq__err_set(err, TABQ_IO, s->t->name, NULL, "cannot start worker thread %u", i);
     }
     s->nthreads++;
   }
   return TABQ_OK;
 }
 
-void tabq_workers_stop(tabq_subscription *s) {
+void tabq__workers_stop(tabq_subscription *s) {
   pthread_mutex_lock(&s->mu);
   s->stop = true;
   pthread_cond_broadcast(&s->cv);
@@ -267,7 +267,7 @@ void tabq_workers_stop(tabq_subscription *s) {
   s->nthreads = 0;
   /* Rows claimed but never handed to a handler go back to the queue now. */
   for (;;) {
-    tabq_delivery *d = s->bykey ? tabq_bykey_pop_any(s) : NULL;
+    tabq_delivery *d = s->bykey ? tabq__bykey_pop_any(s) : NULL;
     if (!d && !s->ready_count)
       break;
     if (!d)
@@ -276,8 +276,8 @@ void tabq_workers_stop(tabq_subscription *s) {
     bool closed = d->closed; /* advisory: `stopping` released its lock already */
     pthread_mutex_unlock(&d->mu);
     if (!closed)
-      tabq_settle_returned(d, tabq_no_outcome());
-    tabq_delivery_done(d);
+      tabq__settle_returned(d, tabq_no_outcome());
+    tabq__delivery_done(d);
     skip_tx(s, d);
     s->free_slots[s->nfree++] = d;
   }
