@@ -14,7 +14,7 @@
 #include <time.h>
 #include <unistd.h>
 
-#include <tabq/sql.h>
+#include <tabq/sys/sql.h>
 
 /* A drain whose handler has seen no row for this long is stuck: the run ends instead of
  * waiting for ever. */

@@ -9,7 +9,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include <tabq/dialect.h>
+#include <tabq/sys/dialect.h>
 #include <tabq/tabq.h>
 
 #define BENCH_PAYLOAD_LEN 64

@@ -28,7 +28,7 @@
 
 #include <mysqld_error.h>
 
-#include <tabq/sql.h>
+#include <tabq/sys/sql.h>
 #include <tabq/tabq.h>
 
 #include "mysql_bench.h"

@@ -25,7 +25,7 @@
 #include <time.h>
 #include <unistd.h>
 
-#include <tabq/sql.h>
+#include <tabq/sys/sql.h>
 #include <tabq/tabq.h>
 
 #include "pg_bench.h"

@@ -28,7 +28,7 @@
 #include <unistd.h>
 
 #include <sqlite3.h>
-#include <tabq/sql.h>
+#include <tabq/sys/sql.h>
 #include <tabq/tabq.h>
 
 #include "bench_common.h"

@@ -3,7 +3,7 @@
 #include <stdbool.h>
 #include <string.h>
 
-#include <tabq/sql.h>
+#include <tabq/sys/sql.h>
 
 #include "mysql_bench.h"
 

@@ -3,7 +3,7 @@
  * deliver once more. Checked at open from the catalog, where the dialect can read it. */
 #include <ctype.h>
 #include <string.h>
-#include <tabq/sql.h>
+#include <tabq/sys/sql.h>
 
 #include "engine.h"
 #include "error.h"

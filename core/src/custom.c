@@ -3,8 +3,8 @@
  * form and dialect can run. Everything here happens once, when a subscription opens. */
 #include <stdlib.h>
 #include <string.h>
-#include <tabq/sql.h>
-#include <tabq/sql_named.h>
+#include <tabq/sys/sql.h>
+#include <tabq/sys/sql_named.h>
 
 #include "engine.h"
 #include "error.h"

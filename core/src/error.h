@@ -4,7 +4,7 @@
 #define TABQ_ERROR_H
 
 #include <stdarg.h>
-#include <tabq/dialect.h>
+#include <tabq/sys/dialect.h>
 #include <tabq/tabq.h>
 
 void tabq__err_clear(tabq_error *e);

@@ -2,7 +2,7 @@
  * the delivery's ownership token, named by every settlement and extension, and moved every half
  * lease while the handler runs. */
 #include <string.h>
-#include <tabq/sql_named.h>
+#include <tabq/sys/sql_named.h>
 
 #include "clock.h"
 #include "engine.h"

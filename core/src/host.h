@@ -2,7 +2,7 @@
 #ifndef TABQ_HOST_H
 #define TABQ_HOST_H
 
-#include <tabq/dialect.h>
+#include <tabq/sys/dialect.h>
 
 #include "log.h"
 

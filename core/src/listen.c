@@ -2,7 +2,7 @@
 
 #include <errno.h>
 #include <string.h>
-#include <tabq/sql.h>
+#include <tabq/sys/sql.h>
 #include <time.h>
 
 #include "clock.h"

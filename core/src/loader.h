@@ -3,7 +3,7 @@
 #define TABQ_LOADER_H
 
 #include <limits.h>
-#include <tabq/dialect.h>
+#include <tabq/sys/dialect.h>
 #include <tabq/tabq.h>
 
 /* A plugin's descriptor and tables as this core reads them: each copied at this core's full

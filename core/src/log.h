@@ -3,7 +3,7 @@
 #define TABQ_LOG_H
 
 #include <stdarg.h>
-#include <tabq/dialect.h>
+#include <tabq/sys/dialect.h>
 #include <tabq/tabq.h>
 
 typedef struct tabq_logger {

@@ -5,7 +5,7 @@
 #include <pthread.h>
 #include <stdbool.h>
 #include <stdint.h>
-#include <tabq/dialect.h>
+#include <tabq/sys/dialect.h>
 #include <tabq/tabq.h>
 
 #define TABQ_MAX_STATEMENTS 256 /* statements a broker prepares, over all its subscriptions */

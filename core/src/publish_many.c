@@ -5,7 +5,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <tabq/sql.h>
+#include <tabq/sys/sql.h>
 
 #include "clock.h"
 #include "engine.h"

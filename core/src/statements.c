@@ -2,7 +2,7 @@
 
 #include <stdio.h>
 #include <string.h>
-#include <tabq/sql.h>
+#include <tabq/sys/sql.h>
 
 #include "error.h"
 

@@ -5,7 +5,7 @@
 
 #include <pthread.h>
 #include <stdatomic.h>
-#include <tabq/dialect.h>
+#include <tabq/sys/dialect.h>
 #include <tabq/tabq.h>
 
 #include "loader.h"

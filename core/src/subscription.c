@@ -3,7 +3,7 @@
  * holds. */
 #include <stdlib.h>
 #include <string.h>
-#include <tabq/sql.h>
+#include <tabq/sys/sql.h>
 #include <unistr.h>
 
 #include "engine.h"

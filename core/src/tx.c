@@ -5,7 +5,7 @@
  * so a late call finds it ended, or owned by another thread, and fails (TABQ_INVALID). */
 #include <stdlib.h>
 #include <string.h>
-#include <tabq/sql.h>
+#include <tabq/sys/sql.h>
 
 #include "engine.h"
 #include "error.h"

@@ -5,7 +5,7 @@
  * (tabq_tx) are to live here too. */
 #include <stdio.h>
 #include <string.h>
-#include <tabq/sql.h>
+#include <tabq/sys/sql.h>
 
 #include "engine.h"
 #include "error.h"

@@ -27,7 +27,7 @@
 
 #include <errmsg.h>
 #include <mysql.h>
-#include <tabq/host_log.h>
+#include <tabq/sys/host_log.h>
 #include <mysqld_error.h>
 
 #include "binds.h"

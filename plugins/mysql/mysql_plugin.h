@@ -3,7 +3,7 @@
 #define TABQ_MYSQL_PLUGIN_H
 
 #include <stdbool.h>
-#include <tabq/dialect.h>
+#include <tabq/sys/dialect.h>
 
 /* The host services the core handed the entry function (set once, read everywhere). */
 const tabq_host *tabq_my_host(void);

@@ -16,7 +16,7 @@
 #include <unicase.h>
 #include <unistr.h>
 
-#include <tabq/sql_build.h>
+#include <tabq/sys/sql_build.h>
 
 #include "mysql_plugin.h"
 

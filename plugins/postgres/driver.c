@@ -20,7 +20,7 @@
 #include <time.h>
 
 #include <libpq-fe.h>
-#include <tabq/host_log.h>
+#include <tabq/sys/host_log.h>
 
 #include "codec.h"
 #include "postgres_plugin.h"

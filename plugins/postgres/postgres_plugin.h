@@ -2,7 +2,7 @@
 #ifndef TABQ_POSTGRES_PLUGIN_H
 #define TABQ_POSTGRES_PLUGIN_H
 
-#include <tabq/dialect.h>
+#include <tabq/sys/dialect.h>
 
 /* The host services the core handed the entry function (set once, read everywhere). */
 const tabq_host *tabq_pg_host(void);

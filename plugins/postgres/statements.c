@@ -8,7 +8,7 @@
 #include <stdio.h>
 #include <string.h>
 
-#include <tabq/sql_build.h>
+#include <tabq/sys/sql_build.h>
 
 #include "postgres_plugin.h"
 

@@ -12,7 +12,7 @@
 #include <strings.h>
 
 #include <sqlite3.h>
-#include <tabq/host_log.h>
+#include <tabq/sys/host_log.h>
 
 #include "sqlite_plugin.h"
 

@@ -1,7 +1,7 @@
 /* tabq — the SQLite dialect's entry point and descriptor. */
 #include <stddef.h>
 
-#include <tabq/dialect.h>
+#include <tabq/sys/dialect.h>
 
 #include "sqlite_plugin.h"
 

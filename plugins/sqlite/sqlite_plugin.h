@@ -9,7 +9,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include <tabq/dialect.h>
+#include <tabq/sys/dialect.h>
 
 /* ---- plugin.c: the entry point and the host the core lent at load ---------------------------- */
 

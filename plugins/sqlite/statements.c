@@ -4,7 +4,7 @@
  * Times are fixed-width UTC text (sqltime.c), so every comparison below is a text comparison
  * that orders exactly as the times do. The statements every dialect shares come from
  * tabq/sql_build.h; this file writes the lease claim, begin and the refusals of its own. */
-#include <tabq/sql_build.h>
+#include <tabq/sys/sql_build.h>
 
 #include "sqlite_plugin.h"
 

@@ -33,13 +33,13 @@ function(tabq_add_dialect name)
         "letter, then lowercase letters, digits, '+', '-' or '.')")
     endif()
   endforeach()
-  # The ABI the plugin is compiled against: the one in this SDK's tabq/dialect.h (the package
+  # The ABI the plugin is compiled against: the one in this SDK's tabq/sys/dialect.h (the package
   # and tabq's tree each say where the SDK's headers are).
   if(NOT DEFINED TABQ_SDK_INCLUDE_DIR)
     message(FATAL_ERROR "tabq_add_dialect(${name}): TABQ_SDK_INCLUDE_DIR is not set; use it "
       "through find_package(tabq)")
   endif()
-  set(header ${TABQ_SDK_INCLUDE_DIR}/tabq/dialect.h)
+  set(header ${TABQ_SDK_INCLUDE_DIR}/tabq/sys/dialect.h)
   if(ARG_ABI_HEADERS)
     set(header ${ARG_ABI_HEADERS}/tabq/dialect.h)
   endif()

@@ -13,7 +13,7 @@
 #include <stdint.h>
 #include <sys/types.h>
 
-#include <tabq/dialect.h>
+#include <tabq/sys/dialect.h>
 #include <tabq/tabq.h>
 
 #include "child_pipe.h"

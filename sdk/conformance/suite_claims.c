@@ -9,7 +9,7 @@
 #include <pthread.h>
 #include <stdio.h>
 #include <string.h>
-#include <tabq/sql.h>
+#include <tabq/sys/sql.h>
 
 #include "kit.h"
 

@@ -10,7 +10,7 @@
 #include <signal.h>
 #include <stdio.h>
 #include <string.h>
-#include <tabq/sql.h>
+#include <tabq/sys/sql.h>
 
 #include "kit.h"
 

@@ -2,7 +2,7 @@
  * (ABI 1.6), else through the fallback host's log. */
 #include <stdarg.h>
 #include <stdio.h>
-#include <tabq/host_log.h>
+#include <tabq/sys/host_log.h>
 
 void tabq_host_log(const tabq_host *conn_host, const tabq_host *fallback, int level,
                    const char *fmt, ...) {

@@ -1,7 +1,7 @@
 /* tabq — the statements dialects share: see tabq/sql_build.h for what each one writes. */
 #include <string.h>
 
-#include <tabq/sql_build.h>
+#include <tabq/sys/sql_build.h>
 
 /* ---- Refusals ----------------------------------------------------------------------------- */
 

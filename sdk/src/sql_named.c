@@ -1,6 +1,6 @@
 /* Named parameters in a service's own SQL, rendered into the database's placeholders. */
-#include <tabq/sql.h>
-#include <tabq/sql_named.h>
+#include <tabq/sys/sql.h>
+#include <tabq/sys/sql_named.h>
 
 static const struct {
   const char *name;

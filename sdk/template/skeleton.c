@@ -14,7 +14,7 @@
  * Driver out and name that plugin in `driver_from` instead.
  *
  * Rename: "skeleton" below, the file, and the name in CMakeLists.txt. */
-#include <tabq/dialect.h>
+#include <tabq/sys/dialect.h>
 
 /* The host's services, lent at load: allocation, failure reports, logging. */
 static const tabq_host *host;

@@ -2,7 +2,7 @@
 #include "driver_calls.h"
 
 #include <time.h>
-#include <tabq/sql.h>
+#include <tabq/sys/sql.h>
 
 static const tabq_driver_v1 *drv;
 

@@ -7,7 +7,7 @@
 #include <stdbool.h>
 #include <stdint.h>
 
-#include <tabq/dialect.h>
+#include <tabq/sys/dialect.h>
 
 #include "test_host.h"
 

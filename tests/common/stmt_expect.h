@@ -4,7 +4,7 @@
 #ifndef TABQ_TEST_STMT_EXPECT_H
 #define TABQ_TEST_STMT_EXPECT_H
 
-#include <tabq/sql.h>
+#include <tabq/sys/sql.h>
 
 #include "test_host.h"
 

@@ -9,7 +9,7 @@
 #include <string.h>
 
 #include <CUnit/Basic.h>
-#include <tabq/dialect.h>
+#include <tabq/sys/dialect.h>
 
 /* The last failure reported through the host. Per thread: a test that runs a driver on a second
  * thread reads that thread's failure apart from its own. */

@@ -35,8 +35,8 @@ check "libtabq.so.1 is the SONAME" sh -c "objdump -p '$libdir/libtabq.so' | grep
 check "libtabq.so -> libtabq.so.1 -> libtabq.so.1.x.y" \
   sh -c "readlink '$libdir/libtabq.so' | grep -qx libtabq.so.1 && readlink '$libdir/libtabq.so.1' | grep -qE '^libtabq\.so\.1\.[0-9]+\.[0-9]+$'"
 
-for h in "$prefix"/include/tabq/*.h; do
-  name=tabq/$(basename "$h")
+for h in "$prefix"/include/tabq/*.h "$prefix"/include/tabq/sys/*.h; do
+  name=${h#"$prefix"/include/}
   check "$name compiles alone as C11" sh -c "printf '#include <$name>\nint header_test_;\n' |
     cc -std=c11 -pedantic -Wall -Wextra -Werror -fsyntax-only -I'$prefix/include' -x c -"
   check "$name compiles alone as C++" sh -c "printf '#include <$name>\nint header_test_;\n' |

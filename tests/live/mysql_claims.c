@@ -4,8 +4,8 @@
 #include <stdio.h>
 #include <string.h>
 
-#include <tabq/dialect.h>
-#include <tabq/sql.h>
+#include <tabq/sys/dialect.h>
+#include <tabq/sys/sql.h>
 
 #include "cunit_main.h"
 #include "driver_calls.h"

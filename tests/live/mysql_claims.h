@@ -4,7 +4,7 @@
 #ifndef TABQ_TEST_MYSQL_CLAIMS_H
 #define TABQ_TEST_MYSQL_CLAIMS_H
 
-#include <tabq/dialect.h>
+#include <tabq/sys/dialect.h>
 
 /* The suite's connections (g_c2 is set once the run's database is made) and that database. */
 extern tabq_conn *g_c1, *g_c2;

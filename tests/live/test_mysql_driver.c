@@ -13,8 +13,8 @@
 #include <time.h>
 #include <unistd.h>
 
-#include <tabq/dialect.h>
-#include <tabq/sql.h>
+#include <tabq/sys/dialect.h>
+#include <tabq/sys/sql.h>
 
 #include "cunit_main.h"
 #include "driver_calls.h"

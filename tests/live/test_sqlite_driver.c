@@ -9,7 +9,7 @@
 #include <unistd.h>
 
 #include <sqlite3.h>
-#include <tabq/sql.h>
+#include <tabq/sys/sql.h>
 
 #include "cunit_main.h"
 #include "sqlite_fixture.h"

@@ -3,7 +3,7 @@
 #ifndef TABQ_TEST_SERVER_TABLES_H
 #define TABQ_TEST_SERVER_TABLES_H
 
-#include <tabq/dialect.h>
+#include <tabq/sys/dialect.h>
 
 /* Every role but locked_until, and one generated data column: the row lock form. */
 extern const tabq_table jobs;

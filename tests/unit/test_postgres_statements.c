@@ -7,7 +7,7 @@
 
 #include "cunit_main.h"
 #include "postgres_fixture.h"
-#include <tabq/sql_named.h>
+#include <tabq/sys/sql_named.h>
 
 static const tabq_rowlock_v1 *const rowlock = &tabq_pg_rowlock;
 static const tabq_lease_v1 *const lease = &tabq_pg_lease;

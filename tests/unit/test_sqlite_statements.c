@@ -4,7 +4,7 @@
 #include <string.h>
 #include <unistd.h>
 
-#include <tabq/sql.h>
+#include <tabq/sys/sql.h>
 
 #include "cunit_main.h"
 #include "sqlite_fixture.h"

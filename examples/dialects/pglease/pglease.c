@@ -11,9 +11,9 @@
  * and returns them in claim order for batch handlers. The settlements, the extension and the
  * release come from the SDK's shared builders, which check the lease token in every one. */
 #include <string.h>
-#include <tabq/dialect.h>
-#include <tabq/sql.h>
-#include <tabq/sql_build.h>
+#include <tabq/sys/dialect.h>
+#include <tabq/sys/sql.h>
+#include <tabq/sys/sql_build.h>
 
 #define PGLEASE_FLOOR 120000 /* WITH ... AS MATERIALIZED */
 

@@ -8,7 +8,7 @@
 #ifndef TABQ_HOST_LOG_H
 #define TABQ_HOST_LOG_H
 
-#include <tabq/dialect.h>
+#include <tabq/sys/dialect.h>
 
 #ifdef __cplusplus
 extern "C" {
