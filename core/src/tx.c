@@ -74,8 +74,8 @@ static int run_own(tabq_tx *tx, const char *sql, const tabq_value *params, unsig
   return rc ? tabq__err_from_plugin(err, rc, NULL, "exec") : TABQ_OK;
 }
 
-int tabq_tx_exec(tabq_tx *tx, const char *sql, const tabq_value *params, unsigned n,
-                 uint64_t *changed, tabq_error *err) {
+static int tx_exec(tabq_tx *tx, const char *sql, const tabq_value *params, unsigned n,
+                   uint64_t *changed, tabq_error *err) {
   int rc = tabq__tx_usable(tx, "tabq_tx_exec", err);
   tabq_prepared *p = NULL;
   if (!rc && !(rc = run_own(tx, sql, params, n, &p, err))) {
@@ -86,8 +86,8 @@ int tabq_tx_exec(tabq_tx *tx, const char *sql, const tabq_value *params, unsigne
   return rc;
 }
 
-int tabq_tx_query(tabq_tx *tx, const char *sql, const tabq_value *params, unsigned n,
-                  unsigned ncols, tabq_row_fn row, void *user, tabq_error *err) {
+static int tx_query(tabq_tx *tx, const char *sql, const tabq_value *params, unsigned n,
+                    unsigned ncols, tabq_row_fn row, void *user, tabq_error *err) {
   int rc = tabq__tx_usable(tx, "tabq_tx_query", err);
   if (!rc && (!row || ncols > TABQ_TX_MAX_COLS))
     rc = tabq__err_set(err, TABQ_INVALID, NULL, "query",
@@ -170,7 +170,7 @@ int tabq_commit(tabq_tx *tx, tabq_error *err) {
   return rc;
 }
 
-int tabq_rollback(tabq_tx *tx, tabq_error *err) {
+static int rollback(tabq_tx *tx, tabq_error *err) {
   int rc = tabq__tx_usable(tx, "tabq_rollback", err);
   if (rc)
     return rc;
@@ -180,6 +180,34 @@ int tabq_rollback(tabq_tx *tx, tabq_error *err) {
     rc = tabq__err_set(err, TABQ_BACKEND, NULL, "rollback",
                        "the rollback failed; the connection is closed, which ends the transaction");
   end(tx, false);
+  return rc;
+}
+
+/* The calls on a transaction run in the service's thread: a plugin before ABI 1.6 logs to the
+ * broker that thread works for, named around each call (log.h). */
+int tabq_tx_exec(tabq_tx *tx, const char *sql, const tabq_value *params, unsigned n,
+                 uint64_t *changed, tabq_error *err) {
+  const tabq_logger *outer = tx ? tabq__log_enter(&tx->b->log) : NULL;
+  int rc = tx_exec(tx, sql, params, n, changed, err);
+  if (tx)
+    tabq__log_leave(outer);
+  return rc;
+}
+
+int tabq_tx_query(tabq_tx *tx, const char *sql, const tabq_value *params, unsigned n,
+                  unsigned ncols, tabq_row_fn row, void *user, tabq_error *err) {
+  const tabq_logger *outer = tx ? tabq__log_enter(&tx->b->log) : NULL;
+  int rc = tx_query(tx, sql, params, n, ncols, row, user, err);
+  if (tx)
+    tabq__log_leave(outer);
+  return rc;
+}
+
+int tabq_rollback(tabq_tx *tx, tabq_error *err) {
+  const tabq_logger *outer = tx ? tabq__log_enter(&tx->b->log) : NULL;
+  int rc = rollback(tx, err);
+  if (tx)
+    tabq__log_leave(outer);
   return rc;
 }
 
