@@ -76,7 +76,7 @@ case "$cmd" in
     work=$(mktemp -d "${TMPDIR:-/tmp}/tabq-abi.XXXXXX")
     trap 'rm -rf "$work"' EXIT
     dump "$lib" "$work/libtabq.abi" "$src" "$src/core/include" "$src/sdk/include" "$gen"
-    dump "$plugin" "$work/plugin.abi" "$src" "$src/sdk/include"
+    dump "$plugin" "$work/plugin.abi" "$src" "$src/core/include" "$src/sdk/include"
     if [ "$cmd" = update ]; then
       for f in libtabq plugin; do
         cp "$work/$f.abi" "$src/abi/$f.abi"

@@ -6,7 +6,7 @@
  * and nothing else, so the debug info abidw reads depends on tabq/dialect.h (and the headers it
  * includes) alone: a built-in dialect would serve as well today, but its own code and build
  * could change what the baseline records without any change to the ABI. It is never loaded. */
-#include <tabq/dialect.h>
+#include <tabq/sys/dialect.h>
 
 TABQ_PLUGIN_EXPORT const tabq_plugin *tabq_plugin_entry(const tabq_host *host, uint32_t host_abi) {
   (void)host;

@@ -16,7 +16,7 @@ passed=0
 failed=0
 
 # build NAME [CFLAGS...]: the plugin entry and the probe as one binary, against
-# $work/NAME/tabq/*.h, and its ABI.
+# $work/NAME/tabq/ (the service's headers, sys/ the SDK's), and its ABI.
 build() {
   local dir=$work/$1
   shift
@@ -27,9 +27,9 @@ build() {
   sh "$check" dump "$dir/abi.so" "$dir/abi.xml" "$work" "$dir"
 }
 
-mkdir -p "$work/base/tabq"
-cp "$src"/sdk/include/tabq/*.h "$src/core/include/tabq/tabq.h" "$gen/tabq/version.h" \
-  "$work/base/tabq/"
+mkdir -p "$work/base/tabq/sys"
+cp "$src"/core/include/tabq/*.h "$gen/tabq/version.h" "$work/base/tabq/"
+cp "$src"/sdk/include/tabq/sys/*.h "$work/base/tabq/sys/"
 build base
 
 # edit FILE OLD NEW: replaces the one occurrence of OLD (which must be there) by NEW.
@@ -69,7 +69,7 @@ expect() {
 # What a minor version may do: the two the policy names first, then the others together. The
 # edits append before a struct's closing line, so that they stay appends as the headers grow.
 expect pass dialect_v1_appended \
-  'edit dialect.h "
+  'edit sys/dialect.h "
 } tabq_dialect_v1;" "
   tabq_build_fn appended;
 } tabq_dialect_v1;"'
@@ -79,11 +79,11 @@ expect pass subscription_options_appended \
   const char *appended;
 } tabq_subscription_options;"'
 ALLOWED=7 expect pass every_other_allowed_change \
-  'edit dialect.h "
+  'edit sys/dialect.h "
 } tabq_plugin;" "
   const void *appended;
 } tabq_plugin;"
-   edit dialect.h "
+   edit sys/dialect.h "
 } tabq_build;" "
   unsigned appended;
 } tabq_build;"
@@ -95,7 +95,7 @@ ALLOWED=7 expect pass every_other_allowed_change \
 " "  TABQ_CODE_LIST(TABQ_CODE_ENUM_)
   TABQ_APPENDED,
 "
-   edit dialect.h "  TABQ_P_DATA = 256," "  TABQ_P_APPENDED,
+   edit sys/dialect.h "  TABQ_P_DATA = 256," "  TABQ_P_APPENDED,
   TABQ_P_DATA = 256,"
    edit value.h "
 } tabq_type;" "
@@ -104,22 +104,22 @@ ALLOWED=7 expect pass every_other_allowed_change \
 
 # What needs a new major version.
 expect fail lease_v1_inserted_in_the_middle \
-  'edit dialect.h "  tabq_build_fn extend;" "  tabq_build_fn inserted;
+  'edit sys/dialect.h "  tabq_build_fn extend;" "  tabq_build_fn inserted;
   tabq_build_fn extend;"'
 expect fail build_member_retyped \
-  'edit dialect.h "  uint32_t server_version;" "  uint64_t server_version;"'
+  'edit sys/dialect.h "  uint32_t server_version;" "  uint64_t server_version;"'
 expect fail build_member_retyped_same_size \
-  'edit dialect.h "  unsigned rows;" "  int rows;"'
+  'edit sys/dialect.h "  unsigned rows;" "  int rows;"'
 expect fail build_appended_and_retyped \
-  'edit dialect.h "  uint32_t server_version;" "  int32_t server_version;"
-   edit dialect.h "
+  'edit sys/dialect.h "  uint32_t server_version;" "  int32_t server_version;"
+   edit sys/dialect.h "
 } tabq_build;" "
   const char *appended;
 } tabq_build;"'
 expect fail lease_v1_member_renamed \
-  'edit dialect.h "  tabq_build_fn extend;" "  tabq_build_fn extend_lease;"'
+  'edit sys/dialect.h "  tabq_build_fn extend;" "  tabq_build_fn extend_lease;"'
 expect fail rowlock_v1_hole_filled \
-  'edit dialect.h "  uint32_t flags;
+  'edit sys/dialect.h "  uint32_t flags;
   /* NOW GROUP LIMIT -> projection, locking" "  uint32_t flags;
   uint32_t inserted;
   /* NOW GROUP LIMIT -> projection, locking"'
@@ -132,7 +132,7 @@ expect fail broker_options_appended_in_tail_padding \
 expect fail error_grown \
   'edit tabq.h "  char reserved_[64]; /* zero;" "  char reserved_[65]; /* zero;"'
 expect fail stmt_grown \
-  'edit dialect.h "  int status; /*" "  int appended;
+  'edit sys/dialect.h "  int status; /*" "  int appended;
   int status; /*"'
 expect fail function_removed \
   'edit tabq.h "TABQ_API const char *tabq_strerror(tabq_code code);" ""' -DPROBE_WITHOUT_STRERROR
