@@ -93,9 +93,13 @@ case "$cmd" in
       echo "abi_check: to accept an intended change (one the policy allows, or a new major version's), run ./dev abi-update and commit abi/ with the change"
       exit 1
     fi
-    # Passed, but the next change must be judged against this one, not the older layout.
-    [ "$allowed" -eq 0 ] ||
-      echo "abi_check: record the allowed changes with ./dev abi-update, in the commit that makes them"
+    # An allowed change still fails until it is recorded: the next change must be judged against
+    # this one, not the older layout (two unrecorded appends could swap places unseen), and the
+    # policy asks for the baseline in the commit that makes the change.
+    if [ "$allowed" -ne 0 ]; then
+      echo "abi_check: the changes above are allowed, but not recorded: run ./dev abi-update and commit abi/ with them"
+      exit 1
+    fi
     ;;
   *) sed -n '2,7p' "$0" | sed 's/^# \{0,1\}//' >&2; exit 2 ;;
 esac
