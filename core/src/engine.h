@@ -638,6 +638,13 @@ int tabq__settle_tx(tabq_delivery *d, tabq_outcome o, tabq_action *a, tabq_error
 const char *tabq__action_name(tabq_action a);
 tabq_sq tabq__action_stmt(tabq_action a);
 
+/* Operations two forms share: retry and release run no statement where what a delivery holds
+ * (a row lock's transaction, an advisory key) puts its row back when it ends; no lease token;
+ * a claim as large as asked. */
+bool tabq__put_back_by_holder(tabq_action a);
+int64_t tabq__no_token(const tabq_delivery *d);
+unsigned tabq__claim_as_asked(const tabq_subscription *s, unsigned want);
+
 /* settle_joined.c */
 /* A batch's acks in one ack_ids statement per lease token, the rows done marked in x. */
 int tabq__ack_by_ids(tabq_delivery *const *ds, unsigned n, const tabq_action *actions,

@@ -368,24 +368,8 @@ static int lost(tabq_subscription *s, const char *what, tabq_error *err) {
                        "table %s: the %s changed no row, under the key's lock", s->t->name, what);
 }
 
-/* A retry or release runs no statement: the key's release (or its session's end) puts the row
- * back. */
-static bool by_statement(tabq_action a) {
-  return a != ACT_RETRY && a != ACT_RELEASE;
-}
-
 static bool due_now(tabq_action a, int rc) {
   return !rc && (a == ACT_RETRY || a == ACT_RELEASE);
-}
-
-static int64_t token(const tabq_delivery *d) {
-  (void)d;
-  return 0;
-}
-
-static unsigned claim_limit(const tabq_subscription *s, unsigned want) {
-  (void)s;
-  return want;
 }
 
 /* Each row holds its key's session: a connection each. */
@@ -424,15 +408,15 @@ const tabq_form_ops tabq_advisory_ops = {
     .open = tabq__advisory_open,
     .claim = tabq__advisory_claim,
     .events = events,
-    .claim_limit = claim_limit,
+    .claim_limit = tabq__claim_as_asked,
     .conns_held = conns_held,
     .settle = settle,
     .settle_batch = settle_batch,
     .due_now = due_now,
-    .by_statement = by_statement,
+    .by_statement = tabq__put_back_by_holder,
     .lost = lost,
     .held = tabq__conn_held,
-    .token = token,
+    .token = tabq__no_token,
     .tx_undo = tx_undo,
     .tx_end = tx_end,
     .stopping = tabq__advisory_release_all,

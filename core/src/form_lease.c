@@ -274,11 +274,6 @@ static int64_t token(const tabq_delivery *d) {
   return d->token;
 }
 
-static unsigned claim_limit(const tabq_subscription *s, unsigned want) {
-  (void)s;
-  return want;
-}
-
 /* A delivery holds no connection, but in transactional mode its transaction's own. */
 static unsigned conns_held(const tabq_subscription *s, unsigned rows) {
   return s->o.transactional ? rows : 0;
@@ -341,7 +336,7 @@ const tabq_form_ops tabq_lease_ops = {
     .events = events,
     .own_claim = own_claim,
     .claim = tabq__lease_claim,
-    .claim_limit = claim_limit,
+    .claim_limit = tabq__claim_as_asked,
     .conns_held = conns_held,
     .settle = settle,
     .settle_batch = settle_batch,

@@ -186,20 +186,9 @@ static int lost(tabq_subscription *s, const char *what, tabq_error *err) {
                        "table %s: the %s changed no row, under the claim's lock", s->t->name, what);
 }
 
-/* A retry or release runs no statement: the commit (or rollback) of the claim's transaction
- * puts the row back. */
-static bool by_statement(tabq_action a) {
-  return a != ACT_RETRY && a != ACT_RELEASE;
-}
-
 /* A failed settlement rolled the claim's transaction back, which puts the row back too. */
 static bool due_now(tabq_action a, int rc) {
   return rc || a == ACT_RETRY || a == ACT_RELEASE;
-}
-
-static int64_t token(const tabq_delivery *d) {
-  (void)d;
-  return 0;
 }
 
 /* Outside a batch, one row a claim: each row settles in a transaction of its own. */
@@ -271,10 +260,10 @@ const tabq_form_ops tabq_rowlock_ops = {
     .settle = settle,
     .settle_batch = settle_batch,
     .due_now = due_now,
-    .by_statement = by_statement,
+    .by_statement = tabq__put_back_by_holder,
     .lost = lost,
     .held = tabq__conn_held,
-    .token = token,
+    .token = tabq__no_token,
     .tx_open = tx_open,
     .tx_undo = tx_undo,
     .tx_end = tx_end,
