@@ -155,6 +155,12 @@ def peer_inserts(runs):
     return {k: round(statistics.median(v)) for k, v in by.items()}
 
 
+def peer_versions(runs):
+    """Each peer library's version, as its drains reported it."""
+    return {r["side_key"].split(":")[0]: r["version"] for r in runs
+            if ":" in r["side_key"] and r.get("version")}
+
+
 def key(sc):
     table = sc.get("table", "plain")
     return "%s %s w%d b%d %dk%s%s" % (sc["db"], sc["form"], sc["workers"], sc["batch"],
@@ -474,7 +480,8 @@ def main():
                         "mysql": "innodb_flush_log_at_trx_commit=1, binary log on, sync_binlog=0",
                         "sqlite": "WAL, synchronous=NORMAL"},
            "summary": summary, "targets": targets(summary), "runs": runs,
-           "publish": publish, "peer_inserts": peer_inserts(runs)}
+           "publish": publish, "peer_inserts": peer_inserts(runs),
+           "peer_versions": peer_versions(runs)}
     with open(os.path.join(args.out, "results.json"), "w") as f:
         json.dump(doc, f, indent=1)
     chart(summary, os.path.join(args.out, "chart.svg"),
@@ -487,6 +494,8 @@ def main():
                                                       p["insert_rows_per_s"]))
     for peer, rate in doc["peer_inserts"].items():
         print("publish %-17s %8d rows/s (its bulk insert)" % (peer, rate))
+    if doc["peer_versions"]:
+        print("peers: " + ", ".join("%s %s" % kv for kv in sorted(doc["peer_versions"].items())))
     print()
     for t in doc["targets"]:
         state = "no figure" if t["met"] is None else ("met" if t["met"] else "MISSED")
