@@ -2,6 +2,7 @@
 // What the peer scripts share: options, finding the installed libraries, the payload, clocks,
 // the wait for a drain, cleanup on every way out, and the one JSON line on stdout.
 
+const fs = require('fs');
 const path = require('path');
 const { createRequire } = require('module');
 const { pathToFileURL } = require('url');
@@ -82,7 +83,15 @@ function modules(opts) {
     }
     return import(pathToFileURL(file).href);
   };
-  const version = (name) => load(`${name}/package.json`).version;
+  // Read from the file: a package whose "exports" leave out ./package.json (graphile-worker 0.18)
+  // cannot be required for it.
+  const version = (name) => {
+    try {
+      return JSON.parse(fs.readFileSync(path.join(dir, 'node_modules', name, 'package.json'), 'utf8')).version;
+    } catch (e) {
+      fail(`${name} is not installed under ${dir}/node_modules (bench/peers/install.sh DIR, then --modules DIR)`);
+    }
+  };
   return { dir, load, importESM, version };
 }
 

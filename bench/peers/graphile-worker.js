@@ -1,10 +1,16 @@
 'use strict';
 // One drain of graphile-worker on PostgreSQL (see README.md):
-//   node graphile-worker.js --url URL --workers N --batch N --rows N [--config defaults|batched]
+//   node graphile-worker.js --url URL --workers N --batch N --rows N
+//                           [--config defaults|batched|local-queue-500]
 // Seeds ROWS no-op jobs with its bulk addJobs into a schema of this run's own, runs one worker
 // pool of WORKERS concurrent jobs until the jobs table is empty, prints one JSON line.
 //   defaults: batch 1, every job fetched and completed on its own (the library's defaults);
-//   batched:  localQueue of size BATCH (50 by default) and completeJobBatchDelay 0.
+//   batched:  localQueue of size BATCH (50 by default), completeJobBatchDelay 0 and
+//             failJobBatchDelay 0: the batching options of graphile-worker's performance page,
+//             the pool claiming as many jobs at once as tabq's batch;
+//   local-queue-500: the same with localQueue of size 500, the configuration of that page's
+//             quick stats (its fastest documented); BATCH is not used.
+// Every handler call gets one job, whatever the config.
 
 // Read once, when graphile-worker loads: no log line built for every completed job.
 process.env.NO_LOG_SUCCESS = '1';
@@ -13,7 +19,7 @@ const { EventEmitter } = require('events');
 const common = require('./common');
 const { runSchema, observer } = require('./postgres');
 
-const CONFIGS = ['defaults', 'batched'];
+const CONFIGS = ['defaults', 'batched', 'local-queue-500'];
 
 common.run('graphile-worker', { sqlite: false }, async (opts) => {
   const config = opts.config || (opts.batch > 1 ? 'batched' : 'defaults');
@@ -42,7 +48,10 @@ common.run('graphile-worker', { sqlite: false }, async (opts) => {
     logger,
     maxPoolSize: Math.max(10, opts.workers + 2),
   };
-  const preset = { worker: config === 'batched' ? { localQueue: { size: opts.batch }, completeJobBatchDelay: 0 } : {} };
+  const batching = (size) => ({ localQueue: { size }, completeJobBatchDelay: 0, failJobBatchDelay: 0 });
+  const preset = {
+    worker: { defaults: {}, batched: batching(opts.batch), 'local-queue-500': batching(500) }[config],
+  };
 
   // Seed: the schema (migrations, untimed), then every job in one addJobs call (timed).
   const utils = await gw.makeWorkerUtils(shared);

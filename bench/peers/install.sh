@@ -41,8 +41,10 @@ cp "$here/package.json" "$here/package-lock.json" "$dir/"
 cd "$dir"
 # prebuild-install reads its buildFromSource setting from this variable: it skips the binary's
 # download and hands over to node-gyp, which compiles against the headers in nodedir.
+# graphile-worker 0.18 and pg-boss 12 declare Node 22 in their engines field but run on Node
+# 20.19 and later (README.md): npm warns about it, and must not refuse under engine-strict.
 env npm_config_nodedir="$nodedir" 'prebuild-install_buildFromSource=true' \
-  npm ci --no-audit --no-fund >&2
+  npm ci --no-audit --no-fund --engine-strict=false >&2
 node -e 'require("better-sqlite3")(":memory:").close()' ||
   { echo "install.sh: better-sqlite3 was compiled but does not load" >&2; exit 1; }
 echo "install.sh: peers installed in $dir/node_modules" >&2

@@ -1,23 +1,33 @@
 'use strict';
 // One drain of pg-boss on PostgreSQL (see README.md):
-//   node pg-boss.js --url URL --workers N --batch N --rows N [--config poll-100ms]
-// Seeds ROWS no-op jobs with its bulk insert into a schema of this run's own, starts WORKERS
-// workers (one work() each) fetching BATCH jobs at a time, and waits until every job is in state
-// completed; prints one JSON line. pg-boss 9 runs each worker as a loop that fetches, runs the
-// handler, completes, then waits out the rest of newJobCheckInterval before its next fetch: the
-// config sets that interval to 100 ms, the least pg-boss accepts (its default is 2 s).
+//   node pg-boss.js --url URL --workers N --batch N --rows N [--config defaults|burst]
+// Seeds ROWS no-op jobs with its bulk insert into a schema of this run's own, starts one work()
+// with WORKERS workers (localConcurrency) fetching BATCH jobs at a time, and waits until every
+// job is in state completed; prints one JSON line.
+//   defaults: batch 1, nothing else set: each worker fetches one job, then waits out the rest of
+//             the 2 s polling interval before its next fetch.
+//   burst:    batchSize BATCH, burstWhenBatchFull (a worker fetches again at once while its
+//             fetches come back full) and pollingIntervalSeconds 0.5, the least pg-boss accepts
+//             (the wait once a fetch comes back short).
 
 const common = require('./common');
 const { runSchema, observer } = require('./postgres');
 
-const CONFIGS = { 'poll-100ms': { newJobCheckInterval: 100 } };
+const CONFIGS = {
+  defaults: () => ({}),
+  burst: (batch) => ({ batchSize: batch, burstWhenBatchFull: true, pollingIntervalSeconds: 0.5 }),
+};
 
 common.run('pg-boss', { sqlite: false }, async (opts) => {
-  const config = opts.config || 'poll-100ms';
+  const config = opts.config || (opts.batch > 1 ? 'burst' : 'defaults');
   if (!CONFIGS[config]) common.fail(`--config is one of ${Object.keys(CONFIGS).join(', ')}`);
+  if (config === 'defaults' && opts.batch !== 1) common.fail('--config defaults runs with --batch 1');
+  // burstWhenBatchFull is ignored at batch 1 (every fetch that finds a job is "full").
+  if (config === 'burst' && opts.batch < 2) common.fail('--config burst needs --batch 2 or more');
 
   const mods = common.modules(opts);
-  const PgBoss = mods.load('pg-boss');
+  // pg-boss 12 is an ES module that exports the class by name.
+  const { PgBoss } = await mods.importESM('pg-boss');
   const pg = mods.load('pg');
   const version = mods.version('pg-boss');
   const schema = runSchema('tabq_peer_pgboss');
@@ -30,23 +40,22 @@ common.run('pg-boss', { sqlite: false }, async (opts) => {
     schema,
     // node-postgres's default pool is 10; it grows with the workers (as tabq's: workers + 2).
     max: Math.max(10, opts.workers + 2),
-    ...CONFIGS[config],
   });
   boss.on('error', (e) => common.log(`[error] ${e && e.message ? e.message : e}`));
   let stopped = false;
   const stop = () => {
     if (stopped) return undefined;
     stopped = true;
-    const done = new Promise((resolve) => boss.once('stopped', resolve));
-    return common.within(15000, boss.stop({ graceful: true, destroy: true, timeout: 5000 }).then(() => done), 'stopping pg-boss');
+    return common.within(15000, boss.stop({ graceful: true, close: true, timeout: 5000 }), 'stopping pg-boss');
   };
   common.onCleanup(stop);
   await boss.start(); // creates the schema (untimed)
+  await boss.createQueue(common.QUEUE); // a queue must exist before jobs go in (standard policy)
 
   const jobs = [];
-  for (let i = 0; i < opts.rows; i++) jobs.push({ name: common.QUEUE, data: common.payload(i) });
+  for (let i = 0; i < opts.rows; i++) jobs.push({ data: common.payload(i) });
   let t = common.monoS();
-  await boss.insert(jobs);
+  await boss.insert(common.QUEUE, jobs);
   const insertS = common.monoS() - t;
   const seeded = await obs.count(`SELECT count(*) AS n FROM ${jobTable} WHERE name = $1 AND state = 'created'`, [common.QUEUE]);
   if (seeded !== opts.rows) common.fail(`seeded ${seeded} jobs, not ${opts.rows}`);
@@ -68,20 +77,13 @@ common.run('pg-boss', { sqlite: false }, async (opts) => {
     return Number(r.completed) === opts.rows;
   };
 
-  // The drain: from the first work() until every job is completed. Batch 1 is work()'s plain
-  // form (a handler per job, completed on its own); a larger batch is its batchSize form (the
-  // handler gets the array, completed in one statement).
+  // The drain: from work() until every job is completed. The handler gets an array (of one job at
+  // batch 1); returning completes them all in one statement.
   const cpu0 = common.cpuUs();
   t = common.monoS();
-  for (let w = 0; w < opts.workers; w++) {
-    if (opts.batch === 1) {
-      await boss.work(common.QUEUE, {}, async (job) => seen.see(job.data));
-    } else {
-      await boss.work(common.QUEUE, { batchSize: opts.batch }, async (batch) => {
-        for (const job of batch) seen.see(job.data);
-      });
-    }
-  }
+  await boss.work(common.QUEUE, { localConcurrency: opts.workers, ...CONFIGS[config](opts.batch) }, async (batch) => {
+    for (const job of batch) seen.see(job.data);
+  });
   await seen.wait(describe);
   await common.until(drained, describe);
   const seconds = common.monoS() - t;
