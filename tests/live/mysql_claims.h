@@ -1,6 +1,6 @@
 /* What the MySQL driver's live suite shares between its files: the connections and database of
- * test_mysql_driver.c, and the tests of the dialect's claims in mysql_claims.c, registered with
- * the driver's suite. */
+ * test_mysql_driver.c, and the tests of the dialect's claims (mysql_claims.c) and of sizes
+ * (mysql_sizes.c), registered with the driver's suite. */
 #ifndef TABQ_TEST_MYSQL_CLAIMS_H
 #define TABQ_TEST_MYSQL_CLAIMS_H
 
@@ -21,5 +21,9 @@ void test_claims_use_the_index(void);
 void test_claims_in_claim_order(void);
 /* stamp_ids and ack_ids read each listed row by the primary key. */
 void test_listed_rows_by_key(void);
+
+/* mysql_sizes.c: a value too long for its column; a statement over max_allowed_packet. */
+void test_value_too_long(void);
+void test_max_allowed_packet(void);
 
 #endif
