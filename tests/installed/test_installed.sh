@@ -43,6 +43,9 @@ for h in "$prefix"/include/tabq/*.h "$prefix"/include/tabq/sys/*.h; do
     c++ -std=c++11 -pedantic -Wall -Wextra -Werror -fsyntax-only -I'$prefix/include' -x c++ -"
 done
 
+check "the description files' JSON Schema is installed" \
+  test -s "$prefix/share/tabq/tabq-description.schema.json"
+
 exports() { nm -D --defined-only "$1" | awk '{print $3}' | LC_ALL=C sort; }
 check "libtabq exports the committed list (tests/installed/symbols-libtabq.txt)" \
   diff -u <(LC_ALL=C sort "$src/tests/installed/symbols-libtabq.txt") <(exports "$libdir/libtabq.so")
