@@ -70,12 +70,12 @@ static bool copy_col(tabq_app *app, const tabq_col *in, tabq_col *out) {
 int tabq__app_copy_table(tabq_app *app, const tabq_table *in, tabq_table *out, tabq_error *err) {
   *out = *in;
   bool ok = (out->name = tabq__app_strdup(app, in->name)) != NULL;
-  tabq_col *roles[] = {&out->id,          &out->group,        &out->priority, &out->partition_key,
-                       &out->retry_after, &out->attempt,      &out->processed_at,
-                       &out->locked_until, &out->headers,     &out->payload};
-  const tabq_col *from[] = {&in->id,          &in->group,        &in->priority, &in->partition_key,
-                            &in->retry_after, &in->attempt,      &in->processed_at,
-                            &in->locked_until, &in->headers,     &in->payload};
+  tabq_col *roles[] = {&out->id,          &out->group,   &out->priority,     &out->partition_key,
+                       &out->retry_after, &out->attempt, &out->processed_at, &out->locked_until,
+                       &out->headers,     &out->payload};
+  const tabq_col *from[] = {&in->id,          &in->group,   &in->priority,     &in->partition_key,
+                            &in->retry_after, &in->attempt, &in->processed_at, &in->locked_until,
+                            &in->headers,     &in->payload};
   for (size_t i = 0; i < sizeof roles / sizeof roles[0]; i++)
     ok = ok && copy_col(app, from[i], roles[i]);
   out->advisory_lock = tabq__app_strdup(app, in->advisory_lock);
@@ -125,6 +125,14 @@ void tabq_app_free(tabq_app *app) {
   free(app);
 }
 
+int tabq_app_set_description(tabq_app *app, const char *description, tabq_error *err) {
+  tabq__err_clear(err);
+  if (!app)
+    return tabq__err_set(err, TABQ_INVALID, NULL, NULL, "tabq_app_set_description needs an app");
+  app->description = tabq__app_strdup(app, description);
+  return app->description || !description ? TABQ_OK : no_memory(err);
+}
+
 static tabq_app_desc *table_named(const tabq_app *app, const char *name) {
   for (size_t i = 0; name && i < app->ntables; i++)
     if (!strcmp(app->tables[i]->t.name, name))
@@ -133,15 +141,15 @@ static tabq_app_desc *table_named(const tabq_app *app, const char *name) {
 }
 
 static int unknown_table(const char *what, const char *name, tabq_error *err) {
-  return tabq__err_set(err, TABQ_DECLARATION, name, NULL,
-                       "%s: the app describes no table %s", what,
+  return tabq__err_set(err, TABQ_DECLARATION, name, NULL, "%s: the app describes no table %s", what,
                        name ? name : "(none)");
 }
 
 int tabq_app_add_table(tabq_app *app, const tabq_table *table, tabq_error *err) {
   tabq__err_clear(err);
   if (!app || !table)
-    return tabq__err_set(err, TABQ_INVALID, NULL, NULL, "tabq_app_add_table needs an app and a table");
+    return tabq__err_set(err, TABQ_INVALID, NULL, NULL,
+                         "tabq_app_add_table needs an app and a table");
   tabq_table taken;
   int rc = tabq__table_take(table, &taken, err);
   if (!rc)
@@ -164,7 +172,8 @@ const tabq_app_schema *tabq__app_schema_of(const tabq_app *app, const char *tabl
                                            const char *queue) {
   for (size_t i = 0; i < app->nschemas; i++) {
     const tabq_app_schema *s = app->schemas[i];
-    if (!strcmp(s->table, table) && (s->queue && queue ? !strcmp(s->queue, queue) : s->queue == queue))
+    if (!strcmp(s->table, table) &&
+        (s->queue && queue ? !strcmp(s->queue, queue) : s->queue == queue))
       return s;
   }
   return NULL;
@@ -334,7 +343,8 @@ static int bind(tabq_app *app, const char *name, tabq_handler one, tabq_batch_ha
                 void *user, tabq_error *err) {
   tabq__err_clear(err);
   if (!app || !name || (!one && !many))
-    return tabq__err_set(err, TABQ_INVALID, NULL, NULL, "binding needs an app, a name and a handler");
+    return tabq__err_set(err, TABQ_INVALID, NULL, NULL,
+                         "binding needs an app, a name and a handler");
   size_t bound = 0;
   for (size_t i = 0; i < app->nsubs; i++) {
     tabq_app_sub *s = app->subs[i];

@@ -11,7 +11,7 @@ typedef struct tabq_app_desc {
 } tabq_app_desc;
 
 typedef struct tabq_app_sub {
-  const tabq_app_desc *table; /* the table, or the route's for one by name */
+  const tabq_app_desc *table;  /* the table, or the route's for one by name */
   const char *route;           /* a subscription by name: the name */
   const char *handler_name;    /* the handler a file names, bound later; NULL when built in C */
   bool batch;                  /* a file's subscription that takes a batch handler */
@@ -38,7 +38,8 @@ struct tabq_app {
   size_t nroutes;
   tabq_app_schema **schemas;
   size_t nschemas;
-  void **owned; /* every allocation above, freed with the app */
+  tabq_app_hooks hooks; /* tabq_app_main's, full size */
+  void **owned;         /* every allocation above, freed with the app */
   size_t nowned, owned_cap;
 };
 

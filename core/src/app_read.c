@@ -58,8 +58,8 @@ static int fail(reader *r, const char *member, const char *fmt, ...) {
   va_start(ap, fmt);
   vsnprintf(detail, sizeof detail, fmt, ap);
   va_end(ap);
-  return tabq__err_set(r->err, TABQ_DECLARATION, r->table, NULL, "%s:%d:%d: %s: %s", r->file,
-                       line, column, field, detail);
+  return tabq__err_set(r->err, TABQ_DECLARATION, r->table, NULL, "%s:%d:%d: %s: %s", r->file, line,
+                       column, field, detail);
 }
 
 /* Refuses with what the app's rules said (err->message), at the first member of `obj` the
@@ -200,9 +200,9 @@ static int read_choice(reader *r, json_t *obj, const char *key, const choice *ch
   return fail(r, key, "\"%s\" is one of %s", key, names);
 }
 
-static const choice types[] = {{"any", TABQ_T_NULL},   {"int", TABQ_T_INT},     {"real", TABQ_T_REAL},
-                               {"text", TABQ_T_TEXT},  {"bytes", TABQ_T_BYTES}, {"time", TABQ_T_TIME},
-                               {"json", TABQ_T_JSON},  {NULL, 0}};
+static const choice types[] = {
+    {"any", TABQ_T_NULL},    {"int", TABQ_T_INT},   {"real", TABQ_T_REAL}, {"text", TABQ_T_TEXT},
+    {"bytes", TABQ_T_BYTES}, {"time", TABQ_T_TIME}, {"json", TABQ_T_JSON}, {NULL, 0}};
 
 /* A column: "name", or {"column": "name", "generated": true, "type": "int"}. */
 static int read_col(reader *r, json_t *v, const char *what, tabq_col *out) {
@@ -262,9 +262,9 @@ static int read_data(reader *r, json_t *table, tabq_table *t) {
   return rc;
 }
 
-static const char *const event_names[] = {"claim",       "fetch",  "ack",  "retry",
+static const char *const event_names[] = {"claim",       "fetch",   "ack",         "retry",
                                           "retry_after", "discard", "dead_letter", "extend",
-                                          "lock",        "unlock", NULL};
+                                          "lock",        "unlock",  NULL};
 
 static int read_events(reader *r, json_t *table, tabq_events *e) {
   json_t *v = json_object_get(table, "events");
@@ -283,12 +283,13 @@ static int read_events(reader *r, json_t *table, tabq_events *e) {
 }
 
 static const char *const table_members[] = {
-    "name",         "id",           "group",    "priority",      "partition_key", "retry_after",
-    "attempt",      "processed_at", "locked_until", "headers",   "payload",       "fifo",
-    "advisory_lock", "clock",       "isolation", "sqlite_mode",  "data",          "events",
-    "payload_schema", NULL};
+    "name",        "id",      "group",         "priority",       "partition_key",
+    "retry_after", "attempt", "processed_at",  "locked_until",   "headers",
+    "payload",     "fifo",    "advisory_lock", "clock",          "isolation",
+    "sqlite_mode", "data",    "events",        "payload_schema", NULL};
 
-static const choice clocks[] = {{"host", TABQ_CLOCK_HOST}, {"database", TABQ_CLOCK_DATABASE}, {NULL, 0}};
+static const choice clocks[] = {
+    {"host", TABQ_CLOCK_HOST}, {"database", TABQ_CLOCK_DATABASE}, {NULL, 0}};
 static const choice isolations[] = {{"default", TABQ_ISOLATION_DEFAULT},
                                     {"read_uncommitted", TABQ_ISOLATION_READ_UNCOMMITTED},
                                     {"read_committed", TABQ_ISOLATION_READ_COMMITTED},
@@ -317,9 +318,9 @@ static int read_schema(reader *r, json_t *obj, const char *table, const char *qu
 }
 
 static int read_table(reader *r, json_t *obj, tabq_table *t) {
-  static const char *const roles[] = {"id",         "group",       "priority", "partition_key",
-                                      "retry_after", "attempt",    "processed_at",
-                                      "locked_until", "headers",   "payload"};
+  static const char *const roles[] = {"id",          "group",   "priority",     "partition_key",
+                                      "retry_after", "attempt", "processed_at", "locked_until",
+                                      "headers",     "payload"};
   tabq_col *cols[] = {&t->id,          &t->group,   &t->priority,     &t->partition_key,
                       &t->retry_after, &t->attempt, &t->processed_at, &t->locked_until,
                       &t->headers,     &t->payload};
@@ -396,12 +397,27 @@ static int read_route(reader *r, json_t *obj) {
   return rc;
 }
 
-static const char *const sub_members[] = {
-    "table",          "route",         "queue",      "handler",       "workers",
-    "batch",          "lease_s",       "poll_interval_ms", "max_attempts", "dead_letter_group",
-    "dead_letter_table", "coalesce_acks", "coalesce_window_us", "transactional", "workers_by_key",
-    "codec",          "on_decode_failure", "decode_retry_ms", "prefetch",   "payload_schema",
-    NULL};
+static const char *const sub_members[] = {"table",
+                                          "route",
+                                          "queue",
+                                          "handler",
+                                          "workers",
+                                          "batch",
+                                          "lease_s",
+                                          "poll_interval_ms",
+                                          "max_attempts",
+                                          "dead_letter_group",
+                                          "dead_letter_table",
+                                          "coalesce_acks",
+                                          "coalesce_window_us",
+                                          "transactional",
+                                          "workers_by_key",
+                                          "codec",
+                                          "on_decode_failure",
+                                          "decode_retry_ms",
+                                          "prefetch",
+                                          "payload_schema",
+                                          NULL};
 
 static const choice policies[] = {{"drop", TABQ_DECODE_DROP},
                                   {"retry_after", TABQ_DECODE_RETRY_AFTER},
@@ -569,10 +585,12 @@ int tabq_app_parse(const char *text, size_t len, const char *file, tabq_app **ou
   tabq_app *app = calloc(1, sizeof *app);
   if (!app)
     return tabq__err_set(err, TABQ_NOMEM, NULL, NULL, "out of memory");
-  reader r = {.text = text ? text : "", .len = len, .file = file ? file : "<text>", .app = app,
-              .err = err};
+  reader r = {
+      .text = text ? text : "", .len = len, .file = file ? file : "<text>", .app = app, .err = err};
   json_t *doc = parse(&r);
-  int rc = !doc ? (int)err->code : json_object_get(doc, "id") ? read_one_table(&r, doc) : read_app(&r, doc);
+  int rc = !doc                         ? (int)err->code
+           : json_object_get(doc, "id") ? read_one_table(&r, doc)
+                                        : read_app(&r, doc);
   json_decref(doc);
   if (rc) {
     tabq_app_free(app);
@@ -589,8 +607,7 @@ int tabq_app_load(const char *path, tabq_app **out, tabq_error *err) {
   *out = NULL;
   FILE *f = fopen(path, "rb");
   if (!f)
-    return tabq__err_set(err, TABQ_IO, NULL, NULL, "%s: cannot read it: %s", path,
-                         strerror(errno));
+    return tabq__err_set(err, TABQ_IO, NULL, NULL, "%s: cannot read it: %s", path, strerror(errno));
   char *text = NULL;
   size_t len = 0, cap = 0, n;
   char chunk[8192];

@@ -10,7 +10,7 @@
 #include "sized.h"
 
 static const char *const type_names[] = {
-    [TABQ_T_NULL] = "any",   [TABQ_T_INT] = "int",   [TABQ_T_TEXT] = "text",
+    [TABQ_T_NULL] = "any",    [TABQ_T_INT] = "int",   [TABQ_T_TEXT] = "text",
     [TABQ_T_BYTES] = "bytes", [TABQ_T_TIME] = "time", [TABQ_T_JSON] = "json",
     [TABQ_T_REAL] = "real",
 };
@@ -181,7 +181,8 @@ static int dump(writer *w, json_t *doc, char **out, tabq_error *err) {
 int tabq_table_to_json(const tabq_table *table, char **out, tabq_error *err) {
   tabq__err_clear(err);
   if (!table || !out)
-    return tabq__err_set(err, TABQ_INVALID, NULL, NULL, "tabq_table_to_json needs a table and an out");
+    return tabq__err_set(err, TABQ_INVALID, NULL, NULL,
+                         "tabq_table_to_json needs a table and an out");
   *out = NULL;
   tabq_table t;
   int rc = tabq__table_take(table, &t, err);

@@ -126,7 +126,7 @@ int tabq__route_name_check(const char *name, bool route, const char *what, tabq_
 /* What a subscription by name leaves to the broker or refuses (SPEC 9): the name is its queue,
  * the broker's poll interval and lease are its own, and it has no dead letter. */
 int tabq__by_name_check(const char *name, const tabq_table *t, const tabq_subscription_options *o,
-                         tabq_error *err) {
+                        tabq_error *err) {
   const char *rule = NULL;
   if (o->queue)
     rule = "the name is the queue; leave options.queue NULL";
@@ -141,4 +141,3 @@ int tabq__by_name_check(const char *name, const tabq_table *t, const tabq_subscr
   return tabq__err_set(err, TABQ_DECLARATION, t->name, NULL,
                        "subscription by name '%s' (table %s): %s", name, t->name, rule);
 }
-

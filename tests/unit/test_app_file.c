@@ -11,35 +11,36 @@
 
 static tabq_error err;
 
-static const char app_text[] = "{\n"
-                               "  \"name\": \"billing\",\n"
-                               "  \"version\": \"2.1.0\",\n"
-                               "  \"tables\": [\n"
-                               "    {\n"
-                               "      \"name\": \"jobs\",\n"
-                               "      \"id\": {\"column\": \"id\", \"generated\": true},\n"
-                               "      \"group\": \"queue\",\n"
-                               "      \"attempt\": {\"column\": \"attempt\", \"generated\": true},\n"
-                               "      \"locked_until\": \"locked_until\",\n"
-                               "      \"payload\": {\"column\": \"payload\", \"type\": \"json\"},\n"
-                               "      \"payload_schema\": {\"type\": \"object\"}\n"
-                               "    },\n"
-                               "    {\"name\": \"jobs_dead\", \"id\": \"id\", \"payload\": \"payload\"},\n"
-                               "    {\"name\": \"mails\", \"id\": \"id\", \"group\": \"topic\",\n"
-                               "     \"advisory_lock\": \"mail-{id}\", \"data\": [\"to\", {\"column\": "
-                               "\"sent\", \"type\": \"time\"}]}\n"
-                               "  ],\n"
-                               "  \"routes\": [{\"name\": \"mail.*\", \"table\": \"mails\"}],\n"
-                               "  \"subscriptions\": [\n"
-                               "    {\"table\": \"jobs\", \"queue\": \"invoices\", \"workers\": 4,\n"
-                               "     \"max_attempts\": 5, \"dead_letter_table\": \"jobs_dead\",\n"
-                               "     \"codec\": \"json\", \"on_decode_failure\": \"dead_letter\"},\n"
-                               "    {\"table\": \"jobs\", \"queue\": \"receipts\", \"batch\": 20, "
-                               "\"handler\": \"receipts_batch\"},\n"
-                               "    {\"route\": \"mail.welcome\", \"payload_schema\": {\"type\": "
-                               "\"string\"}}\n"
-                               "  ]\n"
-                               "}\n";
+static const char app_text[] =
+    "{\n"
+    "  \"name\": \"billing\",\n"
+    "  \"version\": \"2.1.0\",\n"
+    "  \"tables\": [\n"
+    "    {\n"
+    "      \"name\": \"jobs\",\n"
+    "      \"id\": {\"column\": \"id\", \"generated\": true},\n"
+    "      \"group\": \"queue\",\n"
+    "      \"attempt\": {\"column\": \"attempt\", \"generated\": true},\n"
+    "      \"locked_until\": \"locked_until\",\n"
+    "      \"payload\": {\"column\": \"payload\", \"type\": \"json\"},\n"
+    "      \"payload_schema\": {\"type\": \"object\"}\n"
+    "    },\n"
+    "    {\"name\": \"jobs_dead\", \"id\": \"id\", \"payload\": \"payload\"},\n"
+    "    {\"name\": \"mails\", \"id\": \"id\", \"group\": \"topic\",\n"
+    "     \"advisory_lock\": \"mail-{id}\", \"data\": [\"to\", {\"column\": "
+    "\"sent\", \"type\": \"time\"}]}\n"
+    "  ],\n"
+    "  \"routes\": [{\"name\": \"mail.*\", \"table\": \"mails\"}],\n"
+    "  \"subscriptions\": [\n"
+    "    {\"table\": \"jobs\", \"queue\": \"invoices\", \"workers\": 4,\n"
+    "     \"max_attempts\": 5, \"dead_letter_table\": \"jobs_dead\",\n"
+    "     \"codec\": \"json\", \"on_decode_failure\": \"dead_letter\"},\n"
+    "    {\"table\": \"jobs\", \"queue\": \"receipts\", \"batch\": 20, "
+    "\"handler\": \"receipts_batch\"},\n"
+    "    {\"route\": \"mail.welcome\", \"payload_schema\": {\"type\": "
+    "\"string\"}}\n"
+    "  ]\n"
+    "}\n";
 
 static tabq_app *parse(const char *text) {
   tabq_app *app = NULL;
@@ -151,8 +152,8 @@ static const tabq_table compiled_in = {
 
 static bool same_table(const tabq_table *a, const tabq_table *b) {
   char *ja = NULL, *jb = NULL;
-  bool same = !tabq_table_to_json(a, &ja, &err) && !tabq_table_to_json(b, &jb, &err) &&
-              !strcmp(ja, jb);
+  bool same =
+      !tabq_table_to_json(a, &ja, &err) && !tabq_table_to_json(b, &jb, &err) && !strcmp(ja, jb);
   free(ja);
   free(jb);
   return same;
@@ -200,9 +201,9 @@ static void builds_an_app_in_c(void) {
   CU_ASSERT_EQUAL(tabq_app_add_subscription_to(app, "sales.lead", &by_name, &err), TABQ_NO_ROUTE);
   by_name.max_attempts = 3;
   CU_ASSERT_EQUAL(tabq_app_add_subscription_to(app, "crm.x", &by_name, &err), TABQ_DECLARATION);
-  CU_ASSERT_EQUAL(tabq_app_set_payload_schema(app, "crm.contacts", "signups", "{\"type\":\"object\"}",
-                                              &err),
-                  TABQ_OK);
+  CU_ASSERT_EQUAL(
+      tabq_app_set_payload_schema(app, "crm.contacts", "signups", "{\"type\":\"object\"}", &err),
+      TABQ_OK);
   char *text = NULL;
   CU_ASSERT_EQUAL_FATAL(tabq_app_to_json(app, &text, &err), TABQ_OK);
   tabq_app *back = parse(text);
@@ -242,7 +243,8 @@ typedef struct bad_case {
 #define T(name, rest) "{\"name\": \"app\", \"tables\": [{\"name\": \"" name "\", " rest "}]}"
 
 static const bad_case bad_cases[] = {
-    {"bad JSON", "{\"name\": \"app\",\n \"tables\": [}", "test.json:2:13", NULL, "not a JSON document"},
+    {"bad JSON", "{\"name\": \"app\",\n \"tables\": [}", "test.json:2:13", NULL,
+     "not a JSON document"},
     {"not an object", "[1, 2]", "test.json:1:1", "(the document)", "one JSON object"},
     {"empty file", "", "test.json:1:1", NULL, "not a JSON document"},
     {"duplicate member", "{\"name\": \"a\", \"name\": \"b\"}", "test.json:1:", NULL, "duplicate"},
@@ -259,23 +261,23 @@ static const bad_case bad_cases[] = {
     {"unknown column type", T("jobs", "\"id\": {\"column\": \"id\", \"type\": \"integer\"}"),
      "test.json:1:", "tables[0].id.type", "\"int\""},
     {"no id", T("jobs", "\"payload\": \"p\""), "test.json:1:", "tables[0]", "id required"},
-    {"no table name", "{\"name\": \"a\", \"tables\": [{\"id\": \"id\"}]}", "test.json:1:",
-     "tables[0].name", "required"},
+    {"no table name", "{\"name\": \"a\", \"tables\": [{\"id\": \"id\"}]}",
+     "test.json:1:", "tables[0].name", "required"},
     {"contradictory forms",
      T("jobs", "\"id\": \"id\", \"locked_until\": \"lu\", \"advisory_lock\": \"k-{id}\""),
      "test.json:1:", "tables[0].advisory_lock", "one form"},
-    {"unbalanced braces", T("jobs", "\"id\": \"id\", \"advisory_lock\": \"k-{id\""), "test.json:1:",
-     "tables[0].advisory_lock", "advisory key"},
+    {"unbalanced braces", T("jobs", "\"id\": \"id\", \"advisory_lock\": \"k-{id\""),
+     "test.json:1:", "tables[0].advisory_lock", "advisory key"},
     {"key on a missing column", T("jobs", "\"id\": \"id\", \"advisory_lock\": \"k-{user}\""),
      "test.json:1:", "tables[0].advisory_lock", "advisory key"},
-    {"fifo without group", T("jobs", "\"id\": \"id\", \"fifo\": true"), "test.json:1:",
-     "tables[0].fifo", "fifo needs group"},
-    {"a column named twice", T("jobs", "\"id\": \"id\", \"payload\": \"ID\""), "test.json:1:",
-     "tables[0]", "a column named twice"},
-    {"unknown isolation", T("jobs", "\"id\": \"id\", \"isolation\": \"snapshot\""), "test.json:1:",
-     "tables[0].isolation", "serializable"},
-    {"unknown event", T("jobs", "\"id\": \"id\", \"events\": {\"ackk\": \"x\"}"), "test.json:1:",
-     "tables[0].events.ackk", "did you mean \"ack\""},
+    {"fifo without group", T("jobs", "\"id\": \"id\", \"fifo\": true"),
+     "test.json:1:", "tables[0].fifo", "fifo needs group"},
+    {"a column named twice", T("jobs", "\"id\": \"id\", \"payload\": \"ID\""),
+     "test.json:1:", "tables[0]", "a column named twice"},
+    {"unknown isolation", T("jobs", "\"id\": \"id\", \"isolation\": \"snapshot\""),
+     "test.json:1:", "tables[0].isolation", "serializable"},
+    {"unknown event", T("jobs", "\"id\": \"id\", \"events\": {\"ackk\": \"x\"}"),
+     "test.json:1:", "tables[0].events.ackk", "did you mean \"ack\""},
     {"extend without a lease", T("jobs", "\"id\": \"id\", \"events\": {\"extend\": \"x\"}"),
      "test.json:1:", "tables[0].events", "extend is a lease event"},
     {"duplicate tables",
@@ -325,7 +327,8 @@ static void refuses_malformed_files(void) {
     const bad_case *c = &bad_cases[i];
     tabq_app *app = (tabq_app *)&err; /* overwritten with NULL on refusal */
     int rc = tabq_app_parse(c->text, strlen(c->text), "test.json", &app, &err);
-    bool ok = rc == TABQ_DECLARATION && app == NULL && !strncmp(err.message, c->where, strlen(c->where)) &&
+    bool ok = rc == TABQ_DECLARATION && app == NULL &&
+              !strncmp(err.message, c->where, strlen(c->where)) &&
               (!c->member || strstr(err.message, c->member)) && strstr(err.message, c->rule);
     if (!ok)
       fprintf(stderr, "\n  case '%s': rc %d, message: %s\n", c->why, rc, err.message);

@@ -46,9 +46,10 @@ TABQ_API int tabq_app_to_json(const tabq_app *app, char **out, tabq_error *err);
 /* ---- Building one in C -------------------------------------------------------------------- */
 
 /* An empty app; `version` may be NULL. */
-TABQ_API int tabq_app_new(const char *name, const char *version, tabq_app **out,
-                          tabq_error *err);
+TABQ_API int tabq_app_new(const char *name, const char *version, tabq_app **out, tabq_error *err);
 TABQ_API void tabq_app_free(tabq_app *app);
+/* A sentence that says what the app does (--help, the AsyncAPI document). */
+TABQ_API int tabq_app_set_description(tabq_app *app, const char *description, tabq_error *err);
 
 /* Adds a copy of `table` (checked by R-DESC-1); a second table of the same name is refused. */
 TABQ_API int tabq_app_add_table(tabq_app *app, const tabq_table *table, tabq_error *err);
@@ -61,8 +62,7 @@ TABQ_API int tabq_app_set_payload_schema(tabq_app *app, const char *table, const
  * a file names its handler instead (tabq_app_bind). Two subscriptions to one queue of one table
  * are refused. */
 TABQ_API int tabq_app_add_subscription(tabq_app *app, const char *table,
-                                       const tabq_subscription_options *options,
-                                       tabq_error *err);
+                                       const tabq_subscription_options *options, tabq_error *err);
 /* Adds a route (tabq_route()) to a table the app has, and a subscription by name to a route. */
 TABQ_API int tabq_app_add_route(tabq_app *app, const char *name, const char *table,
                                 tabq_error *err);
@@ -102,6 +102,51 @@ TABQ_API const tabq_subscription_options *tabq_app_subscription_options(const ta
 TABQ_API size_t tabq_app_route_count(const tabq_app *app);
 TABQ_API const char *tabq_app_route_name(const tabq_app *app, size_t i);
 TABQ_API const tabq_table *tabq_app_route_table(const tabq_app *app, size_t i);
+
+/* ---- Running one (tabq_app_main) ---------------------------------------------------------- */
+
+/* What the hooks of a run see. */
+typedef struct tabq_app_run {
+  tabq_broker *broker;
+  const tabq_app *app;
+  int argc; /* the arguments tabq_app_main left to the service: those that are no option */
+  char **argv;
+  tabq_subscription *const *subscriptions; /* the app's, in its order, once open (else NULL) */
+  size_t nsubscriptions;
+  void *user; /* the hooks' */
+} tabq_app_run;
+
+typedef struct tabq_app_hooks {
+  uint32_t size; /* sizeof(tabq_app_hooks): TABQ_APP_HOOKS_INIT sets it */
+  /* After the broker connected and the routes are in, before any subscription opens (creating
+   * the service's tables, a first publish). A nonzero return ends tabq_app_main with that
+   * status, nothing subscribed. */
+  int (*connected)(tabq_app_run *run);
+  /* On a thread of its own once every subscription is open: the service's own loop. It ends
+   * the run with tabq_stop(run->broker), and returns once tabq_app_stopping(run) says so. */
+  void (*running)(tabq_app_run *run);
+  void *user;
+} tabq_app_hooks;
+
+#define TABQ_APP_HOOKS_INIT TABQ_SIZED_INIT(tabq_app_hooks)
+#define TABQ_APP_HOOKS_SIZE_1_0 (offsetof(tabq_app_hooks, user) + sizeof(void *))
+
+TABQ_API int tabq_app_set_hooks(tabq_app *app, const tabq_app_hooks *hooks, tabq_error *err);
+/* Whether the run is ending (a signal, or tabq_stop()): a `running` hook returns then. */
+TABQ_API bool tabq_app_stopping(const tabq_app_run *run);
+
+/* The standard command line of a tabq service (docs/app-main.md), for main() to return:
+ *
+ *   SERVICE [--url URL] [--workers N] [--log-level LEVEL] [ARGS...]   run until SIGINT/SIGTERM
+ *   SERVICE --check | --print-schema | --asyncapi [--url URL]         check, print, and exit
+ *   SERVICE --help | --version
+ *
+ * The URL comes from --url, else the environment's TABQ_URL. A run connects, routes, opens
+ * every subscription (each handler bound: tabq_app_bind) and runs until a signal or
+ * tabq_stop(), then lets the deliveries in work settle. Returns 0 when it ran and stopped (or
+ * printed what was asked), 1 when --check found a failing statement, 2 on a usage, description
+ * or connection error, said in one line on stderr. */
+TABQ_API int tabq_app_main(tabq_app *app, int argc, char **argv);
 
 #ifdef __cplusplus
 }
