@@ -46,8 +46,7 @@ static int usage_error(char **argv, const char *fmt, ...) {
 }
 
 static int failed(char **argv, const char *what, const tabq_error *err) {
-  fprintf(stderr, "%s: %s: %s: %s\n", program(argv), what, tabq_code_name(err->code),
-          err->message);
+  fprintf(stderr, "%s: %s: %s: %s\n", program(argv), what, tabq_code_name(err->code), err->message);
   return EXIT_USAGE;
 }
 
@@ -152,7 +151,9 @@ static int open_subscriptions(tabq_app *app, tabq_broker *b, tabq_subscription *
     if (!s->o.handler && !s->o.batch_handler) {
       fprintf(stderr, "%s: subscription %zu (table %s, %s %s) has no handler: bind '%s'\n",
               program(argv), i, s->table->t.name, s->route ? "route" : "queue",
-              s->route ? s->route : s->o.queue ? s->o.queue : "(none)",
+              s->route     ? s->route
+              : s->o.queue ? s->o.queue
+                           : "(none)",
               s->handler_name ? s->handler_name : "(unnamed)");
       return EXIT_USAGE;
     }
@@ -190,11 +191,8 @@ static int run_app(tabq_app *app, const main_options *o, char **argv) {
   for (size_t i = 0; !status && i < app->nroutes; i++)
     if (tabq_route(b, app->routes[i]->name, &app->routes[i]->table->t, &err))
       status = failed(argv, "routing", &err);
-  app_run run = {.pub = {.broker = b,
-                         .app = app,
-                         .argc = o->argc,
-                         .argv = o->argv,
-                         .user = app->hooks.user}};
+  app_run run = {
+      .pub = {.broker = b, .app = app, .argc = o->argc, .argv = o->argv, .user = app->hooks.user}};
   if (!status && app->hooks.connected)
     status = app->hooks.connected(&run.pub);
   tabq_subscription **subs = calloc(app->nsubs ? app->nsubs : 1, sizeof *subs);
@@ -243,7 +241,8 @@ int tabq_app_main(tabq_app *app, int argc, char **argv) {
 int tabq_app_set_hooks(tabq_app *app, const tabq_app_hooks *hooks, tabq_error *err) {
   tabq__err_clear(err);
   if (!app || !hooks)
-    return tabq__err_set(err, TABQ_INVALID, NULL, NULL, "tabq_app_set_hooks needs an app and hooks");
+    return tabq__err_set(err, TABQ_INVALID, NULL, NULL,
+                         "tabq_app_set_hooks needs an app and hooks");
   return TABQ_TAKE(hooks, &app->hooks, TABQ_APP_HOOKS_SIZE_1_0, NULL, err);
 }
 
