@@ -395,6 +395,15 @@ int tabq__loader_open(const char *scheme, tabq_loaded *out, tabq_error *err) {
   return rc;
 }
 
+int tabq__loader_open_entry(const tabq_plugin_index *ix, const tabq_plugin_entry *e,
+                            tabq_loaded *out, tabq_error *err) {
+  memset(out, 0, sizeof *out);
+  tabq__plugin_index_describe(ix, e, out->chosen, sizeof out->chosen);
+  /* Found by its file name, it must serve the scheme that name gives (when it gives one). */
+  const char *scheme = !e->has_manifest && e->m.nschemes ? e->m.schemes[0] : NULL;
+  return open_entry(ix, e, scheme, true, out, err);
+}
+
 void tabq__loader_close(tabq_loaded *l) {
   if (l->handle)
     dlclose(l->handle);

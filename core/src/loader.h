@@ -39,6 +39,12 @@ typedef struct tabq_loaded {
  * that order (a later folder's claimant is shadowed; two of one folder are refused), and checks it
  * (the file, the handshake, every interface's members, agreement with its manifest). */
 int tabq__loader_open(const char *scheme, tabq_loaded *out, tabq_error *err);
+/* Loads and checks one plugin of an index, as tabq__loader_open would once it chose that file
+ * (tabq_plugin_list_read, which asks every installed plugin what it serves). */
+struct tabq_plugin_index;
+struct tabq_plugin_entry;
+int tabq__loader_open_entry(const struct tabq_plugin_index *ix, const struct tabq_plugin_entry *e,
+                            tabq_loaded *out, tabq_error *err);
 void tabq__loader_close(tabq_loaded *l);
 
 #endif
