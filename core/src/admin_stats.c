@@ -383,27 +383,32 @@ int tabq_admin_stats_read(tabq_broker *b, const tabq_app *app, tabq_admin_stats 
     if (t->group.name && queue && !add(s, t->name, queue, strlen(queue)))
       rc = TABQ_NOMEM;
   }
-  tabq_tx *tx = NULL;
-  if (!rc)
-    rc = tabq_begin(b, &tx, err);
+  /* A short read transaction for the groups of each table and for each queue, rather than one
+   * for all: on SQLite a transaction of the broker's takes the write lock, which claims and
+   * publishes then wait for. */
   for (size_t k = 0; !rc && k < tabq_app_table_count(app); k++) {
     const tabq_table *t = tabq_app_table(app, k);
-    if (!dead_letter_only(app, t))
-      rc = table_groups(b, tx, app, t, s, err);
+    tabq_tx *tx;
+    if (dead_letter_only(app, t) || (rc = tabq_begin(b, &tx, err)))
+      continue;
+    rc = table_groups(b, tx, app, t, s, err);
+    tabq_error ignored;
+    tabq_rollback(tx, &ignored); /* it wrote nothing */
   }
   for (size_t i = 0; !rc && i < s->n; i++) {
     const tabq_table *t = tabq_app_table_named(app, s->q[i].table);
     tabq_adm_vals v = {.now = s->now};
     if (s->q[i].queue)
       v.group = tabq_text(s->q[i].queue, strlen(s->q[i].queue));
+    tabq_tx *tx;
+    if ((rc = tabq_begin(b, &tx, err)))
+      break;
     if (!(rc = state(b, tx, t, &s->q[i], &v, err)) &&
         !(rc = attempts(b, tx, t, &s->q[i], &v, err)) &&
         !(rc = processed(b, tx, t, &s->q[i], &v, err)))
       rc = dead(b, tx, s, app, t, &s->q[i], &v, err);
-  }
-  if (tx) {
     tabq_error ignored;
-    tabq_rollback(tx, rc ? &ignored : err); /* it wrote nothing */
+    tabq_rollback(tx, &ignored);
   }
   if (rc == TABQ_NOMEM && err && !err->message[0])
     tabq__err_set(err, rc, NULL, "stats", "cannot allocate the stats");

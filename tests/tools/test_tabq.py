@@ -5,13 +5,17 @@ an unreachable database or a wrong password (one line on stderr, exit 2, never a
 whose columns do not match its description (requeue and purge change nothing), bad options.
 
 usage: test_tabq.py TABQ SQL_RUN DESCRIPTION_FILE"""
+import fcntl
 import json
 import os
+import pty
+import select
 import shutil
 import socket
 import subprocess
 import sys
 import tempfile
+import termios
 import time
 
 tabq, sql_run, desc = sys.argv[1], sys.argv[2], sys.argv[3]
@@ -69,6 +73,39 @@ def run(*args, stdin=None, env=None, timeout=60):
     return subprocess.run([tabq] + list(args), capture_output=True, text=True, env=e,
                           timeout=timeout, input=stdin,
                           stdin=None if stdin is not None else subprocess.DEVNULL)
+
+
+def on_terminal(args, answer=None, timeout=30):
+    """Runs tabq with stdin and stderr on a pseudo-terminal that is its controlling terminal
+    (where the progress line and the confirmation go), stdout piped. Writes `answer` once the
+    prompt shows. Returns (exit status, what the terminal showed, stdout)."""
+    master, slave = pty.openpty()
+    e = dict(os.environ)
+    e.pop("TABQ_URL", None)
+    p = subprocess.Popen([tabq] + list(args), stdin=slave, stdout=subprocess.PIPE, stderr=slave,
+                         env=e, start_new_session=True,
+                         preexec_fn=lambda: fcntl.ioctl(0, termios.TIOCSCTTY, 0))
+    os.close(slave)
+    shown, deadline = b"", time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        ready, _, _ = select.select([master], [], [], 0.1)
+        if ready:
+            try:
+                chunk = os.read(master, 4096)
+            except OSError:
+                break
+            if not chunk:
+                break
+            shown += chunk
+            if answer is not None and b"[y/N]" in shown:
+                os.write(master, answer.encode())
+                answer = None
+        elif p.poll() is not None:
+            break
+    out = p.stdout.read().decode()
+    p.wait(timeout=timeout)
+    os.close(master)
+    return p.returncode, shown.decode(errors="replace"), out
 
 
 def sql(url, text):
@@ -274,6 +311,20 @@ for db, url in urls.items():
     after = rows(url, 4, "SELECT id, queue, attempt, payload FROM tq_jobs ORDER BY id")
     check(f"{db}: ... and nothing changed", after == before, after)
     sql(url, "ALTER TABLE tq_jobs RENAME COLUMN hdrs TO headers")
+    code, shown, out = on_terminal(["stats"] + base)
+    check(f"{db}: stats on a terminal draws a progress line on stderr and clears it",
+          code == 0 and "\r\x1b[Kcounting" in shown and shown.endswith("\r\x1b[K") and
+          "work" in out, repr(shown))
+    code, shown, out = on_terminal(["requeue"] + base + ["--queue", "work"], answer="n\n")
+    check(f"{db}: requeue on a terminal asks with the count; 'n' moves nothing, exit 1",
+          code == 1 and "move 1 dead letter back into work? [y/N]" in shown and
+          "nothing moved" in shown and
+          rows(url, 4, "SELECT id, queue, attempt, payload FROM tq_jobs ORDER BY id") == before,
+          repr(shown))
+    code, shown, out = on_terminal(["requeue"] + base + ["--queue", "work"], answer="y\n")
+    check(f"{db}: requeue on a terminal, answered y: 1 moved back",
+          code == 0 and "moved 1 dead letter back into work" in out, repr(shown) + out)
+    sql(url, "UPDATE tq_jobs SET queue = 'work.dead', attempt = 3 WHERE id = 1")
     r = run("requeue", *base, "--queue", "work")
     check(f"{db}: requeue --queue work: 1 moved back", r.returncode == 0 and
           "moved 1 dead letter back into work" in r.stdout, show(r))
@@ -309,6 +360,32 @@ for db, url in urls.items():
     dead = rows(url, 1, "SELECT id FROM tq_jobs_dead ORDER BY id")
     check(f"{db}: purge kept what is newer and what is unfinished",
           [g[0] for g in got] == ["1", "4", "5", "100"] and dead == [["102"]], (got, dead))
+    # A row lock table without a group, processed_at or dead letter: what it cannot tell is
+    # null, not a guess; purge finds nothing to delete, requeue nothing to move.
+    sql(url, "DROP TABLE IF EXISTS tq_plain;"
+             "CREATE TABLE tq_plain (id INTEGER PRIMARY KEY, attempt INTEGER NOT NULL DEFAULT 1,"
+             " payload " + {"sqlite": "BLOB", "postgres": "BYTEA", "mysql": "BLOB"}[db] +
+             " NOT NULL);"
+             "INSERT INTO tq_plain (id, attempt, payload) VALUES (1, 1, 'a'), (2, 4, 'b')")
+    plain = os.path.join(work, "plain.json")
+    with open(plain, "w") as f:
+        json.dump({"name": "tq_plain", "id": "id", "attempt": "attempt", "payload": "payload"},
+                  f)
+    r = run("stats", "--url", url, "--table", plain, "--json")
+    q = (as_json(r) or {}).get("queues", [{}])
+    check(f"{db}: stats on a row lock table without a group: one line, unknowns null",
+          r.returncode == 0 and len(q) == 1 and
+          (q[0].get("queue"), q[0].get("due"), q[0].get("in_work"), q[0].get("processed"),
+           q[0].get("dead"), q[0].get("attempts")) ==
+          (None, 2, None, None, None, {"1": 1, "4": 1}), show(r))
+    r = run("purge", "--url", url, "--table", plain, "--older-than", "0s", "--json")
+    check(f"{db}: purge on a table without processed_at deletes nothing",
+          r.returncode == 0 and (as_json(r) or {}).get("processed") == 0 and
+          rows(url, 1, "SELECT COUNT(*) FROM tq_plain") == [["2"]], show(r))
+    r = run("requeue", "--url", url, "--table", plain)
+    check(f"{db}: requeue with no dead letter anywhere: refused, exit 1",
+          r.returncode == 1 and "dead letter" in r.stderr, show(r))
+
     r = run("purge", *base)
     one_line_exit_2(f"{db}: purge without --older-than: exit 2", r)
     r = run("purge", *base, "--older-than", "soon")

@@ -64,6 +64,10 @@ int connect_url(const tabq_args *a, tabq_broker **b) {
   if (rc)
     return rc;
   progress(a, "connecting");
+  /* libpq waits for a host that does not answer as long as TCP does; the command bounds it
+   * (a URL's own connect_timeout, or the environment's, still wins). The MySQL driver has a
+   * default of its own. */
+  setenv("PGCONNECT_TIMEOUT", "10", 0);
   tabq_broker_options o = TABQ_BROKER_OPTIONS_INIT;
   o.pool_size = 1;
   o.acquire_timeout_ms = 10000;
