@@ -695,9 +695,12 @@ int tabq__publisher_of(tabq_broker *b, const tabq_table *caller, tabq_pconn *on,
 /* The checks of one message against the table, before anything is written. */
 int tabq__message_check(const tabq_table *t, const tabq_message *m, tabq_error *err);
 /* The insert's values for a checked message: its rendered headers, and `now` for the row's
- * times (retry_after is now + its delay). */
-tabq_bind tabq__message_bind(const tabq_message *m, const char *headers, size_t headers_len,
-                             int64_t now);
+ * times (retry_after is now + its delay); the payload as the table declares it. */
+tabq_bind tabq__message_bind(const tabq_table *t, const tabq_message *m, const char *headers,
+                             size_t headers_len, int64_t now);
+/* The type a publish binds the payload as: TABQ_T_BYTES, or the TABQ_T_TEXT or _JSON the
+ * payload column declares. */
+tabq_type tabq__payload_type(const tabq_table *t);
 
 /* publish_rows.c: the statements of many rows tabq_publish_many writes with. */
 /* The publisher's chunk, from the dialect's insert_rows and the insert's parameters; no

@@ -123,14 +123,21 @@ static tabq_value text_or_null(const char *s) {
   return s ? tabq_text(s, strlen(s)) : tabq_null();
 }
 
-tabq_bind tabq__message_bind(const tabq_message *m, const char *headers, size_t headers_len,
-                             int64_t now) {
+tabq_type tabq__payload_type(const tabq_table *t) {
+  return t->payload.type == TABQ_T_TEXT || t->payload.type == TABQ_T_JSON ? t->payload.type
+                                                                          : TABQ_T_BYTES;
+}
+
+tabq_bind tabq__message_bind(const tabq_table *t, const tabq_message *m, const char *headers,
+                             size_t headers_len, int64_t now) {
+  tabq_value payload = tabq_bytes(m->payload ? m->payload : "", m->payload_len);
+  payload.type = tabq__payload_type(t);
   tabq_bind v = {.id = m->id,
                  .group = text_or_null(m->group),
                  .priority = m->priority,
                  .partition_key = text_or_null(m->partition_key),
                  .attempt = 1,
-                 .payload = tabq_bytes(m->payload ? m->payload : "", m->payload_len),
+                 .payload = payload,
                  .data = m->data,
                  .ndata = m->ndata,
                  .now = now};
@@ -164,7 +171,7 @@ int tabq__publish_on(tabq_broker *b, tabq_publisher *p, tabq_pconn *c, const tab
     rc = tabq__headers_render(m->headers, m->nheaders, headers, err, t->name);
   if (rc)
     return rc;
-  tabq_bind v = tabq__message_bind(m, headers->p, headers->len, tabq__now_us());
+  tabq_bind v = tabq__message_bind(t, m, headers->p, headers->len, tabq__now_us());
   uint64_t changed;
   rc = tabq__stmt_change(&b->stmts, b->drv, c, p->insert, &v, &changed, err);
   if (!rc && p->notify != TABQ_NO_STMT)
