@@ -56,8 +56,8 @@ bool tabq_sqlb_claim_key(const tabq_sql_style *s, const tabq_sql_schema *k, tabq
 /* The claim order is the id's alone, which the primary key gives, and every row is claimable
  * until it goes: no index of its own. */
 static bool key_is_the_id(const tabq_sql_style *s, const tabq_sql_schema *k, const tabq_table *t) {
-  return !t->group.name && !t->priority.name && !t->retry_after.name &&
-         !processed_leads(s, k, t) && !partial_claims(k, t);
+  return !t->group.name && !t->priority.name && !t->retry_after.name && !processed_leads(s, k, t) &&
+         !partial_claims(k, t);
 }
 
 static int refuse(const tabq_sql_style *s, int code, const tabq_table *t, const char *rule) {
@@ -97,8 +97,8 @@ static void column(const tabq_sql_style *s, tabq_stmt *st, bool *first, const ta
     tabq_sql_raw(st, rest);
 }
 
-static void id_column(const tabq_sql_style *s, const tabq_sql_schema *k, tabq_stmt *st,
-                      bool *first, const tabq_table *t, bool dead) {
+static void id_column(const tabq_sql_style *s, const tabq_sql_schema *k, tabq_stmt *st, bool *first,
+                      const tabq_table *t, bool dead) {
   if (t->id.generated && !dead) {
     column(s, st, first, &t->id, k->auto_id, NULL);
     return;
@@ -120,8 +120,7 @@ static const char *payload_type(const tabq_sql_schema *k, const tabq_table *t) {
 
 /* "CREATE TABLE [IF NOT EXISTS] name (columns[, INDEX ...]) options". */
 static void create_table(const tabq_sql_style *s, const tabq_sql_schema *k, const tabq_build *b,
-                         const tabq_schema_spec *spec, tabq_stmt *st, const char *name,
-                         bool dead) {
+                         const tabq_schema_spec *spec, tabq_stmt *st, const char *name, bool dead) {
   const tabq_table *t = b->table;
   bool first = true;
   tabq_sql_raw(st, "CREATE TABLE ");
@@ -155,7 +154,8 @@ static void create_table(const tabq_sql_style *s, const tabq_sql_schema *k, cons
 static int claim_index(const tabq_sql_style *s, const tabq_sql_schema *k, const tabq_build *b,
                        const tabq_schema_spec *spec, tabq_stmt *st) {
   const tabq_table *t = b->table;
-  bool alone = spec->flags & TABQ_SCHEMA_ALONE, if_not_exists = spec->flags & TABQ_SCHEMA_IF_NOT_EXISTS;
+  bool alone = spec->flags & TABQ_SCHEMA_ALONE,
+       if_not_exists = spec->flags & TABQ_SCHEMA_IF_NOT_EXISTS;
   if (key_is_the_id(s, k, t) || (k->inline_index && !alone))
     return TABQ_OK;
   if (if_not_exists && !k->index_if_not_exists)
