@@ -746,6 +746,14 @@ const char *tabq__type_name(int t);
 /* Whether a published value may go into a column declared `declared`. */
 bool tabq__row_value_fits(int declared, const tabq_value *v);
 
+/* schema.c: a table's schema from the broker's dialect (Dialect.schema, ABI 1.7). */
+/* The claim-order index's default name, "<table>_claim" (without the table's schema). */
+void tabq__schema_index_name(const tabq_table *t, char *out, size_t cap);
+/* Statement `part` of build->table's schema into *out (initialised here; no SQL: the database
+ * has none for that part); TABQ_DIALECT naming the plugin and its ABI without the member. */
+int tabq__schema_part(tabq_broker *b, const tabq_build *build, tabq_schema_part part,
+                      uint32_t flags, const char *index_name, tabq_stmt *out, tabq_error *err);
+
 /* route.c: frees the broker's routes (tabq_close). */
 void tabq__routes_free(tabq_broker *b);
 

@@ -111,21 +111,9 @@ static int check_mount(const tabq_table *t, const tabq_subscription_options *o, 
 /* The server's version and current database, read once at open for the dialect's floors and
  * names. */
 static int read_server(tabq_subscription *s, tabq_error *err) {
-  tabq_broker *b = s->b;
-  tabq_pconn *c;
-  int rc = tabq__pool_acquire(&b->pool, &c, err);
-  if (rc)
-    return rc;
-  rc = tabq__pconn_check(c,
-                         b->drv->server_version(c->conn, s->server_version_text,
-                                                sizeof s->server_version_text, &s->server_version));
-  if (rc)
-    tabq__err_from_plugin(err, rc, s->t->name, "server_version");
-  else if (TABQ_HAS_MEMBER(b->drv, tabq_driver_v1, database) &&
-           (rc = b->drv->database(c->conn, s->database, sizeof s->database)))
-    tabq__err_from_plugin(err, rc, s->t->name, "database");
-  tabq__pool_release(&b->pool, c);
-  return rc;
+  return tabq__pool_server(&s->b->pool, s->t->name, s->server_version_text,
+                           sizeof s->server_version_text, &s->server_version, s->database,
+                           sizeof s->database, err);
 }
 
 int tabq__form_servable(tabq_broker *b, const tabq_build *build, tabq_error *err) {

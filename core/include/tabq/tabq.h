@@ -465,3 +465,5 @@ TABQ_API int tabq_subscribe_to(tabq_broker *b, const char *name,
 #endif
 
 #endif
+
+#include <tabq/schema.h>
