@@ -35,6 +35,9 @@ _Static_assert(1u << (TABQ_ROWS_STEPS - 1) == TABQ_INSERT_ROWS_MAX,
 typedef struct tabq_publisher {
   const tabq_table *caller; /* the description as the service passed it: the key */
   tabq_table table;         /* its full-size copy (sized.h) */
+  /* Where its statements are built: the broker's registry, or a statement check's own
+   * (check.c), which prepares them and runs none. */
+  tabq_registry *reg;
   unsigned insert;
   /* tabq_publish_many's inserts of many rows (publish_rows.c): rows[k] writes 2^k rows, built
    * on first use (TABQ_NO_STMT until then); `chunk` is the most rows one statement writes, 0
@@ -292,6 +295,11 @@ struct tabq_subscription {
   tabq_form form;
   const tabq_form_ops *ops; /* the form's operations */
   bool by_name;             /* opened by tabq_subscribe_to(): its queue is a route's name */
+  /* Where its statements are built: the broker's registry, or, opened for a statement check
+   * (`checking`, check.c), the check's own; such a subscription takes nothing of the process
+   * (no advisory key registry, no thread) and is freed once its statements are prepared. */
+  tabq_registry *reg;
+  bool checking;
   tabq_projection proj;
   unsigned st[SQ_COUNT];
   /* The begin of the engine's transactions (at the table's level only for the row lock form's
@@ -377,6 +385,13 @@ struct tabq_subscription {
 int tabq__sub_open(tabq_broker *b, const tabq_table *table,
                    const tabq_subscription_options *options, bool by_name, tabq_subscription **out,
                    tabq_error *err);
+/* The statement check's (check.c): the subscription tabq__sub_open would open, its rules
+ * checked and its statements built into `reg` as they would be, and nothing more: nothing
+ * prepared, claimed or started. Free it with tabq__sub_free. On a failure *out is the
+ * subscription as far as it was built (NULL when the description or the mount broke a rule). */
+int tabq__sub_open_for_check(tabq_broker *b, const tabq_table *table,
+                             const tabq_subscription_options *options, bool by_name,
+                             tabq_registry *reg, tabq_subscription **out, tabq_error *err);
 void tabq__sub_free(tabq_subscription *s);
 
 /* sub_stmts.c: what the dialect's builders get for this subscription (table, form, mount,
@@ -692,6 +707,10 @@ int tabq__publish_on(tabq_broker *b, tabq_publisher *p, tabq_pconn *c, const tab
  * holds: a transaction's), else on a pooled one. Called with b->mu held. */
 int tabq__publisher_of(tabq_broker *b, const tabq_table *caller, tabq_pconn *on,
                        tabq_publisher **out, tabq_error *err);
+/* A publisher's statements built into p->reg, from the description (taken into p->table and
+ * checked) on: the insert and, with listen_notify, the notify. Lists and prepares nothing. */
+int tabq__publisher_build(tabq_broker *b, const tabq_table *caller, tabq_publisher *p,
+                          tabq_error *err);
 /* The checks of one message against the table, before anything is written. */
 int tabq__message_check(const tabq_table *t, const tabq_message *m, tabq_error *err);
 /* The insert's values for a checked message: its rendered headers, and `now` for the row's
@@ -713,6 +732,9 @@ int tabq__rows_plan(tabq_broker *b, tabq_publisher *p, size_t n, unsigned *rows,
 /* The rows the next statement of a planned batch writes with `left` rows to go, and that
  * statement; 1 row is the insert. */
 unsigned tabq__rows_next(const tabq_publisher *p, size_t left, unsigned *stmt);
+/* Builds the statement of every number of rows a batch may write at once (2 up to the chunk),
+ * for the statement check. */
+int tabq__rows_build_every(tabq_broker *b, tabq_publisher *p, tabq_error *err);
 
 /* headers.c */
 int tabq__headers_render(const tabq_header *h, size_t n, tabq_buf *out, tabq_error *err,

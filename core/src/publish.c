@@ -9,6 +9,28 @@
 #include "error.h"
 #include "sized.h"
 
+int tabq__publisher_build(tabq_broker *b, const tabq_table *caller, tabq_publisher *p,
+                          tabq_error *err) {
+  const tabq_table *t = &p->table;
+  p->notify = TABQ_NO_STMT;
+  int rc = tabq__table_take(caller, &p->table, err);
+  if (!rc)
+    rc = tabq__table_rules(t, err);
+  if (rc)
+    return rc;
+  tabq_build build = {.table = t, .form = tabq_table_form(t)};
+  rc = tabq__form_servable(b, &build, err);
+  if (!rc)
+    rc = tabq__stmt_build(p->reg, b->host, b->plugin.plugin->dialect->insert, &build, "insert",
+                          &p->insert, err);
+  if (!rc)
+    tabq__rows_init(b, p);
+  if (!rc && b->listen_notify && !(rc = tabq__channel_of(b, t, p->channel, sizeof p->channel, err)))
+    rc = tabq__stmt_build(p->reg, b->host, b->plugin.plugin->dialect->notify, &build, "notify",
+                          &p->notify, err);
+  return rc;
+}
+
 /* Found by the description's address after its first use. */
 int tabq__publisher_of(tabq_broker *b, const tabq_table *caller, tabq_pconn *on,
                        tabq_publisher **out, tabq_error *err) {
@@ -20,25 +42,8 @@ int tabq__publisher_of(tabq_broker *b, const tabq_table *caller, tabq_pconn *on,
   tabq_publisher *p = calloc(1, sizeof *p);
   if (!p)
     return tabq__err_set(err, TABQ_NOMEM, caller->name, "insert", "cannot allocate a publisher");
-  const tabq_table *t = &p->table;
-  int rc = tabq__table_take(caller, &p->table, err);
-  if (!rc)
-    rc = tabq__table_rules(t, err);
-  if (rc) {
-    free(p);
-    return rc;
-  }
-  tabq_build build = {.table = t, .form = tabq_table_form(t)};
-  rc = tabq__form_servable(b, &build, err);
-  if (!rc)
-    rc = tabq__stmt_build(&b->stmts, b->host, b->plugin.plugin->dialect->insert, &build, "insert",
-                          &p->insert, err);
-  p->notify = TABQ_NO_STMT;
-  if (!rc)
-    tabq__rows_init(b, p);
-  if (!rc && b->listen_notify && !(rc = tabq__channel_of(b, t, p->channel, sizeof p->channel, err)))
-    rc = tabq__stmt_build(&b->stmts, b->host, b->plugin.plugin->dialect->notify, &build, "notify",
-                          &p->notify, err);
+  p->reg = &b->stmts;
+  int rc = tabq__publisher_build(b, caller, p, err);
   tabq_pconn *c = on;
   if (!rc && !on)
     rc = tabq__pool_acquire(&b->pool, &c, err);
