@@ -424,7 +424,8 @@ static int sqlite_prepare(tabq_conn *c, const char *sql, unsigned nparams, const
   if (rc != SQLITE_OK) {
     const char *msg = sqlite3_errmsg(c->db);
     if (strstr(msg, "no such table") || strstr(msg, "no such column") ||
-        strstr(msg, "unknown database")) /* "schema.table" with no such schema attached */
+        strstr(msg, "has no column named") || /* an INSERT's column list */
+        strstr(msg, "unknown database"))      /* "schema.table" with no such schema attached */
       return with_position(host()->fail(TABQ_SCHEMA, NULL, rc, "%s statement: %s", name, msg),
                            c->db, sql);
     char what[64];
