@@ -768,6 +768,13 @@ const char *tabq__type_name(int t);
 /* Whether a published value may go into a column declared `declared`. */
 bool tabq__row_value_fits(int declared, const tabq_value *v);
 
+/* claim_index.c: whether build->table has an index its claims walk (docs/check.md), from the
+ * dialect's catalog query (Dialect.indexes, ABI 1.7): *found, and the name of the index that
+ * serves in `name` (cap bytes). TABQ_DIALECT, naming the plugin and its ABI, without the
+ * member; the query's failure otherwise. */
+int tabq__claim_index_find(tabq_broker *b, const tabq_build *build, bool *found, char *name,
+                           size_t cap, tabq_error *err);
+
 /* schema.c: a table's schema from the broker's dialect (Dialect.schema, ABI 1.7). */
 /* The claim-order index's default name, "<table>_claim" (without the table's schema). */
 void tabq__schema_index_name(const tabq_table *t, char *out, size_t cap);
@@ -776,6 +783,12 @@ void tabq__schema_index_name(const tabq_table *t, char *out, size_t cap);
 int tabq__schema_part(tabq_broker *b, const tabq_build *build, tabq_schema_part part,
                       uint32_t flags, const char *index_name, tabq_stmt *out, tabq_error *err);
 
+/* route.c: what a route of `name` to table t (taken and checked) must be: a name, '*' only at
+ * its end, and a group column to write it into. */
+int tabq__route_check(const char *name, const tabq_table *t, tabq_error *err);
+/* Whether the dialect serves subscriptions by name (its ByName interface); TABQ_DIALECT naming
+ * the plugin otherwise. */
+int tabq__byname_served(tabq_broker *b, const char *name, const char *table, tabq_error *err);
 /* route.c: frees the broker's routes (tabq_close). */
 void tabq__routes_free(tabq_broker *b);
 

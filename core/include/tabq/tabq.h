@@ -467,3 +467,4 @@ TABQ_API int tabq_subscribe_to(tabq_broker *b, const char *name,
 #endif
 
 #include <tabq/schema.h>
+#include <tabq/check.h>
