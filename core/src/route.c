@@ -5,10 +5,10 @@
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
-#include <unistr.h>
 
 #include "engine.h"
 #include "error.h"
+#include "mount.h"
 #include "sized.h"
 
 typedef struct tabq_route_entry {
@@ -18,25 +18,6 @@ typedef struct tabq_route_entry {
   tabq_table table; /* the description at full size (sized.h), which publishers key on */
   struct tabq_route_entry *next;
 } tabq_route_entry;
-
-/* Non-empty UTF-8, with '*' only as a route's last byte: a publish or a subscription names one
- * name, and a '*' inside a name would read as a pattern nowhere else. */
-static int check_name(const char *name, bool route, const char *what, tabq_error *err) {
-  if (!name || !name[0])
-    return tabq__err_set(err, TABQ_INVALID, NULL, NULL, "%s needs a name; it is empty", what);
-  size_t len = strlen(name);
-  if (u8_check((const uint8_t *)name, len))
-    return tabq__err_set(err, TABQ_INVALID, NULL, NULL, "%s: the name is not valid UTF-8", what);
-  const char *star = strchr(name, '*');
-  if (star && !route)
-    return tabq__err_set(err, TABQ_INVALID, NULL, NULL,
-                         "%s '%s': a name with '*' is a route's pattern; give one name it covers",
-                         what, name);
-  if (star && star != name + len - 1)
-    return tabq__err_set(err, TABQ_INVALID, NULL, NULL,
-                         "%s '%s': '*' may only end a name, where it makes a prefix", what, name);
-  return TABQ_OK;
-}
 
 static bool covers(const tabq_route_entry *r, const char *name) {
   return r->prefix ? !strncmp(r->name, name, r->match_len) : !strcmp(r->name, name);
@@ -107,7 +88,7 @@ static int add_locked(tabq_broker *b, tabq_route_entry *r, bool *kept, tabq_erro
 }
 
 int tabq__route_check(const char *name, const tabq_table *t, tabq_error *err) {
-  int rc = check_name(name, true, "route", err);
+  int rc = tabq__route_name_check(name, true, "route", err);
   if (!rc && !t->group.name)
     rc = tabq__err_set(err, TABQ_DECLARATION, t->name, NULL,
                        "route '%s' to table %s: a routed table needs a group column, which "
@@ -128,7 +109,7 @@ int tabq__byname_served(tabq_broker *b, const char *name, const char *table, tab
 }
 
 static int route(tabq_broker *b, const char *name, const tabq_table *table, tabq_error *err) {
-  int rc = check_name(name, true, "route", err);
+  int rc = tabq__route_name_check(name, true, "route", err);
   if (rc)
     return rc;
   tabq_route_entry *r = calloc(1, sizeof *r);
@@ -170,7 +151,7 @@ int tabq_route(tabq_broker *b, const char *name, const tabq_table *table, tabq_e
 static int publish_to(tabq_broker *b, const char *name, const tabq_message *message,
                       tabq_error *err) {
   tabq_message m;
-  int rc = check_name(name, false, "publish", err);
+  int rc = tabq__route_name_check(name, false, "publish", err);
   if (!rc)
     rc = TABQ_TAKE(message, &m, TABQ_MESSAGE_SIZE_1_0, NULL, err);
   if (rc)
@@ -198,29 +179,10 @@ int tabq_publish_to(tabq_broker *b, const char *name, const tabq_message *m, tab
   return rc;
 }
 
-/* What a subscription by name leaves to the broker or refuses (SPEC 9): the name is its queue,
- * the broker's poll interval and lease are its own, and it has no dead letter. */
-static int check_by_name(const char *name, const tabq_table *t, const tabq_subscription_options *o,
-                         tabq_error *err) {
-  const char *rule = NULL;
-  if (o->queue)
-    rule = "the name is the queue; leave options.queue NULL";
-  else if (o->max_attempts || o->dead_letter_group || o->dead_letter_table)
-    rule = "a subscription by name takes no max_attempts or dead letter; subscribe to the table "
-           "with tabq_subscribe() for those";
-  else if (o->lease_s || o->poll_interval_ms)
-    rule = "a subscription by name takes the broker's lease and poll interval; set them in "
-           "tabq_broker_options, or subscribe to the table with tabq_subscribe()";
-  if (!rule)
-    return TABQ_OK;
-  return tabq__err_set(err, TABQ_DECLARATION, t->name, NULL,
-                       "subscription by name '%s' (table %s): %s", name, t->name, rule);
-}
-
 static int subscribe_to(tabq_broker *b, const char *name, const tabq_subscription_options *options,
                         tabq_subscription **out, tabq_error *err) {
   tabq_subscription_options o;
-  int rc = check_name(name, false, "subscription", err);
+  int rc = tabq__route_name_check(name, false, "subscription", err);
   if (!rc)
     rc = TABQ_TAKE(options, &o, TABQ_SUBSCRIPTION_OPTIONS_SIZE_1_0, NULL, err);
   if (rc)
@@ -228,7 +190,7 @@ static int subscribe_to(tabq_broker *b, const char *name, const tabq_subscriptio
   const tabq_route_entry *r = lookup(b, name, "subscription", err);
   if (!r)
     return TABQ_NO_ROUTE;
-  if ((rc = check_by_name(name, &r->table, &o, err)))
+  if ((rc = tabq__by_name_check(name, &r->table, &o, err)))
     return rc;
   if ((rc = tabq__byname_served(b, name, r->table.name, err)))
     return rc;

@@ -265,3 +265,30 @@ void tabq__projection_init(tabq_projection *p, const tabq_table *t) {
   p->data0 = col;
   p->ncols = (unsigned)col + (unsigned)t->ndata;
 }
+
+/* The member of a description file that each rule's refusal points at (docs/description-files.md),
+ * read back from the refusal's "(rule)"; NULL: the table as a whole. */
+const char *tabq__table_rule_member(const tabq_error *err) {
+  static const struct {
+    const char *rule, *member;
+  } members[] = {
+      {"(table name)", "name"},
+      {"(data columns)", "data"},
+      {"(data column types)", "data"},
+      {"(advisory key)", "advisory_lock"},
+      {"(one form)", "advisory_lock"},
+      {"(fifo needs group)", "fifo"},
+      {"(fifo with an advisory key)", "fifo"},
+      {"(a lease on the database clock)", "clock"},
+      {"(isolation or mode)", "sqlite_mode"},
+      {"(locked_until is written by tabq)", "locked_until"},
+      {"(custom events)", "events"},
+      {"(custom lock without custom unlock)", "events"},
+      {"(lock and unlock are advisory events)", "events"},
+      {"(extend is a lease event)", "events"},
+  };
+  for (size_t i = 0; i < sizeof members / sizeof members[0]; i++)
+    if (strstr(err->message, members[i].rule))
+      return members[i].member;
+  return NULL;
+}

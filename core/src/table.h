@@ -7,6 +7,10 @@
 /* Checks `t` against R-DESC-1; fills `err` with the table and the rule broken. */
 int tabq__table_rules(const tabq_table *t, tabq_error *err);
 
+/* The member of a description file a refusal of tabq__table_rules points at ("fifo"), NULL for
+ * the table as a whole. */
+const char *tabq__table_rule_member(const tabq_error *err);
+
 /* Where each role sits in a claim's projection (see dialect.h); -1 where absent. */
 typedef struct tabq_projection {
   int id, attempt, group, partition_key, headers, payload, data0;

@@ -1,9 +1,12 @@
 // A C++ service against the installed prefix, built with -Wall -Wextra -Werror: every TABQ_*_INIT
-// initialiser and the value and outcome helpers of the headers, then one job drained on SQLite.
+// initialiser, the value and outcome helpers, a description written as a file and read back
+// (tabq/app.h), then one job drained on SQLite.
 //   consumer FILE.db  ->  "handled 1"
 #include <atomic>
 #include <cstdio>
 #include <cstring>
+#include <cstdlib>
+#include <tabq/app.h>
 #include <tabq/tabq.h>
 #include <unistd.h>
 
@@ -65,6 +68,15 @@ int main(int argc, char **argv) {
   o.queue = "mail";
   o.handler = handle;
   o.codec = &codec;
+  char *text = nullptr; // the description as a file, read back
+  tabq_table *back = nullptr;
+  if (tabq_table_to_json(&jobs, &text, &err) ||
+      tabq_table_parse(text, std::strlen(text), "jobs.json", &back, &err)) {
+    std::printf("error %s\n", err.message);
+    return 1;
+  }
+  std::free(text);
+  tabq_table_free(back);
   tabq_value v[] = {tabq_int(1), tabq_text("x", 1), tabq_null()};
   (void)v;
   tabq_outcome outcomes[] = {tabq_ack(),  tabq_retry(),       tabq_retry_after(10),

@@ -43,6 +43,9 @@ for h in "$prefix"/include/tabq/*.h "$prefix"/include/tabq/sys/*.h; do
     c++ -std=c++11 -pedantic -Wall -Wextra -Werror -fsyntax-only -I'$prefix/include' -x c++ -"
 done
 
+check "the description files' JSON Schema is installed" \
+  test -s "$prefix/share/tabq/tabq-description.schema.json"
+
 exports() { nm -D --defined-only "$1" | awk '{print $3}' | LC_ALL=C sort; }
 check "libtabq exports the committed list (tests/installed/symbols-libtabq.txt)" \
   diff -u <(LC_ALL=C sort "$src/tests/installed/symbols-libtabq.txt") <(exports "$libdir/libtabq.so")
@@ -59,7 +62,7 @@ check "thumbnails builds with pkg-config --cflags --libs tabq" sh -c "cc -std=c1
   '$src/examples/thumbnails/main.c' -o '$work/thumbnails-pc' \$(pkg-config --cflags --libs tabq jansson) \
   -Wl,-rpath,\$(realpath \$(pkg-config --variable=libdir tabq))"
 for exe in "$work/ex/thumbnails/thumbnails" "$work/thumbnails-pc"; do
-  if "$exe" "$work/thumbs.db" 40 >"$work/out" 2>&1 &&
+  if "$exe" --url "sqlite:$work/thumbs-$(basename "$exe").db" 40 >"$work/out" 2>&1 &&
       grep -q "from $libdir/tabq-1/sqlite.so" "$work/out" && grep -q "^summary: 40 handled" "$work/out"; then
     ok "$(basename "$exe") drains 40 jobs on SQLite, its dialect from the prefix"
   else
@@ -73,7 +76,7 @@ cp -a "$prefix" "$work/moved"
 check "a copy of the prefix elsewhere serves find_package and loads its own plugins" sh -c "
   cmake -S '$src/examples' -B '$work/ex-moved' -DCMAKE_PREFIX_PATH='$work/moved' >/dev/null &&
   cmake --build '$work/ex-moved' >/dev/null &&
-  '$work/ex-moved/thumbnails/thumbnails' '$work/moved.db' 20 | grep -q 'from $work/moved/.*/tabq-1/sqlite.so'"
+  '$work/ex-moved/thumbnails/thumbnails' --url 'sqlite:$work/moved.db' 20 | grep -q 'from $work/moved/.*/tabq-1/sqlite.so'"
 
 check "a C++ consumer of every TABQ_*_INIT builds with -Wall -Wextra -Werror" sh -c "c++ -std=c++11 \
   -pedantic -Wall -Wextra -Werror '$src/tests/installed/consumer.cpp' -o '$work/consumer' \

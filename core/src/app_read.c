@@ -1,0 +1,672 @@
+/* Reading a description file (docs/description-files.md) into an app. jansson parses the text;
+ * each member is then read against the format, every refusal naming the file, the line and
+ * column, the member's path ("tables[0].locked_until") and the rule, and the tables,
+ * subscriptions and routes are added with the rules a broker applies (app.c), so a file that
+ * reads is one a service can open. */
+#include <errno.h>
+#include <jansson.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "app_model.h"
+#include "error.h"
+#include "json_where.h"
+#include "table.h"
+
+#define MAX_DEPTH 8
+
+typedef struct reader {
+  const char *text, *file;
+  size_t len;
+  tabq_json_step path[MAX_DEPTH];
+  size_t depth;
+  const char *table; /* the table concerned, for err->table */
+  tabq_app *app;
+  tabq_error *err;
+} reader;
+
+/* "tables[0].id.column" for the reader's path, and `member` below it when given. */
+static void path_text(const reader *r, const char *member, char *out, size_t cap) {
+  size_t n = 0;
+  out[0] = '\0';
+  for (size_t i = 0; i <= r->depth && n < cap; i++) {
+    const tabq_json_step *s = i < r->depth ? &r->path[i] : NULL;
+    if (s && !s->key)
+      n += (size_t)snprintf(out + n, cap - n, "[%zu]", s->index);
+    else if (s || member)
+      n += (size_t)snprintf(out + n, cap - n, "%s%s", n ? "." : "", s ? s->key : member);
+  }
+  if (!out[0])
+    snprintf(out, cap, "(the document)");
+}
+
+/* Refuses at the reader's path, or at `member` of the object there when the text has it. */
+TABQ_PRINTF_(3, 4)
+static int fail(reader *r, const char *member, const char *fmt, ...) {
+  tabq_json_step at[MAX_DEPTH + 1];
+  memcpy(at, r->path, r->depth * sizeof *at);
+  size_t depth = r->depth;
+  if (member)
+    at[depth++] = (tabq_json_step){member, 0};
+  int line, column;
+  tabq__json_where(r->text, r->len, at, depth, &line, &column);
+  char field[160], detail[400];
+  path_text(r, member, field, sizeof field);
+  va_list ap;
+  va_start(ap, fmt);
+  vsnprintf(detail, sizeof detail, fmt, ap);
+  va_end(ap);
+  return tabq__err_set(r->err, TABQ_DECLARATION, r->table, NULL, "%s:%d:%d: %s: %s", r->file, line,
+                       column, field, detail);
+}
+
+/* Refuses with what the app's rules said (err->message), at the first member of `obj` the
+ * refusal names, else at the object. */
+static int fail_rule(reader *r, json_t *obj, const char *member) {
+  char said[sizeof r->err->message];
+  memcpy(said, r->err->message, sizeof said);
+  if (!member) { /* the member the rule names first, after the "subscription to table j: " */
+    const char *rule = strstr(said, ": "), *first = NULL, *key;
+    rule = rule ? rule : said;
+    json_t *value;
+    json_object_foreach(obj, key, value) {
+      const char *hit = strstr(rule, key);
+      if (hit && (!first || hit < strstr(rule, first)))
+        first = key;
+    }
+    member = first;
+  }
+  return fail(r, member, "%s", said);
+}
+
+static void enter(reader *r, const char *key, size_t index) {
+  r->path[r->depth++] = (tabq_json_step){key, index};
+}
+static void leave(reader *r) {
+  r->depth--;
+}
+
+static int no_memory(reader *r) {
+  return tabq__err_set(r->err, TABQ_NOMEM, r->table, NULL, "out of memory reading %s", r->file);
+}
+
+/* Edits between two short names, for "did you mean". */
+static size_t distance(const char *a, const char *b) {
+  size_t la = strlen(a), lb = strlen(b), row[64];
+  if (la >= 63 || lb >= 63)
+    return 99;
+  for (size_t j = 0; j <= lb; j++)
+    row[j] = j;
+  for (size_t i = 1; i <= la; i++) {
+    size_t diag = row[0];
+    row[0] = i;
+    for (size_t j = 1; j <= lb; j++) {
+      size_t up = row[j];
+      size_t best = diag + (a[i - 1] != b[j - 1]);
+      if (up + 1 < best)
+        best = up + 1;
+      if (row[j - 1] + 1 < best)
+        best = row[j - 1] + 1;
+      row[j] = best;
+      diag = up;
+    }
+  }
+  return row[lb];
+}
+
+/* Every member of `obj` is one the format knows (a misspelt role would otherwise vanish). */
+static int members_known(reader *r, json_t *obj, const char *what, const char *const *known) {
+  const char *key;
+  json_t *value;
+  json_object_foreach(obj, key, value) {
+    const char *near = NULL;
+    size_t near_d = 3;
+    bool found = false;
+    for (const char *const *k = known; *k && !found; k++) {
+      size_t d = distance(key, *k);
+      found = d == 0;
+      if (d < near_d) {
+        near = *k;
+        near_d = d;
+      }
+    }
+    if (found)
+      continue;
+    if (near)
+      return fail(r, key, "%s has no member \"%s\"; did you mean \"%s\"?", what, key, near);
+    return fail(r, key, "%s has no member \"%s\" (docs/description-files.md lists them)", what,
+                key);
+  }
+  return TABQ_OK;
+}
+
+static int need_object(reader *r, json_t *v, const char *member, const char *what) {
+  return json_is_object(v) ? TABQ_OK : fail(r, member, "%s is a JSON object", what);
+}
+
+/* A string member: `out` gets the app's copy, NULL when absent and not required. */
+static int read_string(reader *r, json_t *obj, const char *key, bool required, const char **out) {
+  json_t *v = json_object_get(obj, key);
+  *out = NULL;
+  if (!v || json_is_null(v))
+    return required ? fail(r, key, "\"%s\" is required", key) : TABQ_OK;
+  if (!json_is_string(v) || !json_string_length(v))
+    return fail(r, key, "\"%s\" is a non-empty string", key);
+  if (strlen(json_string_value(v)) != json_string_length(v))
+    return fail(r, key, "\"%s\" holds a NUL character", key);
+  return (*out = tabq__app_strdup(r->app, json_string_value(v))) ? TABQ_OK : no_memory(r);
+}
+
+static int read_bool(reader *r, json_t *obj, const char *key, bool *out) {
+  json_t *v = json_object_get(obj, key);
+  if (!v)
+    return TABQ_OK;
+  if (!json_is_boolean(v))
+    return fail(r, key, "\"%s\" is true or false", key);
+  *out = json_is_true(v);
+  return TABQ_OK;
+}
+
+static int read_count(reader *r, json_t *obj, const char *key, unsigned max, unsigned *out) {
+  json_t *v = json_object_get(obj, key);
+  if (!v)
+    return TABQ_OK;
+  if (!json_is_integer(v) || json_integer_value(v) < 0 || json_integer_value(v) > max)
+    return fail(r, key, "\"%s\" is a whole number from 0 to %u", key, max);
+  *out = (unsigned)json_integer_value(v);
+  return TABQ_OK;
+}
+
+typedef struct choice {
+  const char *name;
+  int value;
+} choice;
+
+static int read_choice(reader *r, json_t *obj, const char *key, const choice *choices, int *out) {
+  json_t *v = json_object_get(obj, key);
+  if (!v)
+    return TABQ_OK;
+  char names[256];
+  size_t n = 0;
+  for (const choice *c = choices; c->name; c++) {
+    if (json_is_string(v) && !strcmp(json_string_value(v), c->name)) {
+      *out = c->value;
+      return TABQ_OK;
+    }
+    n += (size_t)snprintf(names + n, sizeof names - n, "%s\"%s\"", n ? ", " : "", c->name);
+  }
+  return fail(r, key, "\"%s\" is one of %s", key, names);
+}
+
+static const choice types[] = {
+    {"any", TABQ_T_NULL},    {"int", TABQ_T_INT},   {"real", TABQ_T_REAL}, {"text", TABQ_T_TEXT},
+    {"bytes", TABQ_T_BYTES}, {"time", TABQ_T_TIME}, {"json", TABQ_T_JSON}, {NULL, 0}};
+
+/* A column: "name", or {"column": "name", "generated": true, "type": "int"}. */
+static int read_col(reader *r, json_t *v, const char *what, tabq_col *out) {
+  if (json_is_string(v)) {
+    if (!json_string_length(v))
+      return fail(r, NULL, "%s names a column: the name is empty", what);
+    return (out->name = tabq__app_strdup(r->app, json_string_value(v))) ? TABQ_OK : no_memory(r);
+  }
+  if (!json_is_object(v))
+    return fail(r, NULL, "%s is a column name, or an object with \"column\"", what);
+  static const char *const known[] = {"column", "generated", "type", NULL};
+  int rc = members_known(r, v, what, known);
+  if (!rc)
+    rc = read_string(r, v, "column", true, &out->name);
+  if (!rc)
+    rc = read_bool(r, v, "generated", &out->generated);
+  if (!rc)
+    rc = read_choice(r, v, "type", types, &out->type);
+  return rc;
+}
+
+static int read_role(reader *r, json_t *table, const char *role, tabq_col *out) {
+  json_t *v = json_object_get(table, role);
+  if (!v || json_is_null(v))
+    return TABQ_OK;
+  char what[64];
+  snprintf(what, sizeof what, "the %s role", role);
+  enter(r, role, 0);
+  int rc = read_col(r, v, what, out);
+  leave(r);
+  return rc;
+}
+
+static int read_data(reader *r, json_t *table, tabq_table *t) {
+  json_t *v = json_object_get(table, "data");
+  if (!v)
+    return TABQ_OK;
+  if (!json_is_array(v) || !json_array_size(v))
+    return fail(r, "data", "\"data\" is a non-empty array of row mode columns");
+  tabq_col *cols = tabq__app_alloc(r->app, json_array_size(v) * sizeof *cols);
+  if (!cols)
+    return no_memory(r);
+  enter(r, "data", 0);
+  int rc = TABQ_OK;
+  size_t i;
+  json_t *col;
+  json_array_foreach(v, i, col) {
+    enter(r, NULL, i);
+    rc = read_col(r, col, "a data column", &cols[i]);
+    leave(r);
+    if (rc)
+      break;
+  }
+  leave(r);
+  t->data = cols;
+  t->ndata = json_array_size(v);
+  return rc;
+}
+
+static const char *const event_names[] = {"claim",       "fetch",   "ack",         "retry",
+                                          "retry_after", "discard", "dead_letter", "extend",
+                                          "lock",        "unlock",  NULL};
+
+static int read_events(reader *r, json_t *table, tabq_events *e) {
+  json_t *v = json_object_get(table, "events");
+  if (!v)
+    return TABQ_OK;
+  int rc = need_object(r, v, "events", "\"events\"");
+  if (rc)
+    return rc;
+  enter(r, "events", 0);
+  rc = members_known(r, v, "\"events\"", event_names);
+  const char **slot = (const char **)e; /* the events' members, in the order of event_names */
+  for (size_t i = 0; !rc && event_names[i]; i++)
+    rc = read_string(r, v, event_names[i], false, &slot[i]);
+  leave(r);
+  return rc;
+}
+
+static const char *const table_members[] = {
+    "name",        "id",      "group",         "priority",       "partition_key",
+    "retry_after", "attempt", "processed_at",  "locked_until",   "headers",
+    "payload",     "fifo",    "advisory_lock", "clock",          "isolation",
+    "sqlite_mode", "data",    "events",        "payload_schema", NULL};
+
+static const choice clocks[] = {
+    {"host", TABQ_CLOCK_HOST}, {"database", TABQ_CLOCK_DATABASE}, {NULL, 0}};
+static const choice isolations[] = {{"default", TABQ_ISOLATION_DEFAULT},
+                                    {"read_uncommitted", TABQ_ISOLATION_READ_UNCOMMITTED},
+                                    {"read_committed", TABQ_ISOLATION_READ_COMMITTED},
+                                    {"repeatable_read", TABQ_ISOLATION_REPEATABLE_READ},
+                                    {"serializable", TABQ_ISOLATION_SERIALIZABLE},
+                                    {NULL, 0}};
+static const choice modes[] = {{"default", TABQ_SQLITE_MODE_DEFAULT},
+                               {"deferred", TABQ_SQLITE_DEFERRED},
+                               {"immediate", TABQ_SQLITE_IMMEDIATE},
+                               {"exclusive", TABQ_SQLITE_EXCLUSIVE},
+                               {NULL, 0}};
+
+/* A payload schema: any JSON object, kept as compact text for the AsyncAPI document. */
+static int read_schema(reader *r, json_t *obj, const char *table, const char *queue) {
+  json_t *v = json_object_get(obj, "payload_schema");
+  if (!v)
+    return TABQ_OK;
+  if (!json_is_object(v))
+    return fail(r, "payload_schema", "\"payload_schema\" is a JSON Schema object");
+  char *text = json_dumps(v, JSON_COMPACT);
+  if (!text)
+    return no_memory(r);
+  int rc = tabq_app_set_payload_schema(r->app, table, queue, text, r->err);
+  free(text);
+  return rc ? fail_rule(r, obj, "payload_schema") : TABQ_OK;
+}
+
+static int read_table(reader *r, json_t *obj, tabq_table *t) {
+  static const char *const roles[] = {"id",          "group",   "priority",     "partition_key",
+                                      "retry_after", "attempt", "processed_at", "locked_until",
+                                      "headers",     "payload"};
+  tabq_col *cols[] = {&t->id,          &t->group,   &t->priority,     &t->partition_key,
+                      &t->retry_after, &t->attempt, &t->processed_at, &t->locked_until,
+                      &t->headers,     &t->payload};
+  int rc = need_object(r, obj, NULL, "a table");
+  if (!rc)
+    rc = members_known(r, obj, "a table", table_members);
+  if (!rc)
+    rc = read_string(r, obj, "name", true, &t->name);
+  if (rc)
+    return rc;
+  r->table = t->name;
+  if (!json_object_get(obj, "id"))
+    return fail(r, NULL, "table %s: \"id\" is required (R-DESC-1, id required)", t->name);
+  for (size_t i = 0; !rc && i < sizeof roles / sizeof roles[0]; i++)
+    rc = read_role(r, obj, roles[i], cols[i]);
+  if (!rc)
+    rc = read_bool(r, obj, "fifo", &t->fifo);
+  if (!rc)
+    rc = read_string(r, obj, "advisory_lock", false, &t->advisory_lock);
+  if (!rc)
+    rc = read_choice(r, obj, "clock", clocks, (int *)&t->clock);
+  if (!rc)
+    rc = read_choice(r, obj, "isolation", isolations, (int *)&t->isolation);
+  if (!rc)
+    rc = read_choice(r, obj, "sqlite_mode", modes, (int *)&t->mode);
+  if (!rc)
+    rc = read_data(r, obj, t);
+  if (!rc)
+    rc = read_events(r, obj, &t->events);
+  if (!rc && tabq__table_rules(t, r->err))
+    rc = fail_rule(r, obj, tabq__table_rule_member(r->err));
+  return rc;
+}
+
+static int read_tables(reader *r, json_t *doc) {
+  json_t *tables = json_object_get(doc, "tables");
+  if (!json_is_array(tables) || !json_array_size(tables))
+    return fail(r, "tables", "\"tables\" is a non-empty array of table descriptions");
+  enter(r, "tables", 0);
+  int rc = TABQ_OK;
+  size_t i;
+  json_t *obj;
+  json_array_foreach(tables, i, obj) {
+    enter(r, NULL, i);
+    tabq_table t = {.size = sizeof t};
+    rc = read_table(r, obj, &t);
+    if (!rc && tabq_app_add_table(r->app, &t, r->err))
+      rc = fail_rule(r, obj, "name");
+    if (!rc)
+      rc = read_schema(r, obj, t.name, NULL);
+    r->table = NULL;
+    leave(r);
+    if (rc)
+      break;
+  }
+  leave(r);
+  return rc;
+}
+
+static int read_route(reader *r, json_t *obj) {
+  static const char *const known[] = {"name", "table", "payload_schema", NULL};
+  const char *name = NULL, *table = NULL;
+  int rc = need_object(r, obj, NULL, "a route");
+  if (!rc)
+    rc = members_known(r, obj, "a route", known);
+  if (!rc)
+    rc = read_string(r, obj, "name", true, &name);
+  if (!rc)
+    rc = read_string(r, obj, "table", true, &table);
+  if (!rc && tabq_app_add_route(r->app, name, table, r->err))
+    rc = fail_rule(r, obj, strstr(r->err->message, "table") ? "table" : "name");
+  if (!rc)
+    rc = read_schema(r, obj, table, name);
+  return rc;
+}
+
+static const char *const sub_members[] = {"table",
+                                          "route",
+                                          "queue",
+                                          "handler",
+                                          "workers",
+                                          "batch",
+                                          "lease_s",
+                                          "poll_interval_ms",
+                                          "max_attempts",
+                                          "dead_letter_group",
+                                          "dead_letter_table",
+                                          "coalesce_acks",
+                                          "coalesce_window_us",
+                                          "transactional",
+                                          "workers_by_key",
+                                          "codec",
+                                          "on_decode_failure",
+                                          "decode_retry_ms",
+                                          "prefetch",
+                                          "payload_schema",
+                                          NULL};
+
+static const choice policies[] = {{"drop", TABQ_DECODE_DROP},
+                                  {"retry_after", TABQ_DECODE_RETRY_AFTER},
+                                  {"dead_letter", TABQ_DECODE_DEAD_LETTER},
+                                  {NULL, 0}};
+
+static int read_options(reader *r, json_t *obj, tabq_subscription_options *o) {
+  const struct {
+    const char *key;
+    unsigned max, *out;
+  } counts[] = {{"workers", 1000, &o->workers},
+                {"batch", 10000, &o->batch},
+                {"lease_s", 86400, &o->lease_s},
+                {"poll_interval_ms", 3600000, &o->poll_interval_ms},
+                {"max_attempts", 1000000, &o->max_attempts},
+                {"coalesce_window_us", 1000000, &o->coalesce_window_us},
+                {"workers_by_key", 1000, &o->workers_by_key},
+                {"decode_retry_ms", 86400000, &o->decode_retry_ms},
+                {"prefetch", 1000, &o->prefetch}};
+  int rc = TABQ_OK;
+  for (size_t i = 0; !rc && i < sizeof counts / sizeof counts[0]; i++)
+    rc = read_count(r, obj, counts[i].key, counts[i].max, counts[i].out);
+  if (!rc)
+    rc = read_string(r, obj, "queue", false, &o->queue);
+  if (!rc)
+    rc = read_string(r, obj, "dead_letter_group", false, &o->dead_letter_group);
+  if (!rc)
+    rc = read_string(r, obj, "dead_letter_table", false, &o->dead_letter_table);
+  if (!rc)
+    rc = read_bool(r, obj, "coalesce_acks", &o->coalesce_acks);
+  if (!rc)
+    rc = read_bool(r, obj, "transactional", &o->transactional);
+  if (!rc)
+    rc = read_choice(r, obj, "on_decode_failure", policies, (int *)&o->on_decode_failure);
+  const char *codec = NULL;
+  if (!rc)
+    rc = read_string(r, obj, "codec", false, &codec);
+  if (!rc && codec && strcmp(codec, "json"))
+    rc = fail(r, "codec",
+              "\"codec\" is \"json\", the one codec built in (a codec of the service's own is set "
+              "in C)");
+  o->codec = codec ? tabq_json_codec() : NULL;
+  return rc;
+}
+
+static int read_sub(reader *r, json_t *obj) {
+  tabq_subscription_options o = TABQ_SUBSCRIPTION_OPTIONS_INIT;
+  const char *table = NULL, *route = NULL, *handler = NULL;
+  int rc = need_object(r, obj, NULL, "a subscription");
+  if (!rc)
+    rc = members_known(r, obj, "a subscription", sub_members);
+  if (!rc)
+    rc = read_string(r, obj, "table", false, &table);
+  if (!rc)
+    rc = read_string(r, obj, "route", false, &route);
+  if (!rc && !table == !route)
+    rc = fail(r, table ? "route" : NULL,
+              "a subscription reads a \"table\" (with its queue) or a \"route\" by name: give "
+              "exactly one");
+  if (!rc)
+    rc = read_string(r, obj, "handler", false, &handler);
+  if (!rc)
+    rc = read_options(r, obj, &o);
+  if (rc)
+    return rc;
+  r->table = table;
+  /* The handler a file names defaults to the queue's name (or the route's, or the table's). */
+  if (!handler)
+    handler = route ? route : o.queue ? o.queue : table;
+  bool batch = o.batch > 0;
+  if (tabq__app_add_sub(r->app, table, route, &o, handler, batch, r->err))
+    return fail_rule(r, obj, NULL);
+  const tabq_table *t = tabq_app_subscription_table(r->app, r->app->nsubs - 1);
+  return read_schema(r, obj, t->name, route ? route : o.queue);
+}
+
+static int read_list(reader *r, json_t *doc, const char *key, int (*read)(reader *, json_t *)) {
+  json_t *list = json_object_get(doc, key);
+  if (!list)
+    return TABQ_OK;
+  if (!json_is_array(list))
+    return fail(r, key, "\"%s\" is an array", key);
+  enter(r, key, 0);
+  int rc = TABQ_OK;
+  size_t i;
+  json_t *obj;
+  json_array_foreach(list, i, obj) {
+    enter(r, NULL, i);
+    rc = read(r, obj);
+    r->table = NULL;
+    leave(r);
+    if (rc)
+      break;
+  }
+  leave(r);
+  return rc;
+}
+
+static int read_app(reader *r, json_t *doc) {
+  static const char *const known[] = {"$schema", "name",          "version", "description",
+                                      "tables",  "subscriptions", "routes",  NULL};
+  int rc = members_known(r, doc, "an app", known);
+  const char *schema = NULL, *description = NULL;
+  if (!rc)
+    rc = read_string(r, doc, "$schema", false, &schema);
+  if (!rc)
+    rc = read_string(r, doc, "name", true, &r->app->name);
+  if (!rc)
+    rc = read_string(r, doc, "version", false, &r->app->version);
+  if (!rc)
+    rc = read_string(r, doc, "description", false, &description);
+  r->app->description = description;
+  if (!rc)
+    rc = read_tables(r, doc);
+  if (!rc)
+    rc = read_list(r, doc, "routes", read_route);
+  if (!rc)
+    rc = read_list(r, doc, "subscriptions", read_sub);
+  return rc;
+}
+
+/* A file of one table: an app of that table alone, named after it. */
+static int read_one_table(reader *r, json_t *doc) {
+  static const char *const app_only[] = {"tables", "subscriptions", "routes", "version", NULL};
+  for (const char *const *k = app_only; *k; k++)
+    if (json_object_get(doc, *k))
+      return fail(r, *k,
+                  "a file holds one table (an object with \"id\") or an app (with \"tables\"), "
+                  "not both");
+  tabq_table t = {.size = sizeof t};
+  int rc = read_table(r, doc, &t);
+  if (!rc && tabq_app_add_table(r->app, &t, r->err))
+    rc = fail_rule(r, doc, NULL);
+  if (!rc)
+    rc = read_schema(r, doc, t.name, NULL);
+  r->app->name = t.name;
+  return rc;
+}
+
+/* Parses the text with jansson and refuses what it cannot read, at jansson's position. */
+static json_t *parse(reader *r) {
+  json_error_t jerr;
+  json_t *doc = json_loadb(r->text, r->len, JSON_REJECT_DUPLICATES, &jerr);
+  if (!doc) {
+    bool nul = strstr(jerr.text, "JSON_ALLOW_NUL") != NULL; /* the text names a parser flag */
+    tabq__err_set(r->err, TABQ_DECLARATION, NULL, NULL, "%s:%d:%d: not a JSON document: %s",
+                  r->file, jerr.line < 1 ? 1 : jerr.line, jerr.column < 1 ? 1 : jerr.column,
+                  nul ? "a string holds \\u0000 (NUL), which no name or statement may" : jerr.text);
+    return NULL;
+  }
+  if (!json_is_object(doc)) {
+    fail(r, NULL, "a description file holds one JSON object (an app or a table)");
+    json_decref(doc);
+    return NULL;
+  }
+  return doc;
+}
+
+int tabq_app_parse(const char *text, size_t len, const char *file, tabq_app **out,
+                   tabq_error *err) {
+  tabq__err_clear(err);
+  if (!out || (!text && len))
+    return tabq__err_set(err, TABQ_INVALID, NULL, NULL, "tabq_app_parse needs text and an out");
+  *out = NULL;
+  tabq_app *app = calloc(1, sizeof *app);
+  if (!app)
+    return tabq__err_set(err, TABQ_NOMEM, NULL, NULL, "out of memory");
+  reader r = {
+      .text = text ? text : "", .len = len, .file = file ? file : "<text>", .app = app, .err = err};
+  json_t *doc = parse(&r);
+  int rc = !doc                         ? (int)err->code
+           : json_object_get(doc, "id") ? read_one_table(&r, doc)
+                                        : read_app(&r, doc);
+  json_decref(doc);
+  if (rc) {
+    tabq_app_free(app);
+    return rc;
+  }
+  *out = app;
+  return TABQ_OK;
+}
+
+int tabq_app_load(const char *path, tabq_app **out, tabq_error *err) {
+  tabq__err_clear(err);
+  if (!path || !out)
+    return tabq__err_set(err, TABQ_INVALID, NULL, NULL, "tabq_app_load needs a path and an out");
+  *out = NULL;
+  FILE *f = fopen(path, "rb");
+  if (!f)
+    return tabq__err_set(err, TABQ_IO, NULL, NULL, "%s: cannot read it: %s", path, strerror(errno));
+  char *text = NULL;
+  size_t len = 0, cap = 0, n;
+  char chunk[8192];
+  while ((n = fread(chunk, 1, sizeof chunk, f)) > 0) {
+    if (len + n > cap) {
+      cap = (len + n) * 2;
+      char *grown = realloc(text, cap);
+      if (!grown) {
+        free(text);
+        fclose(f);
+        return tabq__err_set(err, TABQ_NOMEM, NULL, NULL, "%s: out of memory reading it", path);
+      }
+      text = grown;
+    }
+    memcpy(text + len, chunk, n);
+    len += n;
+  }
+  bool failed = ferror(f);
+  fclose(f);
+  int rc = failed ? tabq__err_set(err, TABQ_IO, NULL, NULL, "%s: reading it failed", path)
+                  : tabq_app_parse(text, len, path, out, err);
+  free(text);
+  return rc;
+}
+
+/* One table alone, owned by an app of its own behind it. */
+typedef struct owned_table {
+  tabq_table t; /* first: tabq_table_free finds the app from the table */
+  tabq_app *app;
+} owned_table;
+
+int tabq_table_parse(const char *text, size_t len, const char *file, tabq_table **out,
+                     tabq_error *err) {
+  if (!out)
+    return tabq__err_set(err, TABQ_INVALID, NULL, NULL, "tabq_table_parse needs an out");
+  *out = NULL;
+  tabq_app *app;
+  int rc = tabq_app_parse(text, len, file, &app, err);
+  if (rc)
+    return rc;
+  if (app->ntables != 1 || app->nsubs || app->nroutes) {
+    tabq_app_free(app);
+    return tabq__err_set(err, TABQ_DECLARATION, NULL, NULL,
+                         "%s: holds an app; tabq_table_parse reads one table (an object with "
+                         "\"id\")",
+                         file ? file : "<text>");
+  }
+  owned_table *o = tabq__app_alloc(app, sizeof *o);
+  if (!o) {
+    tabq_app_free(app);
+    return tabq__err_set(err, TABQ_NOMEM, NULL, NULL, "out of memory");
+  }
+  o->t = app->tables[0]->t;
+  o->app = app;
+  *out = &o->t;
+  return TABQ_OK;
+}
+
+void tabq_table_free(tabq_table *table) {
+  if (table)
+    tabq_app_free(((owned_table *)table)->app);
+}

@@ -1,0 +1,133 @@
+#!/usr/bin/env python3
+"""tabq_app_main as a service's main(): app_service (a real process) run on SQLite, PostgreSQL and
+MariaDB: it drains its jobs and stops, a SIGTERM lets the deliveries in work settle and exits 0,
+--workers reaches the subscription, and what it refuses (an unbound handler, an unknown option,
+an unreachable database) ends in one line on stderr and exit 2, never a hang.
+
+usage: test_app_main.py APP_SERVICE DESCRIPTION_FILE"""
+import os
+import signal
+import subprocess
+import sys
+import tempfile
+import time
+
+service, description = sys.argv[1], sys.argv[2]
+work = tempfile.mkdtemp(prefix="tabq-app-main.")
+DDL = {
+    "sqlite": "CREATE TABLE IF NOT EXISTS app_jobs (id INTEGER PRIMARY KEY, queue TEXT NOT NULL,"
+              " attempt INTEGER NOT NULL DEFAULT 1, locked_until TEXT, payload BLOB NOT NULL);"
+              "DELETE FROM app_jobs",
+    "postgres": "DROP TABLE IF EXISTS app_jobs;"
+                "CREATE TABLE app_jobs (id BIGSERIAL PRIMARY KEY, queue TEXT NOT NULL,"
+                " attempt INTEGER NOT NULL DEFAULT 1, locked_until TIMESTAMPTZ, payload BYTEA NOT NULL)",
+    "mysql": "DROP TABLE IF EXISTS app_jobs;"
+             "CREATE TABLE app_jobs (id BIGINT AUTO_INCREMENT PRIMARY KEY, queue VARCHAR(191) NOT NULL,"
+             " attempt INT NOT NULL DEFAULT 1, locked_until DATETIME NULL, payload MEDIUMBLOB NOT NULL)"
+             " ENGINE=InnoDB",
+}
+urls = {"sqlite": f"sqlite:{work}/app.db"}
+for db, var in (("postgres", "TABQ_TEST_POSTGRES_URL"), ("mysql", "TABQ_TEST_MYSQL_URL")):
+    if not os.environ.get(var):
+        sys.exit(f"{var} is not set (./dev test sets it)")
+    urls[db] = os.environ[var]
+
+failures = 0
+checks = 0
+
+
+def check(name, ok, detail=""):
+    global failures, checks
+    checks += 1
+    print(("ok - " if ok else "not ok - ") + name)
+    if not ok:
+        failures += 1
+        print("    " + detail.replace("\n", "\n    "))
+
+
+def run(args, db=None, env=None, timeout=60):
+    e = dict(os.environ, **(env or {}))
+    e.pop("TABQ_URL", None)
+    if db:
+        e["APP_DDL"] = DDL[db]
+    return subprocess.run([service, description] + args, capture_output=True, text=True,
+                          env=e, timeout=timeout)
+
+
+def summary(out):
+    line = [l for l in out.splitlines() if l.startswith("handled ")]
+    if not line:
+        return None
+    w = line[-1].split()
+    return int(w[1]), int(w[3]), int(w[5])
+
+
+for db, url in urls.items():
+    r = run(["--url", url, "20"], db)
+    check(f"{db}: the service drains its 20 jobs and stops, exit 0",
+          r.returncode == 0 and summary(r.stdout) == (20, 0, summary(r.stdout)[2] if summary(r.stdout) else -1),
+          f"exit {r.returncode}\n{r.stdout}{r.stderr}")
+
+    r = run(["--url", url, "--workers", "3", "9"], db, {"SLOW_MS": "150"})
+    s = summary(r.stdout)
+    check(f"{db}: --workers 3 runs three handlers at once (the file says 2)",
+          r.returncode == 0 and s is not None and s[0] == 9 and s[2] == 3,
+          f"exit {r.returncode}\n{r.stdout}{r.stderr}")
+
+    # SIGTERM while handlers work: they settle, the rest stays, exit 0.
+    e = dict(os.environ, APP_DDL=DDL[db], SLOW_MS="400")
+    e.pop("TABQ_URL", None)
+    p = subprocess.Popen([service, description, "--url", url, "--log-level", "info", "10", "wait"],
+                         stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=e)
+    assert p.stdout.readline().strip() == "running"
+    time.sleep(0.6)
+    p.send_signal(signal.SIGTERM)
+    t0 = time.monotonic()
+    try:
+        out, err = p.communicate(timeout=20)
+    except subprocess.TimeoutExpired:
+        p.kill()
+        out, err = p.communicate()
+    took = time.monotonic() - t0
+    s = summary(out)
+    check(f"{db}: SIGTERM lets the deliveries in work settle and exits 0",
+          p.returncode == 0 and s is not None and s[0] >= 2 and s[0] + s[1] == 10 and took < 10
+          and "letting deliveries in work settle" in err,
+          f"exit {p.returncode} after {took:.1f} s\n{out}{err}")
+
+    r = run(["--url", url, "3"], db, {"UNBOUND": "1"})
+    check(f"{db}: a handler the service did not bind: exit 2, naming it",
+          r.returncode == 2 and "bind 'work'" in r.stderr and len(r.stderr.splitlines()) == 1,
+          f"exit {r.returncode}\n{r.stderr}")
+
+unreachable = {
+    "postgres": "postgres://tabq:secret@127.0.0.1:1/nothing?connect_timeout=3",
+    "mysql": "mysql://tabq:secret@127.0.0.1:1/nothing",
+    "sqlite": f"sqlite:{work}/no/such/folder/app.db",
+}
+for db, url in unreachable.items():
+    t0 = time.monotonic()
+    r = run(["--url", url, "1"], timeout=30)
+    took = time.monotonic() - t0
+    check(f"{db}: a database that cannot be reached: one line on stderr, exit 2, in {took:.1f} s",
+          r.returncode == 2 and len(r.stderr.splitlines()) == 1 and "connecting" in r.stderr
+          and "secret" not in r.stderr and took < 15,
+          f"exit {r.returncode}\n{r.stderr}")
+
+r = run(["1"])
+check("no URL and no TABQ_URL: exit 2 saying so", r.returncode == 2 and "TABQ_URL" in r.stderr,
+      r.stderr)
+r = run(["--bogus"])
+check("an unknown option: exit 2 naming it", r.returncode == 2 and "--bogus" in r.stderr, r.stderr)
+r = run(["--workers", "0"])
+check("--workers 0: exit 2", r.returncode == 2 and "--workers" in r.stderr, r.stderr)
+r = run(["--help"])
+check("--help: the manual, exit 0",
+      r.returncode == 0 and "SYNOPSIS" in r.stdout and "EXIT STATUS" in r.stdout
+      and "the service tabq_app_main's test runs" in r.stdout, r.stdout + r.stderr)
+r = run(["--version"])
+check("--version: the app's version and tabq's", r.returncode == 0 and
+      r.stdout.startswith("app-main-test 0.1.0 (tabq "), r.stdout)
+
+print(f"app_main: {checks - failures} passed, {failures} failed")
+sys.exit(1 if failures or not checks else 0)
