@@ -378,13 +378,13 @@ static void route_check_refuses_what_route_refuses(void) {
 
 const kit_test schema_tests[] = {
     {"the rendered schema (table, claim-order index, dead letter table, settings) is accepted",
-     rendered_schema_is_accepted, ALL_FORMS, needs_schema, NULL},
+     rendered_schema_is_accepted, ALL_FORMS | KIT_SMOKE, needs_schema, NULL},
     {"the claims walk the rendered claim-order index (EXPLAIN)", claims_walk_the_index,
      TABQ_FORM_ROWLOCK | TABQ_FORM_LEASE, needs_plan, NULL},
     {"check: every statement of a good table prepares, nothing runs", good_table_checks_ok,
      ALL_FORMS, needs_schema, NULL},
     {"check: a missing column is an error with the database's message and position",
-     missing_column_is_an_error, ALL_FORMS, needs_schema, NULL},
+     missing_column_is_an_error, ALL_FORMS | KIT_SMOKE, needs_schema, NULL},
     {"check: a column of the wrong type is an error", wrong_type_is_an_error, TABQ_FORM_ROWLOCK,
      needs_typed_placeholders, NULL},
     {"check: a missing claim-order index is a warning whose SQL creates it",
