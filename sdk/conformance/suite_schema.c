@@ -11,6 +11,8 @@
 
 #include <tabq/sys/sql.h>
 
+#include <tabq/app.h>
+
 #include "kit.h"
 
 static tabq_error err;
@@ -376,6 +378,94 @@ static void route_check_refuses_what_route_refuses(void) {
   tabq_check_report_free(r);
 }
 
+/* ---- The check of an app ------------------------------------------------------------------- */
+
+/* A description file of two tables in the kit's form: {jobs} read by queue "q" with a dead letter
+ * table, {rows} read by a batch subscription and by name through route "signups.*". */
+static tabq_app *two_table_app(void) {
+  char form[160] = "";
+  if (kit.form == TABQ_FORM_LEASE)
+    snprintf(form, sizeof form, ", \"locked_until\": \"locked_until\"");
+  static char text[4096];
+  const char *roles =
+      "\"id\": {\"column\": \"id\", \"generated\": true}, \"group\": \"queue\", \"priority\": "
+      "\"priority\", \"retry_after\": \"retry_after\", \"attempt\": {\"column\": \"attempt\", "
+      "\"generated\": true}, \"processed_at\": \"processed_at\", \"headers\": \"headers\", "
+      "\"payload\": \"payload\"";
+  char lock_a[160] = "", lock_b[160] = "";
+  if (kit.form == TABQ_FORM_ADVISORY) {
+    snprintf(lock_a, sizeof lock_a, ", \"advisory_lock\": \"%s-{id}\"", jobs_name());
+    snprintf(lock_b, sizeof lock_b, ", \"advisory_lock\": \"%s-{id}\"", rows_name());
+  }
+  snprintf(text, sizeof text,
+           "{\n  \"name\": \"check-app\",\n  \"tables\": [\n"
+           "    {\"name\": \"%s\", %s%s%s},\n"
+           "    {\"name\": \"%s\", %s%s%s}\n  ],\n"
+           "  \"routes\": [{\"name\": \"signups.*\", \"table\": \"%s\"}],\n"
+           "  \"subscriptions\": [\n"
+           "    {\"table\": \"%s\", \"queue\": \"q\", \"max_attempts\": 3, "
+           "\"dead_letter_table\": \"%s\"},\n"
+           "    {\"table\": \"%s\", \"queue\": \"r\", \"batch\": 8},\n"
+           "    {\"route\": \"signups.confirmed\", \"handler\": \"welcome\"}\n  ]\n}\n",
+           jobs_name(), roles, form, lock_a, rows_name(), roles, form, lock_b, rows_name(),
+           jobs_name(), dead_name(), rows_name());
+  tabq_app *app = NULL;
+  int rc = tabq_app_parse(text, strlen(text), "check-app.tabq.json", &app, &err);
+  if (rc)
+    fprintf(stderr, "\n%s\n%s\n", err.message, text);
+  CU_ASSERT_EQUAL_FATAL(rc, TABQ_OK);
+  return app;
+}
+
+/* Whether an item of `severity` on `table` has a purpose holding `purpose`. */
+static bool has_item(const tabq_check_report *r, tabq_check_severity severity, const char *table,
+                     const char *purpose) {
+  for (size_t i = 0; i < tabq_check_report_count(r); i++) {
+    const tabq_check_item *it = tabq_check_report_item(r, i);
+    if (it->severity == severity && !strcmp(it->table, table) && strstr(it->purpose, purpose))
+      return true;
+  }
+  return false;
+}
+
+static void app_check_covers_every_table(void) {
+  fresh_names();
+  tabq_broker *b = connect_broker(20);
+  tabq_app *app = two_table_app();
+  CU_ASSERT_EQUAL_FATAL(tabq_app_table_count(app), 2);
+  apply_schema(b, tabq_app_table(app, 0));
+  CU_ASSERT_EQUAL_FATAL(tabq_schema_apply(b, tabq_app_table(app, 1), NULL, &err), TABQ_OK);
+  db_made(DB_ROWS);
+  tabq_check_report *r = tabq_check_report_new();
+  int rc = tabq_check_app(b, app, r, &err);
+  if (rc || tabq_check_report_worst(r) != TABQ_CHECK_OK)
+    print_report(r);
+  CU_ASSERT_EQUAL(rc, TABQ_OK);
+  CU_ASSERT_EQUAL(tabq_check_report_worst(r), TABQ_CHECK_OK);
+  CU_ASSERT(has_item(r, TABQ_CHECK_OK, jobs_name(), "subscription q: "));
+  CU_ASSERT(has_item(r, TABQ_CHECK_OK, rows_name(), "subscription r: "));
+  CU_ASSERT(has_item(r, TABQ_CHECK_OK, rows_name(), "route signups.confirmed: "));
+  CU_ASSERT(has_item(r, TABQ_CHECK_OK, rows_name(), "route signups.*: "));
+  CU_ASSERT(has_item(r, TABQ_CHECK_OK, jobs_name(), "publish: insert"));
+  CU_ASSERT(has_item(r, TABQ_CHECK_OK, rows_name(), "publish: insert"));
+  tabq_check_report_free(r);
+  /* The second table loses a column: its statements fail, the first table's are still checked
+   * and pass, and the first failure is returned. */
+  char drop[160];
+  snprintf(drop, sizeof drop, "ALTER TABLE %s DROP COLUMN headers", rows_name());
+  db_exec(drop);
+  r = tabq_check_report_new();
+  rc = tabq_check_app(b, app, r, &err);
+  CU_ASSERT_EQUAL(rc, TABQ_SCHEMA);
+  CU_ASSERT_PTR_NOT_NULL(strstr(err.message, "headers"));
+  CU_ASSERT(has_item(r, TABQ_CHECK_ERROR, rows_name(), "subscription r: "));
+  CU_ASSERT(has_item(r, TABQ_CHECK_ERROR, rows_name(), "publish: insert"));
+  CU_ASSERT(has_item(r, TABQ_CHECK_OK, jobs_name(), "publish: insert"));
+  CU_ASSERT(!has_item(r, TABQ_CHECK_ERROR, jobs_name(), ""));
+  tabq_check_report_free(r);
+  tabq_app_free(app);
+}
+
 const kit_test schema_tests[] = {
     {"the rendered schema (table, claim-order index, dead letter table, settings) is accepted",
      rendered_schema_is_accepted, ALL_FORMS | KIT_SMOKE, needs_schema, NULL},
@@ -393,5 +483,7 @@ const kit_test schema_tests[] = {
      TABQ_FORM_ROWLOCK | TABQ_FORM_LEASE, needs_schema_and_events, NULL},
     {"check: a route is refused as tabq_route refuses it", route_check_refuses_what_route_refuses,
      ALL_FORMS, needs_schema, NULL},
+    {"check: an app of two tables, every subscription, route and publish",
+     app_check_covers_every_table, ALL_FORMS, needs_schema, NULL},
     {NULL, NULL, 0, NULL, NULL},
 };
