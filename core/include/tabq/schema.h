@@ -22,7 +22,8 @@ typedef struct tabq_schema_options {
   const char *index_name;
   /* CREATE TABLE IF NOT EXISTS and CREATE INDEX IF NOT EXISTS: applied again, what exists stays
    * as it is (a table of other columns too: tabq_check_subscription tells). MySQL 8 has no
-   * CREATE INDEX IF NOT EXISTS; its index is written inside the CREATE TABLE. */
+   * CREATE INDEX IF NOT EXISTS, so on MySQL/MariaDB the index is always written inside the
+   * CREATE TABLE. */
   bool if_not_exists;
 } tabq_schema_options;
 
