@@ -38,7 +38,8 @@ BEGIN {
   # tabq_stmt, tabq_col, tabq_events, tabq_outcome, tabq_header, ...).
   n = split("tabq_table tabq_broker_options tabq_subscription_options tabq_message " \
             "tabq_codec tabq_stats tabq_plugin tabq_host tabq_build tabq_driver_v1 " \
-            "tabq_dialect_v1 tabq_rowlock_v1 tabq_lease_v1 tabq_advisory_v1 tabq_byname_v1",
+            "tabq_dialect_v1 tabq_rowlock_v1 tabq_lease_v1 tabq_advisory_v1 tabq_byname_v1 " \
+            "tabq_schema_spec tabq_schema_options tabq_check_item",
             names, " ")
   for (i = 1; i <= n; i++)
     growable[names[i]] = 1
@@ -46,6 +47,7 @@ BEGIN {
   # their old tail padding.
   core_filled["tabq_build"] = 1
   core_filled["tabq_stats"] = 1
+  core_filled["tabq_check_item"] = 1
   status += 0
   nv = na = 0
   if (status % 4 != 0) {

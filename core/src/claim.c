@@ -11,7 +11,7 @@ int tabq__claim_one_open(tabq_subscription *s, tabq_build_fn fn, tabq_error *err
     return TABQ_OK;
   tabq_build build = tabq__sub_build(s);
   bool built;
-  return tabq__stmt_build_optional(&s->b->stmts, s->b->host, fn, &build, "claim_one",
+  return tabq__stmt_build_optional(s->reg, s->b->host, fn, &build, "claim_one",
                                    &s->st[SQ_CLAIM_ONE], &built, err);
 }
 
@@ -50,7 +50,7 @@ int tabq__stamp_ids_open(tabq_subscription *s, tabq_build_fn fn, tabq_error *err
     return TABQ_OK;
   tabq_build build = tabq__sub_build(s);
   bool built;
-  return tabq__stmt_build_optional(&s->b->stmts, s->b->host, fn, &build, "stamp_ids",
+  return tabq__stmt_build_optional(s->reg, s->b->host, fn, &build, "stamp_ids",
                                    &s->st[SQ_STAMP_IDS], &built, err);
 }
 

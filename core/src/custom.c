@@ -64,7 +64,7 @@ static int render(tabq_subscription *s, const char *sql, const event *ev, uint32
     tabq_sql_free(&st);
     return rc;
   }
-  return tabq__stmt_register(&b->stmts, &st, ev->name, s->t->name, &s->st[ev->slot], err);
+  return tabq__stmt_register(s->reg, &st, ev->name, s->t->name, &s->st[ev->slot], err);
 }
 
 /* The fetch: the service's own (one run an id, or one run with the list where the database
@@ -97,8 +97,8 @@ static int check_fetch(tabq_subscription *s, uint32_t fetch_names, tabq_error *e
                          t->name, p->name);
   s->fetch_by_list = true;
   tabq_build build = tabq__sub_build(s);
-  return tabq__stmt_build(&s->b->stmts, s->b->host, p->dialect->fetch, &build, "fetch",
-                          &s->st[SQ_FETCH], err);
+  return tabq__stmt_build(s->reg, s->b->host, p->dialect->fetch, &build, "fetch", &s->st[SQ_FETCH],
+                          err);
 }
 
 int tabq__custom_open(tabq_subscription *s, tabq_error *err) {

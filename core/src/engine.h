@@ -35,6 +35,9 @@ _Static_assert(1u << (TABQ_ROWS_STEPS - 1) == TABQ_INSERT_ROWS_MAX,
 typedef struct tabq_publisher {
   const tabq_table *caller; /* the description as the service passed it: the key */
   tabq_table table;         /* its full-size copy (sized.h) */
+  /* Where its statements are built: the broker's registry, or a statement check's own
+   * (check.c), which prepares them and runs none. */
+  tabq_registry *reg;
   unsigned insert;
   /* tabq_publish_many's inserts of many rows (publish_rows.c): rows[k] writes 2^k rows, built
    * on first use (TABQ_NO_STMT until then); `chunk` is the most rows one statement writes, 0
@@ -292,6 +295,11 @@ struct tabq_subscription {
   tabq_form form;
   const tabq_form_ops *ops; /* the form's operations */
   bool by_name;             /* opened by tabq_subscribe_to(): its queue is a route's name */
+  /* Where its statements are built: the broker's registry, or, opened for a statement check
+   * (`checking`, check.c), the check's own; such a subscription takes nothing of the process
+   * (no advisory key registry, no thread) and is freed once its statements are prepared. */
+  tabq_registry *reg;
+  bool checking;
   tabq_projection proj;
   unsigned st[SQ_COUNT];
   /* The begin of the engine's transactions (at the table's level only for the row lock form's
@@ -377,6 +385,13 @@ struct tabq_subscription {
 int tabq__sub_open(tabq_broker *b, const tabq_table *table,
                    const tabq_subscription_options *options, bool by_name, tabq_subscription **out,
                    tabq_error *err);
+/* The statement check's (check.c): the subscription tabq__sub_open would open, its rules
+ * checked and its statements built into `reg` as they would be, and nothing more: nothing
+ * prepared, claimed or started. Free it with tabq__sub_free. On a failure *out is the
+ * subscription as far as it was built (NULL when the description or the mount broke a rule). */
+int tabq__sub_open_for_check(tabq_broker *b, const tabq_table *table,
+                             const tabq_subscription_options *options, bool by_name,
+                             tabq_registry *reg, tabq_subscription **out, tabq_error *err);
 void tabq__sub_free(tabq_subscription *s);
 
 /* sub_stmts.c: what the dialect's builders get for this subscription (table, form, mount,
@@ -692,12 +707,19 @@ int tabq__publish_on(tabq_broker *b, tabq_publisher *p, tabq_pconn *c, const tab
  * holds: a transaction's), else on a pooled one. Called with b->mu held. */
 int tabq__publisher_of(tabq_broker *b, const tabq_table *caller, tabq_pconn *on,
                        tabq_publisher **out, tabq_error *err);
+/* A publisher's statements built into p->reg, from the description (taken into p->table and
+ * checked) on: the insert and, with listen_notify, the notify. Lists and prepares nothing. */
+int tabq__publisher_build(tabq_broker *b, const tabq_table *caller, tabq_publisher *p,
+                          tabq_error *err);
 /* The checks of one message against the table, before anything is written. */
 int tabq__message_check(const tabq_table *t, const tabq_message *m, tabq_error *err);
 /* The insert's values for a checked message: its rendered headers, and `now` for the row's
- * times (retry_after is now + its delay). */
-tabq_bind tabq__message_bind(const tabq_message *m, const char *headers, size_t headers_len,
-                             int64_t now);
+ * times (retry_after is now + its delay); the payload as the table declares it. */
+tabq_bind tabq__message_bind(const tabq_table *t, const tabq_message *m, const char *headers,
+                             size_t headers_len, int64_t now);
+/* The type a publish binds the payload as: TABQ_T_BYTES, or the TABQ_T_TEXT or _JSON the
+ * payload column declares. */
+tabq_type tabq__payload_type(const tabq_table *t);
 
 /* publish_rows.c: the statements of many rows tabq_publish_many writes with. */
 /* The publisher's chunk, from the dialect's insert_rows and the insert's parameters; no
@@ -710,6 +732,9 @@ int tabq__rows_plan(tabq_broker *b, tabq_publisher *p, size_t n, unsigned *rows,
 /* The rows the next statement of a planned batch writes with `left` rows to go, and that
  * statement; 1 row is the insert. */
 unsigned tabq__rows_next(const tabq_publisher *p, size_t left, unsigned *stmt);
+/* Builds the statement of every number of rows a batch may write at once (2 up to the chunk),
+ * for the statement check. */
+int tabq__rows_build_every(tabq_broker *b, tabq_publisher *p, tabq_error *err);
 
 /* headers.c */
 int tabq__headers_render(const tabq_header *h, size_t n, tabq_buf *out, tabq_error *err,
@@ -743,6 +768,27 @@ const char *tabq__type_name(int t);
 /* Whether a published value may go into a column declared `declared`. */
 bool tabq__row_value_fits(int declared, const tabq_value *v);
 
+/* claim_index.c: whether build->table has an index its claims walk (docs/check.md), from the
+ * dialect's catalog query (Dialect.indexes, ABI 1.7): *found, and the name of the index that
+ * serves in `name` (cap bytes). TABQ_DIALECT, naming the plugin and its ABI, without the
+ * member; the query's failure otherwise. */
+int tabq__claim_index_find(tabq_broker *b, const tabq_build *build, bool *found, char *name,
+                           size_t cap, tabq_error *err);
+
+/* schema.c: a table's schema from the broker's dialect (Dialect.schema, ABI 1.7). */
+/* The claim-order index's default name, "<table>_claim" (without the table's schema). */
+void tabq__schema_index_name(const tabq_table *t, char *out, size_t cap);
+/* Statement `part` of build->table's schema into *out (initialised here; no SQL: the database
+ * has none for that part); TABQ_DIALECT naming the plugin and its ABI without the member. */
+int tabq__schema_part(tabq_broker *b, const tabq_build *build, tabq_schema_part part,
+                      uint32_t flags, const char *index_name, tabq_stmt *out, tabq_error *err);
+
+/* route.c: what a route of `name` to table t (taken and checked) must be: a name, '*' only at
+ * its end, and a group column to write it into. */
+int tabq__route_check(const char *name, const tabq_table *t, tabq_error *err);
+/* Whether the dialect serves subscriptions by name (its ByName interface); TABQ_DIALECT naming
+ * the plugin otherwise. */
+int tabq__byname_served(tabq_broker *b, const char *name, const char *table, tabq_error *err);
 /* route.c: frees the broker's routes (tabq_close). */
 void tabq__routes_free(tabq_broker *b);
 

@@ -30,6 +30,7 @@ static _Thread_local struct {
   char message[512];
   char sqlstate[8];
   long native;
+  unsigned position;
 } last_report;
 
 int tabq__plugin_fail_v(int code, const char *sqlstate, long native, const char *fmt, va_list ap) {
@@ -37,7 +38,12 @@ int tabq__plugin_fail_v(int code, const char *sqlstate, long native, const char 
   vsnprintf(last_report.message, sizeof last_report.message, fmt, ap);
   snprintf(last_report.sqlstate, sizeof last_report.sqlstate, "%s", sqlstate ? sqlstate : "");
   last_report.native = native;
+  last_report.position = 0;
   return code;
+}
+
+void tabq__plugin_fail_position(unsigned position) {
+  last_report.position = position;
 }
 
 void tabq__err_clear(tabq_error *e) {
@@ -61,6 +67,7 @@ int tabq__err_set(tabq_error *e, int code, const char *table, const char *statem
   va_end(ap);
   e->sqlstate[0] = '\0';
   e->native = 0;
+  e->position = 0;
   set_place(e, table, statement);
   return code;
 }
@@ -73,14 +80,17 @@ int tabq__err_from_plugin(tabq_error *e, int code, const char *table, const char
     memcpy(e->message, last_report.message, sizeof e->message);
     memcpy(e->sqlstate, last_report.sqlstate, sizeof e->sqlstate);
     e->native = last_report.native;
+    e->position = last_report.position;
   } else {
     snprintf(e->message, sizeof e->message, "the dialect failed with %s and said nothing more",
              tabq_code_name((tabq_code)code));
     e->sqlstate[0] = '\0';
     e->native = 0;
+    e->position = 0;
   }
   last_report.code = 0;
   last_report.message[0] = '\0';
+  last_report.position = 0;
   set_place(e, table, statement);
   return code;
 }

@@ -16,5 +16,7 @@ int tabq__err_set(tabq_error *e, int code, const char *table, const char *statem
 int tabq__err_from_plugin(tabq_error *e, int code, const char *table, const char *statement);
 /* The plugin's report on this thread (the host->fail side). */
 int tabq__plugin_fail_v(int code, const char *sqlstate, long native, const char *fmt, va_list ap);
+/* Where in its statement the plugin's last report on this thread points (ABI 1.7). */
+void tabq__plugin_fail_position(unsigned position);
 
 #endif

@@ -21,28 +21,29 @@ int tabq__advisory_open(tabq_subscription *s, tabq_error *err) {
   if (!rc)
     rc = tabq__sub_stmt(s, adv->candidates, "candidates", SQ_CANDIDATES, err);
   /* A database without session locks: the process keeps the keys, unless the service locks
-   * with statements of its own. */
-  if (!rc && (adv->flags & TABQ_ADVISORY_PROCESS_KEYS) && !tabq__sub_own(s, SQ_LOCK))
+   * with statements of its own (a statement check takes no key registry: it claims nothing). */
+  bool process_keys = (adv->flags & TABQ_ADVISORY_PROCESS_KEYS) && !tabq__sub_own(s, SQ_LOCK);
+  if (!rc && process_keys && !s->checking)
     rc = tabq__pkeys_open(s, err);
-  else if (!rc)
+  else if (!rc && !process_keys)
     rc = tabq__sub_stmt(s, adv->lock, "lock", SQ_LOCK, err);
-  if (!rc && !s->pkeys)
+  if (!rc && !process_keys)
     rc = tabq__sub_stmt(s, adv->unlock, "unlock", SQ_UNLOCK, err);
   if (!rc)
-    rc = tabq__stmt_build(&b->stmts, b->host, adv->take, &build, "take", &s->st[SQ_TAKE], err);
+    rc = tabq__stmt_build(s->reg, b->host, adv->take, &build, "take", &s->st[SQ_TAKE], err);
   if (!rc && adv->stamp && s->t->attempt.name)
-    rc = tabq__stmt_build(&b->stmts, b->host, adv->stamp, &build, "stamp", &s->st[SQ_STAMP], err);
+    rc = tabq__stmt_build(s->reg, b->host, adv->stamp, &build, "stamp", &s->st[SQ_STAMP], err);
   /* ABI 1.5: one round trip for the lock and the take, and one for the ack and the release,
    * where the database locks and the service's own statements do not. */
-  bool session_locks = !s->pkeys && !tabq__sub_own(s, SQ_LOCK);
+  bool session_locks = !process_keys && !tabq__sub_own(s, SQ_LOCK);
   bool built;
   if (!rc && session_locks && s->st[SQ_STAMP] == TABQ_NO_STMT &&
       TABQ_HAS_MEMBER(adv, tabq_advisory_v1, lock_take) && adv->lock_take)
-    rc = tabq__stmt_build_optional(&b->stmts, b->host, adv->lock_take, &build, "lock_take",
+    rc = tabq__stmt_build_optional(s->reg, b->host, adv->lock_take, &build, "lock_take",
                                    &s->st[SQ_LOCK_TAKE], &built, err);
   if (!rc && session_locks && !tabq__sub_own(s, SQ_ACK) &&
       TABQ_HAS_MEMBER(adv, tabq_advisory_v1, ack_unlock) && adv->ack_unlock)
-    rc = tabq__stmt_build_optional(&b->stmts, b->host, adv->ack_unlock, &build, "ack_unlock",
+    rc = tabq__stmt_build_optional(s->reg, b->host, adv->ack_unlock, &build, "ack_unlock",
                                    &s->st[SQ_ACK_UNLOCK], &built, err);
   /* Room for the rows in work here (still due) and one claim's worth past them, for each
    * worker: their claims run side by side, each reading its candidates into a space of its own

@@ -21,13 +21,13 @@ int tabq__lease_open(tabq_subscription *s, tabq_error *err) {
   if (!rc)
     rc = tabq__sub_stmt(s, lease->extend, "extend", SQ_EXTEND, err);
   if (!rc)
-    rc = tabq__stmt_build(&b->stmts, b->host, lease->release, &build, "release", &s->st[SQ_RELEASE],
+    rc = tabq__stmt_build(s->reg, b->host, lease->release, &build, "release", &s->st[SQ_RELEASE],
                           err);
   if (!rc && s->t->fifo && b->plugin.plugin->dialect->fifo_guard)
-    rc = tabq__stmt_build(&b->stmts, b->host, b->plugin.plugin->dialect->fifo_guard, &build,
+    rc = tabq__stmt_build(s->reg, b->host, b->plugin.plugin->dialect->fifo_guard, &build,
                           "fifo_guard", &s->st[SQ_GUARD], err);
   if (!rc && lease->stamp)
-    rc = tabq__stmt_build(&b->stmts, b->host, lease->stamp, &build, "stamp", &s->st[SQ_STAMP], err);
+    rc = tabq__stmt_build(s->reg, b->host, lease->stamp, &build, "stamp", &s->st[SQ_STAMP], err);
   if (!rc && TABQ_HAS_MEMBER(lease, tabq_lease_v1, stamp_ids))
     rc = tabq__stamp_ids_open(s, lease->stamp_ids, err);
   s->serial = (lease->flags & TABQ_CLAIM_SERIAL) || s->t->fifo;

@@ -24,7 +24,7 @@ int tabq__rowlock_open(tabq_subscription *s, tabq_error *err) {
       return tabq__err_set(err, TABQ_DIALECT, s->t->name, "fifo_guard",
                            "table %s has FIFO groups, but the %s dialect builds no group guard",
                            s->t->name, p->name);
-    rc = tabq__stmt_build(&b->stmts, b->host, p->dialect->fifo_guard, &build, "fifo_guard",
+    rc = tabq__stmt_build(s->reg, b->host, p->dialect->fifo_guard, &build, "fifo_guard",
                           &s->st[SQ_GUARD], err);
   }
   if (!rc && p->rowlock->stamp && s->t->attempt.name)

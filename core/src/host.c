@@ -17,6 +17,10 @@ static int host_fail(int code, const char *sqlstate, long native, const char *fm
   return code;
 }
 
+static void host_fail_position(unsigned position) {
+  tabq__plugin_fail_position(position);
+}
+
 static void host_log(int level, const char *fmt, ...) {
   va_list ap;
   va_start(ap, fmt);
@@ -45,6 +49,7 @@ static const tabq_host services = {
     .fail = host_fail,
     .log = host_log,
     .log_to = host_log_to,
+    .fail_position = host_fail_position,
 };
 
 const tabq_host *tabq__host_services(void) {

@@ -115,6 +115,22 @@ void tabq__pool_discard(tabq_pool *p, tabq_pconn *c) {
   tabq__pool_release(p, c);
 }
 
+int tabq__pool_server(tabq_pool *p, const char *table, char *text, size_t cap, uint32_t *number,
+                      char *database, size_t database_cap, tabq_error *err) {
+  tabq_pconn *c;
+  int rc = tabq__pool_acquire(p, &c, err);
+  if (rc)
+    return rc;
+  rc = tabq__pconn_check(c, p->drv->server_version(c->conn, text, cap, number));
+  if (rc)
+    tabq__err_from_plugin(err, rc, table, "server_version");
+  else if (database && TABQ_HAS_MEMBER(p->drv, tabq_driver_v1, database) &&
+           (rc = p->drv->database(c->conn, database, database_cap)))
+    tabq__err_from_plugin(err, rc, table, "database");
+  tabq__pool_release(p, c);
+  return rc;
+}
+
 void tabq__pool_destroy(tabq_pool *p) {
   for (unsigned i = 0; i < p->size; i++) {
     disconnect(p, &p->slots[i]);

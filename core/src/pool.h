@@ -49,6 +49,11 @@ int tabq__pool_acquire(tabq_pool *p, tabq_pconn **out, tabq_error *err);
 void tabq__pool_release(tabq_pool *p, tabq_pconn *c);
 /* Gives a connection back closed: its session ends (and every session lock with it). */
 void tabq__pool_discard(tabq_pool *p, tabq_pconn *c);
+/* The server's version (as text into `text`, cap bytes, and as the driver's number) and, where
+ * the driver tells it and `database` is not NULL, the connection's current database, read on a
+ * pooled connection; failures name `table`. */
+int tabq__pool_server(tabq_pool *p, const char *table, char *text, size_t cap, uint32_t *number,
+                      char *database, size_t database_cap, tabq_error *err);
 void tabq__pool_destroy(tabq_pool *p);
 
 #endif

@@ -9,6 +9,28 @@
 #include "error.h"
 #include "sized.h"
 
+int tabq__publisher_build(tabq_broker *b, const tabq_table *caller, tabq_publisher *p,
+                          tabq_error *err) {
+  const tabq_table *t = &p->table;
+  p->notify = TABQ_NO_STMT;
+  int rc = tabq__table_take(caller, &p->table, err);
+  if (!rc)
+    rc = tabq__table_rules(t, err);
+  if (rc)
+    return rc;
+  tabq_build build = {.table = t, .form = tabq_table_form(t)};
+  rc = tabq__form_servable(b, &build, err);
+  if (!rc)
+    rc = tabq__stmt_build(p->reg, b->host, b->plugin.plugin->dialect->insert, &build, "insert",
+                          &p->insert, err);
+  if (!rc)
+    tabq__rows_init(b, p);
+  if (!rc && b->listen_notify && !(rc = tabq__channel_of(b, t, p->channel, sizeof p->channel, err)))
+    rc = tabq__stmt_build(p->reg, b->host, b->plugin.plugin->dialect->notify, &build, "notify",
+                          &p->notify, err);
+  return rc;
+}
+
 /* Found by the description's address after its first use. */
 int tabq__publisher_of(tabq_broker *b, const tabq_table *caller, tabq_pconn *on,
                        tabq_publisher **out, tabq_error *err) {
@@ -20,25 +42,8 @@ int tabq__publisher_of(tabq_broker *b, const tabq_table *caller, tabq_pconn *on,
   tabq_publisher *p = calloc(1, sizeof *p);
   if (!p)
     return tabq__err_set(err, TABQ_NOMEM, caller->name, "insert", "cannot allocate a publisher");
-  const tabq_table *t = &p->table;
-  int rc = tabq__table_take(caller, &p->table, err);
-  if (!rc)
-    rc = tabq__table_rules(t, err);
-  if (rc) {
-    free(p);
-    return rc;
-  }
-  tabq_build build = {.table = t, .form = tabq_table_form(t)};
-  rc = tabq__form_servable(b, &build, err);
-  if (!rc)
-    rc = tabq__stmt_build(&b->stmts, b->host, b->plugin.plugin->dialect->insert, &build, "insert",
-                          &p->insert, err);
-  p->notify = TABQ_NO_STMT;
-  if (!rc)
-    tabq__rows_init(b, p);
-  if (!rc && b->listen_notify && !(rc = tabq__channel_of(b, t, p->channel, sizeof p->channel, err)))
-    rc = tabq__stmt_build(&b->stmts, b->host, b->plugin.plugin->dialect->notify, &build, "notify",
-                          &p->notify, err);
+  p->reg = &b->stmts;
+  int rc = tabq__publisher_build(b, caller, p, err);
   tabq_pconn *c = on;
   if (!rc && !on)
     rc = tabq__pool_acquire(&b->pool, &c, err);
@@ -123,14 +128,21 @@ static tabq_value text_or_null(const char *s) {
   return s ? tabq_text(s, strlen(s)) : tabq_null();
 }
 
-tabq_bind tabq__message_bind(const tabq_message *m, const char *headers, size_t headers_len,
-                             int64_t now) {
+tabq_type tabq__payload_type(const tabq_table *t) {
+  return t->payload.type == TABQ_T_TEXT || t->payload.type == TABQ_T_JSON ? t->payload.type
+                                                                          : TABQ_T_BYTES;
+}
+
+tabq_bind tabq__message_bind(const tabq_table *t, const tabq_message *m, const char *headers,
+                             size_t headers_len, int64_t now) {
+  tabq_value payload = tabq_bytes(m->payload ? m->payload : "", m->payload_len);
+  payload.type = tabq__payload_type(t);
   tabq_bind v = {.id = m->id,
                  .group = text_or_null(m->group),
                  .priority = m->priority,
                  .partition_key = text_or_null(m->partition_key),
                  .attempt = 1,
-                 .payload = tabq_bytes(m->payload ? m->payload : "", m->payload_len),
+                 .payload = payload,
                  .data = m->data,
                  .ndata = m->ndata,
                  .now = now};
@@ -164,7 +176,7 @@ int tabq__publish_on(tabq_broker *b, tabq_publisher *p, tabq_pconn *c, const tab
     rc = tabq__headers_render(m->headers, m->nheaders, headers, err, t->name);
   if (rc)
     return rc;
-  tabq_bind v = tabq__message_bind(m, headers->p, headers->len, tabq__now_us());
+  tabq_bind v = tabq__message_bind(t, m, headers->p, headers->len, tabq__now_us());
   uint64_t changed;
   rc = tabq__stmt_change(&b->stmts, b->drv, c, p->insert, &v, &changed, err);
   if (!rc && p->notify != TABQ_NO_STMT)

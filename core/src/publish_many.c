@@ -140,7 +140,7 @@ static int write_one(tabq_broker *b, tabq_publisher *p, tabq_pconn *c, const tab
     json_len = headers->len;
   }
   uint64_t changed;
-  tabq_bind v = tabq__message_bind(&m, json, json_len, now);
+  tabq_bind v = tabq__message_bind(t, &m, json, json_len, now);
   return rc ? rc : tabq__stmt_change(&b->stmts, b->drv, c, p->insert, &v, &changed, err);
 }
 
@@ -175,7 +175,7 @@ static int write_rows(tabq_broker *b, tabq_publisher *p, tabq_pconn *c,
       *bad = k;
       return rc;
     }
-    tabq_bind v = tabq__message_bind(&m, NULL, headers->len - x->json_at[k], now);
+    tabq_bind v = tabq__message_bind(t, &m, NULL, headers->len - x->json_at[k], now);
     tabq__stmt_values(&b->stmts, stmt, &v, x->values + (size_t)k * d->nparams);
   }
   for (unsigned i = 0; t->headers.name && i < d->nparams; i++)

@@ -19,7 +19,7 @@ void tabq__rows_init(tabq_broker *b, tabq_publisher *p) {
     p->rows[k] = TABQ_NO_STMT;
   p->chunk = 0;
   const tabq_dialect_v1 *dl = b->plugin.plugin->dialect;
-  unsigned np = b->stmts.defs[p->insert].nparams;
+  unsigned np = p->reg->defs[p->insert].nparams;
   if (!TABQ_HAS_MEMBER(dl, tabq_dialect_v1, insert_rows))
     return;
   unsigned chunk = TABQ_INSERT_ROWS_MAX;
@@ -51,10 +51,18 @@ static int build_step(tabq_broker *b, tabq_publisher *p, unsigned k, tabq_error 
   tabq_build build = {.table = &p->table, .form = tabq_table_form(&p->table), .rows = 1u << k};
   unsigned id;
   bool built;
-  int rc = tabq__stmt_build_rows(&b->stmts, b->host, b->plugin.plugin->dialect->insert_rows, &build,
+  int rc = tabq__stmt_build_rows(p->reg, b->host, b->plugin.plugin->dialect->insert_rows, &build,
                                  "insert_rows", &id, &built, err);
   if (!rc)
     p->rows[k] = built ? id : ROWS_DECLINED;
+  return rc;
+}
+
+int tabq__rows_build_every(tabq_broker *b, tabq_publisher *p, tabq_error *err) {
+  int rc = TABQ_OK;
+  for (unsigned k = 1; !rc && p->chunk && (1u << k) <= p->chunk; k++)
+    if (p->rows[k] == TABQ_NO_STMT)
+      rc = build_step(b, p, k, err);
   return rc;
 }
 

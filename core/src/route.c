@@ -87,6 +87,27 @@ static int add_locked(tabq_broker *b, tabq_route_entry *r, bool *kept, tabq_erro
   return rc;
 }
 
+int tabq__route_check(const char *name, const tabq_table *t, tabq_error *err) {
+  int rc = tabq__route_name_check(name, true, "route", err);
+  if (!rc && !t->group.name)
+    rc = tabq__err_set(err, TABQ_DECLARATION, t->name, NULL,
+                       "route '%s' to table %s: a routed table needs a group column, which "
+                       "receives the name a row is published to",
+                       name, t->name);
+  return rc;
+}
+
+int tabq__byname_served(tabq_broker *b, const char *name, const char *table, tabq_error *err) {
+  const tabq_plugin *p = b->plugin.plugin;
+  if (p->byname)
+    return TABQ_OK;
+  return tabq__err_set(err, TABQ_DIALECT, table, NULL,
+                       "subscription by name '%s': the %s dialect (%s) has no ByName interface, "
+                       "so it serves no subscriptions by name; subscribe to table %s with "
+                       "tabq_subscribe()",
+                       name, p->name, b->plugin.path, table);
+}
+
 static int route(tabq_broker *b, const char *name, const tabq_table *table, tabq_error *err) {
   int rc = tabq__route_name_check(name, true, "route", err);
   if (rc)
@@ -102,11 +123,8 @@ static int route(tabq_broker *b, const char *name, const tabq_table *table, tabq
   rc = tabq__table_take(table, &r->table, err);
   if (!rc)
     rc = tabq__table_rules(&r->table, err);
-  if (!rc && !r->table.group.name)
-    rc = tabq__err_set(err, TABQ_DECLARATION, r->table.name, NULL,
-                       "route '%s' to table %s: a routed table needs a group column, which "
-                       "receives the name a row is published to",
-                       name, r->table.name);
+  if (!rc)
+    rc = tabq__route_check(name, &r->table, err);
   bool kept = false;
   if (!rc) {
     pthread_mutex_lock(&b->mu);
@@ -174,13 +192,8 @@ static int subscribe_to(tabq_broker *b, const char *name, const tabq_subscriptio
     return TABQ_NO_ROUTE;
   if ((rc = tabq__by_name_check(name, &r->table, &o, err)))
     return rc;
-  const tabq_plugin *p = b->plugin.plugin;
-  if (!p->byname)
-    return tabq__err_set(err, TABQ_DIALECT, r->table.name, NULL,
-                         "subscription by name '%s': the %s dialect (%s) has no ByName interface, "
-                         "so it serves no subscriptions by name; subscribe to table %s with "
-                         "tabq_subscribe()",
-                         name, p->name, b->plugin.path, r->table.name);
+  if ((rc = tabq__byname_served(b, name, r->table.name, err)))
+    return rc;
   o.queue = name;
   return tabq__sub_open(b, &r->table, &o, true, out, err);
 }

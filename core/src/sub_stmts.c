@@ -18,7 +18,7 @@ int tabq__sub_stmt(tabq_subscription *s, tabq_build_fn fn, const char *name, tab
   if (s->st[q] != TABQ_NO_STMT)
     return TABQ_OK; /* the service's own */
   tabq_build build = tabq__sub_build(s);
-  return tabq__stmt_build(&s->b->stmts, s->b->host, fn, &build, name, &s->st[q], err);
+  return tabq__stmt_build(s->reg, s->b->host, fn, &build, name, &s->st[q], err);
 }
 
 /* The begins of the transactions tabq opens. A table's isolation level (or SQLite mode)

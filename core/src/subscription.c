@@ -15,21 +15,9 @@
 /* The server's version and current database, read once at open for the dialect's floors and
  * names. */
 static int read_server(tabq_subscription *s, tabq_error *err) {
-  tabq_broker *b = s->b;
-  tabq_pconn *c;
-  int rc = tabq__pool_acquire(&b->pool, &c, err);
-  if (rc)
-    return rc;
-  rc = tabq__pconn_check(c,
-                         b->drv->server_version(c->conn, s->server_version_text,
-                                                sizeof s->server_version_text, &s->server_version));
-  if (rc)
-    tabq__err_from_plugin(err, rc, s->t->name, "server_version");
-  else if (TABQ_HAS_MEMBER(b->drv, tabq_driver_v1, database) &&
-           (rc = b->drv->database(c->conn, s->database, sizeof s->database)))
-    tabq__err_from_plugin(err, rc, s->t->name, "database");
-  tabq__pool_release(&b->pool, c);
-  return rc;
+  return tabq__pool_server(&s->b->pool, s->t->name, s->server_version_text,
+                           sizeof s->server_version_text, &s->server_version, s->database,
+                           sizeof s->database, err);
 }
 
 int tabq__form_servable(tabq_broker *b, const tabq_build *build, tabq_error *err) {
@@ -77,8 +65,7 @@ static int build_settlements(tabq_subscription *s, tabq_error *err) {
   /* A batch's acks at once, where the dialect can (and the service has no ack of its own). */
   if (!rc && s->o.batch_handler && !tabq__sub_own(s, SQ_ACK) &&
       TABQ_HAS_MEMBER(dl, tabq_dialect_v1, ack_ids) && dl->ack_ids)
-    rc = tabq__stmt_build(&b->stmts, b->host, dl->ack_ids, &build, "ack_ids", &s->st[SQ_ACK_IDS],
-                          err);
+    rc = tabq__stmt_build(s->reg, b->host, dl->ack_ids, &build, "ack_ids", &s->st[SQ_ACK_IDS], err);
   /* The service's own dead letter serves a group and a table alike, in one statement. */
   bool own_dead = tabq__sub_own(s, SQ_DL_GROUP);
   if (!rc && s->dead_letter_group)
@@ -96,10 +83,10 @@ static int build_settlements(tabq_subscription *s, tabq_error *err) {
       tabq_sql_free(&remove);
       return rc;
     }
-    rc = tabq__stmt_register(&b->stmts, &copy, "dead_letter_copy", s->t->name, &s->st[SQ_DL_COPY],
-                             err);
+    rc =
+        tabq__stmt_register(s->reg, &copy, "dead_letter_copy", s->t->name, &s->st[SQ_DL_COPY], err);
     if (!rc)
-      rc = tabq__stmt_register(&b->stmts, &remove, "dead_letter_delete", s->t->name,
+      rc = tabq__stmt_register(s->reg, &remove, "dead_letter_delete", s->t->name,
                                &s->st[SQ_DL_REMOVE], err);
     else
       tabq_sql_free(&remove);
@@ -178,6 +165,7 @@ static tabq_subscription *new_subscription(tabq_broker *b, const tabq_table *t,
   if (!s)
     return NULL;
   s->b = b;
+  s->reg = &b->stmts;
   s->table = *t;
   s->t = &s->table;
   t = s->t;
@@ -212,9 +200,12 @@ static tabq_subscription *new_subscription(tabq_broker *b, const tabq_table *t,
   return s;
 }
 
-int tabq__sub_open(tabq_broker *b, const tabq_table *table,
-                   const tabq_subscription_options *options, bool by_name, tabq_subscription **out,
-                   tabq_error *err) {
+/* The subscription a mount asks for, its rules checked and its statements built into `reg`;
+ * *out is set once it exists, so the caller frees it whatever failed after. */
+static int open_built(tabq_broker *b, const tabq_table *table,
+                      const tabq_subscription_options *options, bool by_name, tabq_registry *reg,
+                      bool checking, tabq_subscription **out, tabq_error *err) {
+  *out = NULL;
   tabq_table taken_table;
   tabq_subscription_options taken;
   int rc = tabq__table_take(table, &taken_table, err);
@@ -229,13 +220,17 @@ int tabq__sub_open(tabq_broker *b, const tabq_table *table,
     rc = tabq__mount_check(t, o, err);
   if (rc)
     return rc;
-  if (atomic_load(&b->shut))
+  /* A check prepares what a subscription would, which a shut broker still may. */
+  if (!checking && atomic_load(&b->shut))
     return tabq__err_set(err, TABQ_CLOSED, t->name, NULL, "the broker is shut down");
   tabq_subscription *s = new_subscription(b, t, o);
   if (!s)
     return tabq__err_set(err, TABQ_NOMEM, t->name, NULL, "cannot allocate a subscription");
+  *out = s;
   t = s->t;
   s->by_name = by_name;
+  s->reg = reg;
+  s->checking = checking;
   bool failed = false;
   s->queue = copy_or_null(o->queue, &failed);
   s->dead_letter_group = copy_or_null(o->dead_letter_group, &failed);
@@ -262,8 +257,23 @@ int tabq__sub_open(tabq_broker *b, const tabq_table *table,
     rc = tabq__custom_after_open(s, err);
   if (!rc)
     rc = build_settlements(s, err);
+  return rc;
+}
+
+int tabq__sub_open_for_check(tabq_broker *b, const tabq_table *table,
+                             const tabq_subscription_options *options, bool by_name,
+                             tabq_registry *reg, tabq_subscription **out, tabq_error *err) {
+  return open_built(b, table, options, by_name, reg, true, out, err);
+}
+
+int tabq__sub_open(tabq_broker *b, const tabq_table *table,
+                   const tabq_subscription_options *options, bool by_name, tabq_subscription **out,
+                   tabq_error *err) {
+  tabq_subscription *s;
+  int rc = open_built(b, table, options, by_name, &b->stmts, false, &s, err);
   if (!rc)
     rc = prepare_all(s, err);
+  const tabq_table *t = s ? s->t : NULL;
   if (!rc && b->listen_notify && !(rc = tabq__channel_of(b, t, s->channel, sizeof s->channel, err)))
     rc = tabq__listener_add(b, s->channel, t->name, err);
   if (!rc)
@@ -271,7 +281,8 @@ int tabq__sub_open(tabq_broker *b, const tabq_table *table,
   if (!rc)
     rc = tabq__workers_start(s, err);
   if (rc) {
-    tabq__sub_free(s); /* never listed, no thread running */
+    if (s)
+      tabq__sub_free(s); /* never listed, no thread running */
     return rc;
   }
   pthread_mutex_lock(&b->mu);

@@ -93,6 +93,20 @@ static int check_columns(const tabq_table *t, tabq_error *err) {
              t->data[i].name ? t->data[i].name : "", ty);
     return broken(err, t, "data column types", detail);
   }
+  int id = t->id.type, payload = t->payload.type;
+  if (id != TABQ_T_NULL && id != TABQ_T_INT && id != TABQ_T_TEXT) {
+    snprintf(detail, sizeof detail,
+             "the id declares type %d; an id is TABQ_T_INT (the default) or TABQ_T_TEXT", id);
+    return broken(err, t, "id and payload types", detail);
+  }
+  if (t->payload.name && payload != TABQ_T_NULL && payload != TABQ_T_BYTES &&
+      payload != TABQ_T_TEXT && payload != TABQ_T_JSON) {
+    snprintf(detail, sizeof detail,
+             "the payload declares type %d; a payload is TABQ_T_BYTES (the default), "
+             "TABQ_T_TEXT or TABQ_T_JSON",
+             payload);
+    return broken(err, t, "id and payload types", detail);
+  }
   named cols[10 + MAX_DATA_COLUMNS];
   size_t n = collect(t, cols);
   for (size_t i = 0; i < n; i++) {

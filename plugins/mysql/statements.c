@@ -38,6 +38,10 @@ static const tabq_sql_style style = {
     .product = "MySQL/MariaDB",
 };
 
+const tabq_sql_style *tabq_my_style(void) {
+  return &style;
+}
+
 /* The inside of a string literal: a quote doubled, a backslash escaped (MySQL reads \ as an
  * escape unless sql_mode has NO_BACKSLASH_ESCAPES). */
 static void literal_text(tabq_stmt *st, const char *text, size_t n) {
@@ -54,6 +58,10 @@ static void literal(tabq_stmt *st, const char *text, size_t n) {
   tabq_sql_raw(st, "'");
   literal_text(st, text, n);
   tabq_sql_raw(st, "'");
+}
+
+void tabq_my_literal(tabq_stmt *st, const char *text, size_t n) {
+  literal(st, text, n);
 }
 
 /* Every projection here is a claim's or a take's, read before the stamp counts the attempt:
@@ -115,7 +123,7 @@ static int stamp_attempt(const tabq_build *b, tabq_stmt *out) {
 /* ---- Server versions ---------------------------------------------------------------------- */
 
 /* `text` names MariaDB, in any case ("10.11.19-MariaDB-0+deb12u1"). */
-static bool names_mariadb(const char *text) {
+bool tabq_my_names_mariadb(const char *text) {
   static const char want[] = "mariadb";
   if (!text)
     return false;
@@ -132,7 +140,7 @@ static bool names_mariadb(const char *text) {
 int tabq_my_check_version(const char *table_name, uint32_t number, const char *text) {
   if (number == 0) /* not read yet: the floors wait for it */
     return TABQ_OK;
-  bool maria = names_mariadb(text);
+  bool maria = tabq_my_names_mariadb(text);
   uint32_t floor = maria ? TABQ_MY_MARIADB_FLOOR : TABQ_MY_MYSQL_FLOOR;
   if (number >= floor)
     return TABQ_OK;
@@ -340,6 +348,8 @@ const tabq_dialect_v1 tabq_my_dialect = {
     .ack_ids = ack_ids,
     .insert_rows = insert_rows,
     .savepoint = savepoint,
+    .schema = tabq_my_schema,
+    .indexes = tabq_my_indexes,
 };
 
 /* ---- RowLock ------------------------------------------------------------------------------ */

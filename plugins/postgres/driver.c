@@ -92,6 +92,16 @@ static bool lost(const tabq_conn *c) {
   return PQstatus(c->pg) == CONNECTION_BAD;
 }
 
+/* After a failure is reported: where in the statement the server says it is (ABI 1.7), its
+ * error cursor counted in characters from 1, as the host takes it. */
+static int with_position(int code, const PGresult *res) {
+  const char *at = res ? PQresultErrorField(res, PG_DIAG_STATEMENT_POSITION) : NULL;
+  const tabq_host *h = host();
+  if (at && TABQ_HAS_MEMBER(h, tabq_host, fail_position))
+    h->fail_position((unsigned)strtoul(at, NULL, 10));
+  return code;
+}
+
 /* Reports a failed command on `c` for `what` ("claim statement", "commit", ...): the server's
  * SQLSTATE and primary message when it sent them, libpq's own message otherwise. A connection
  * lost without a SQLSTATE reports 08006 (connection failure). */
@@ -108,8 +118,9 @@ static int fail_pg(tabq_conn *c, const PGresult *res, const char *what) {
   bool gone = lost(c);
   if (!state && gone)
     state = "08006";
-  return host()->fail(TABQ_BACKEND, state, 0, "%s: %s%s", what, msg,
-                      gone ? " (the connection is lost)" : "");
+  return with_position(host()->fail(TABQ_BACKEND, state, 0, "%s: %s%s", what, msg,
+                                    gone ? " (the connection is lost)" : ""),
+                       res);
 }
 
 /* Server notices (NOTICE, WARNING, and a FATAL that arrives while idle) go to the host's log
@@ -453,7 +464,8 @@ static int fail_prepare(tabq_conn *c, const PGresult *res, const char *name) {
   const char *primary = PQresultErrorField(res, PG_DIAG_MESSAGE_PRIMARY);
   for (size_t i = 0; state && primary && i < 4; i++)
     if (strcmp(state, schema_states[i]) == 0)
-      return host()->fail(TABQ_SCHEMA, state, 0, "%s statement: %s", name, primary);
+      return with_position(host()->fail(TABQ_SCHEMA, state, 0, "%s statement: %s", name, primary),
+                           res);
   char what[48];
   snprintf(what, sizeof what, "%s statement", name);
   return fail_pg(c, res, what);
@@ -525,6 +537,20 @@ static void end_execution(tabq_prepared *p) {
   PQclear(p->res);
   p->res = NULL;
   p->on_row = false;
+}
+
+/* A value of sample's type through the codec of the type the server inferred for placeholder
+ * i, into a slot of its own: what execute would do with it, without a round trip (ABI 1.7). */
+static int pg_bindable(tabq_prepared *p, unsigned i, const tabq_value *sample) {
+  if (i >= p->nparams)
+    return host()->fail(TABQ_INVALID, NULL, 0, "%s statement has %u placeholders; no $%u", p->name,
+                        p->nparams, i + 1);
+  tabq_pg_slot slot = {0};
+  const char *data;
+  int len;
+  int code = tabq_pg_encode(sample, p->param_types[i], &slot, &data, &len, p->name, i + 1);
+  tabq_pg_slot_free(&slot);
+  return code;
 }
 
 static uint64_t parse_count(const char *s) {
@@ -771,4 +797,5 @@ const tabq_driver_v1 tabq_pg_driver = {
     .listen = pg_listen,
     .wait_notify = pg_wait_notify,
     .connect_host = pg_connect_host,
+    .bindable = pg_bindable,
 };

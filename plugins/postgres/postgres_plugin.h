@@ -14,6 +14,14 @@ extern const tabq_rowlock_v1 tabq_pg_rowlock;   /* statements.c */
 extern const tabq_lease_v1 tabq_pg_lease;       /* statements.c */
 extern const tabq_advisory_v1 tabq_pg_advisory; /* statements.c */
 
+/* schema.c: the table's schema (Dialect.schema) and the catalog of its indexes
+ * (Dialect.indexes), ABI 1.7; statements.c's style and string literal, which they share. */
+int tabq_pg_schema(const tabq_build *b, const tabq_schema_spec *spec, tabq_stmt *out);
+int tabq_pg_indexes(const tabq_build *b, tabq_stmt *out);
+struct tabq_sql_style;
+const struct tabq_sql_style *tabq_pg_style(void);
+void tabq_pg_literal(tabq_stmt *st, const char *text, size_t n);
+
 /* Version floors (server_version_num). */
 #define TABQ_PG_SKIP_LOCKED_FLOOR 90500 /* FOR UPDATE SKIP LOCKED */
 #define TABQ_PG_HASH_FLOOR 110000       /* hashtextextended: advisory and FIFO claims */

@@ -31,6 +31,10 @@ static const tabq_sql_style style = {
     .order_by_processed_at = true, /* docs/table-description.md: the claim index */
 };
 
+const tabq_sql_style *tabq_pg_style(void) {
+  return &style;
+}
+
 /* `n` bytes of `text` as a string literal. A backslash makes it an E'' literal with the
  * backslash doubled, which reads the same whatever standard_conforming_strings says. */
 static void literal(tabq_stmt *st, const char *text, size_t n) {
@@ -42,6 +46,10 @@ static void literal(tabq_stmt *st, const char *text, size_t n) {
       tabq_sql_append(st, text + i, 1);
   }
   tabq_sql_raw(st, "'");
+}
+
+void tabq_pg_literal(tabq_stmt *st, const char *text, size_t n) {
+  literal(st, text, n);
 }
 
 /* The rows a claim takes, from " WHERE" on: with FIFO groups only the group's head, its first
@@ -296,6 +304,8 @@ const tabq_dialect_v1 tabq_pg_dialect = {
     .ack_ids = ack_ids,
     .insert_rows = insert_rows,
     .savepoint = savepoint,
+    .schema = tabq_pg_schema,
+    .indexes = tabq_pg_indexes,
 };
 
 /* ---- RowLock ------------------------------------------------------------------------------ */

@@ -26,6 +26,14 @@ extern const tabq_dialect_v1 tabq_sqlite_dialect;
 extern const tabq_lease_v1 tabq_sqlite_lease;
 extern const tabq_advisory_v1 tabq_sqlite_advisory;
 
+/* schema.c: the table's schema (Dialect.schema) and the catalog of its indexes
+ * (Dialect.indexes), ABI 1.7; statements.c's style and string literal, which they share. */
+int tabq_sqlite_schema(const tabq_build *b, const tabq_schema_spec *spec, tabq_stmt *out);
+int tabq_sqlite_indexes(const tabq_build *b, tabq_stmt *out);
+struct tabq_sql_style;
+const struct tabq_sql_style *tabq_sqlite_style(void);
+void tabq_sqlite_literal(tabq_stmt *st, const char *text, size_t n);
+
 /* ---- sqltime.c: times as fixed-width UTC text ----------------------------------------------- */
 
 /* "YYYY-MM-DD HH:MM:SS.ffffff": always this width, so text order is time order. */

@@ -26,6 +26,10 @@ static const tabq_sql_style style = {
     .product = "SQLite",
 };
 
+const tabq_sql_style *tabq_sqlite_style(void) {
+  return &style;
+}
+
 /* ---- Dialect ------------------------------------------------------------------------------ */
 
 static int check(const tabq_build *b) {
@@ -83,6 +87,10 @@ static void literal(tabq_stmt *st, const char *text, size_t n) {
       tabq_sql_append(st, text + i, 1);
   }
   tabq_sql_raw(st, "'");
+}
+
+void tabq_sqlite_literal(tabq_stmt *st, const char *text, size_t n) {
+  literal(st, text, n);
 }
 
 /* pragma_table_info, in the table's schema ("main", an attached one) when it names one. Column
@@ -147,6 +155,8 @@ const tabq_dialect_v1 tabq_sqlite_dialect = {
     .count_attempt = count_attempt_row,
     .column_default = column_default,
     .insert_rows = insert_rows,
+    .schema = tabq_sqlite_schema,
+    .indexes = tabq_sqlite_indexes,
 };
 
 /* ---- Lease -------------------------------------------------------------------------------- */

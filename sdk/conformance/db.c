@@ -12,7 +12,7 @@
 static struct {
   char jobs[48], dead[56], rows[56];
   tabq_conn *conn;
-  bool created, rows_made;
+  unsigned made; /* DB_JOBS, DB_DEAD, DB_ROWS: the tables end_test drops */
 } db;
 
 const char *jobs_name(void) {
@@ -85,7 +85,8 @@ static void run_section(const ddl_section *s, const char *table) {
     exec_expanded(s->stmts[i], table);
 }
 
-void fresh_db(void) {
+/* New names for the test's tables and the checking connection; no table yet. */
+void fresh_names(void) {
   static unsigned serial;
   snprintf(db.jobs, sizeof db.jobs, "cf%d_%u", (int)getpid(), ++serial);
   snprintf(db.dead, sizeof db.dead, "%s_dead", db.jobs);
@@ -96,20 +97,29 @@ void fresh_db(void) {
     db.conn = NULL;
     failed("connect", kit.url, rc);
   }
+}
+
+void db_made(unsigned tables) {
+  db.made |= tables;
+}
+
+void fresh_db(void) {
+  fresh_names();
   run_section(&kit.ddl.jobs, db.jobs);
-  db.created = true;
+  db.made |= DB_JOBS;
   run_section(&kit.ddl.dead, db.dead);
+  db.made |= DB_DEAD;
 }
 
 void support_end_test(void); /* support.c: brokers and children */
 
 void end_test(void) {
   support_end_test();
-  if (db.conn && db.created) {
+  if (db.conn) {
     /* Drop failures are reported, but do not fail the test that ran. */
     const char *names[] = {db.jobs, db.dead, db.rows};
-    for (int t = 0; t < (db.rows_made ? 3 : 2); t++)
-      for (unsigned i = 0; i < kit.ddl.drop.n; i++) {
+    for (int t = 0; t < 3; t++)
+      for (unsigned i = 0; (db.made & (1u << t)) && i < kit.ddl.drop.n; i++) {
         char text[1024];
         expand(kit.ddl.drop.stmts[i], names[t], text, sizeof text);
         if (kit.plugin.driver->exec(db.conn, text))
@@ -119,13 +129,12 @@ void end_test(void) {
   if (db.conn)
     kit.plugin.driver->close(db.conn);
   db.conn = NULL;
-  db.created = false;
-  db.rows_made = false;
+  db.made = 0;
 }
 
 void db_make_rows(void) {
   run_section(&kit.ddl.rows, db.rows);
-  db.rows_made = true;
+  db.made |= DB_ROWS;
 }
 
 const char *needs_rows(void) {
@@ -297,4 +306,47 @@ bool wait_count(const char *sql, long long want, int timeout_ms) {
       return false;
     sleep_ms(20);
   }
+}
+
+/* Every cell of every row as text, separated by " | ", rows by "\n": a plan, which spreads its
+ * lines over rows (PostgreSQL), over cells (MySQL's key column) or both (SQLite's detail).
+ * `sql` is run as given, with `n` parameters. */
+void db_rows_text(const char *sql, const tabq_value *params, unsigned n, char *buf, size_t cap) {
+  const tabq_driver_v1 *d = kit.plugin.driver;
+  tabq_prepared *p = NULL;
+  size_t len = 0;
+  buf[0] = '\0';
+  probe_clear_failure();
+  int rc = d->prepare(db.conn, sql, n, "plan", &p);
+  if (rc)
+    failed("prepare", sql, rc);
+  bool row = false;
+  if ((rc = d->execute(p, params, n)) || (rc = d->next(p, &row))) {
+    d->finalize(p);
+    failed("query", sql, rc);
+  }
+  while (row && len + 1 < cap) {
+    tabq_value cell;
+    /* Columns until the driver says there is none; that failure is no test's. */
+    for (unsigned c = 0; c < 32 && d->cell(p, c, &cell) == TABQ_OK && len + 1 < cap; c++) {
+      char text[1024];
+      cell_text(&cell, text, sizeof text);
+      len += (size_t)snprintf(buf + len, cap - len, "%s%s", c ? " | " : "", text);
+    }
+    if (len + 1 < cap)
+      len += (size_t)snprintf(buf + len, cap - len, "\n");
+    if (d->next(p, &row))
+      break;
+  }
+  probe_clear_failure();
+  d->finalize(p);
+}
+
+/* The server's version as the driver reads it (0 when it cannot). */
+uint32_t db_server_version(void) {
+  char text[64];
+  uint32_t number = 0;
+  if (kit.plugin.driver->server_version(db.conn, text, sizeof text, &number))
+    return 0;
+  return number;
 }

@@ -36,6 +36,8 @@ typedef struct kit_plugin {
   /* Advisory keys kept in the process (TABQ_ADVISORY_PROCESS_KEYS): one process at a time serves
    * advisory subscriptions on a database, a second is refused at subscribe. */
   bool process_keys;
+  /* ABI 1.7: Dialect.schema renders a table's schema; Dialect.indexes lists its indexes. */
+  bool schema, indexes;
 } kit_plugin;
 
 /* Loads the plugin file (or finds the one serving `scheme`, as tabq's loader does) and reads its
@@ -119,12 +121,20 @@ extern const kit_test decode_tests[];
 extern const kit_test partition_tests[];
 extern const kit_test every_role_tests[];
 extern const kit_test prefetch_tests[];
+extern const kit_test schema_tests[];
 
 /* ---- The database of one test (db.c) --------------------------------------------------------- */
 
 /* Fresh tables for the test: {jobs} with every role and {dead} its dead letter table, under
  * names no other test or run uses, and a checking connection through the plugin's driver. */
 void fresh_db(void);
+/* New names for the test's tables and the checking connection, and no table: for a test that
+ * creates them itself (the rendered schema), and says so with db_made. */
+void fresh_names(void);
+#define DB_JOBS 1u
+#define DB_DEAD 2u
+#define DB_ROWS 4u
+void db_made(unsigned tables);
 /* Ends the test: closes its brokers, kills its children, drops its tables (suite teardown). */
 void end_test(void);
 /* The names a child works on: {jobs} and {jobs}_dead. */
@@ -144,6 +154,11 @@ void db_exec(const char *sql);
 long long db_int(const char *sql);
 /* The first cell of the first row as text; a time cell as microseconds since 1970. */
 void db_text(const char *sql, char *buf, size_t cap);
+/* Every cell of every row of `sql` (run as given, with `n` parameters) as text: " | " between
+ * cells, a newline after each row. For plans, whatever shape the database gives them. */
+void db_rows_text(const char *sql, const tabq_value *params, unsigned n, char *buf, size_t cap);
+/* The server's version as the plugin's driver numbers it, 0 when it cannot read it. */
+uint32_t db_server_version(void);
 /* Writes n rows to `queue` directly, payloads "job-1".."job-<n>". */
 void db_fill(const char *queue, int n);
 /* The first cell of the first row as a time, in ms after the client's clock (negative: before);
@@ -231,5 +246,6 @@ int child_main(const char *mode, const char *url, tabq_form form, const char *jo
 const char *needs_custom_events(void); /* ABI 1.1 */
 const char *needs_listen(void);
 const char *needs_key_column(void); /* the DDL's [jobs] has a partition_key column */
+const char *needs_schema(void);     /* ABI 1.7 Dialect.schema and Dialect.indexes */
 
 #endif

@@ -206,6 +206,7 @@ static const struct {
     {"partition keys and workers_by_key", partition_tests},
     {"prefetch", prefetch_tests},
     {"a table with every role at once", every_role_tests},
+    {"schema rendered by the dialect, and the statement check", schema_tests},
 };
 
 /* --list: one line a test, "feature<TAB>forms<TAB>name", for the README's matrix. */

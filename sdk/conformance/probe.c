@@ -135,6 +135,8 @@ static int describe(const char *path, kit_plugin *out, char *why, size_t cap) {
   if (p->advisory)
     out->forms |= TABQ_FORM_ADVISORY;
   out->placeholder = TABQ_HAS_MEMBER(p->dialect, tabq_dialect_v1, placeholder);
+  out->schema = TABQ_HAS_MEMBER(p->dialect, tabq_dialect_v1, schema);
+  out->indexes = TABQ_HAS_MEMBER(p->dialect, tabq_dialect_v1, indexes);
   out->fetch_by_ids = p->dialect->fetch != NULL;
   out->process_keys = p->advisory && (p->advisory->flags & TABQ_ADVISORY_PROCESS_KEYS);
   out->listen = TABQ_HAS_MEMBER(out->driver, tabq_driver_v1, listen) &&

@@ -209,6 +209,16 @@ const char *needs_custom_events(void) {
   return why;
 }
 
+const char *needs_schema(void) {
+  static char why[128];
+  if (kit.plugin.schema && kit.plugin.indexes)
+    return NULL;
+  snprintf(why, sizeof why, "schema: plugin ABI %u.%u has no Dialect.%s (ABI 1.7)",
+           TABQ_ABI_MAJOR_OF(kit.plugin.desc->abi), TABQ_ABI_MINOR_OF(kit.plugin.desc->abi),
+           kit.plugin.schema ? "indexes" : "schema");
+  return why;
+}
+
 const char *needs_listen(void) {
   return kit.plugin.listen
              ? NULL

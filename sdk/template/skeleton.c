@@ -8,7 +8,8 @@
  *   3. one claim form: Lease (claim, extend, release), RowLock (claim) or Advisory (candidates,
  *      lock, unlock, take); set the others' pointers in the descriptor to NULL;
  *   4. optional members (fetch, fifo_guard, channel/notify, placeholder, count_attempt,
- *      column_default, ack_ids, insert_rows, and claim_one and stamp_ids in RowLock and Lease).
+ *      column_default, ack_ids, insert_rows, savepoint, schema, indexes, and claim_one and
+ *      stamp_ids in RowLock and Lease).
  * tabq/dialect.h documents each member; tabq/sql.h and tabq/sql_build.h build most statements.
  * A dialect for a database whose wire protocol another plugin already speaks can leave the
  * Driver out and name that plugin in `driver_from` instead.
@@ -156,7 +157,8 @@ static const tabq_dialect_v1 dialect = {
     .begin = sk_dialect_begin,
     /* Optional members, NULL until written: fetch, fifo_guard, channel, notify, placeholder,
      * count_attempt, column_default, ack_ids, insert_rows (tabq_sqlb_insert_rows builds it for
-     * a database that takes a multi-row VALUES). */
+     * a database that takes a multi-row VALUES), savepoint, schema (TABQ_SQLB_SCHEMA_MEMBER
+     * builds it from a tabq_sql_schema of your types), indexes (a catalog query). */
 };
 
 STUB_BUILD(lease, claim)

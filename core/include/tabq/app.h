@@ -103,6 +103,18 @@ TABQ_API size_t tabq_app_route_count(const tabq_app *app);
 TABQ_API const char *tabq_app_route_name(const tabq_app *app, size_t i);
 TABQ_API const tabq_table *tabq_app_route_table(const tabq_app *app, size_t i);
 
+/* ---- Checking one (docs/check.md) --------------------------------------------------------- */
+
+/* The statement check (tabq/check.h) of everything the app would run on `b`'s database: each
+ * subscription as tabq_check_subscription (one by name as tabq_check_route of its route), each
+ * route no subscription names as tabq_check_route, and each table's publish as
+ * tabq_check_publish, in that order, into `report`. Handlers need not be bound. A failing
+ * subscription, route or publish does not stop the others; the return is the first failure's
+ * code with `err` from it (TABQ_OK when every statement prepared, warnings allowed), or a code
+ * with no item when the check could not run (no connection: the rest is not tried). */
+TABQ_API int tabq_check_app(tabq_broker *b, const tabq_app *app, tabq_check_report *report,
+                            tabq_error *err);
+
 /* ---- Running one (tabq_app_main) ---------------------------------------------------------- */
 
 /* What the hooks of a run see. */

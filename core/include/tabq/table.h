@@ -38,7 +38,10 @@ typedef struct tabq_col {
   bool generated; /* filled by the database, left out of the insert */
   /* Row mode data columns: the declared type (TABQ_T_INT, _REAL, _TEXT, _BYTES, _TIME or _JSON),
    * TABQ_T_NULL when any type goes. A cell that does not read as its declared type is settled
-   * by the subscription's decode policy (docs/decoding.md); SQL NULL reads as any type. */
+   * by the subscription's decode policy (docs/decoding.md); SQL NULL reads as any type.
+   * The payload: TABQ_T_BYTES (TABQ_T_NULL says the same), _TEXT or _JSON, the type a publish
+   * binds it as and the column tabq/schema.h renders. The id: TABQ_T_INT (TABQ_T_NULL says the
+   * same) or _TEXT, the column the schema renders for an id that is not generated. */
   int type;
 } tabq_col;
 

@@ -69,7 +69,10 @@ typedef struct tabq_error {
   long native;        /* the driver's own error number, else 0 */
   char table[128];    /* the table concerned, else "" */
   char statement[32]; /* the statement concerned ("claim", "ack", ...), else "" */
-  char reserved_[64]; /* zero; room for details a later 1.x adds */
+  /* ABI 1.7: where in the statement the database says the failure is, the character counted
+   * from 1 (PostgreSQL and SQLite tell it for most syntax errors and unknown names); else 0. */
+  uint32_t position;
+  char reserved_[60]; /* zero; room for details a later 1.x adds */
 } tabq_error;
 
 /* "LEASE_LOST", "SCHEMA", ... */
@@ -462,3 +465,6 @@ TABQ_API int tabq_subscribe_to(tabq_broker *b, const char *name,
 #endif
 
 #endif
+
+#include <tabq/schema.h>
+#include <tabq/check.h>

@@ -42,7 +42,7 @@ extern "C" {
 #endif
 
 #define TABQ_ABI_MAJOR 1
-#define TABQ_ABI_MINOR 6
+#define TABQ_ABI_MINOR 7
 #define TABQ_ABI_VERSION ((uint32_t)(TABQ_ABI_MAJOR << 16 | TABQ_ABI_MINOR))
 #define TABQ_ABI_MAJOR_OF(v) ((uint32_t)(v) >> 16)
 #define TABQ_ABI_MINOR_OF(v) ((uint32_t)(v)&0xffffu)
@@ -88,6 +88,14 @@ typedef struct tabq_host {
    * before 1.6 hands a host without them. */
   const void *context;
   void (*log_to)(const struct tabq_host *self, int level, const char *fmt, ...) TABQ_PRINTF_(3, 4);
+
+  /* ---- ABI 1.7 ---- */
+  /* Where in its statement the calling thread's last failure points, as the database told it:
+   * the character, counted from 1 (PostgreSQL's error position; SQLite's error offset turned into
+   * characters); 0 for none. Called right after `fail`, which sets it back to 0. The core hands it
+   * on in tabq_error.position. Read through TABQ_HAS_MEMBER(host, tabq_host, fail_position): a
+   * core before 1.7 has none. */
+  void (*fail_position)(unsigned position);
 } tabq_host;
 
 /* ---- Statements --------------------------------------------------------------------------- */
@@ -206,11 +214,43 @@ typedef struct tabq_driver_v1 {
    * driver keeps the host with the connection for the lines it logs. The core opens every pooled
    * connection with it where the driver has it, else with `connect`. */
   int (*connect_host)(const tabq_host *host, const char *url, tabq_conn **out);
+
+  /* ---- ABI 1.7 ---- */
+  /* Optional, for a database that types its placeholders when it prepares (PostgreSQL infers
+   * each from where it stands): whether a value of `sample`'s type binds placeholder `i` (from 0)
+   * of `p` as execute would bind it, without a round trip: TABQ_OK, or the failure execute would
+   * meet, reported through host->fail. The statement check (tabq/check.h) asks it for every
+   * placeholder, so a column whose type the statements cannot bind (a payload column of
+   * integers) is found before anything runs. */
+  int (*bindable)(tabq_prepared *p, unsigned i, const tabq_value *sample);
 } tabq_driver_v1;
 
 /* ---- Dialect: the statements every form shares ------------------------------------------- */
 
 typedef int (*tabq_build_fn)(const tabq_build *b, tabq_stmt *out);
+
+/* The statements of a table's schema (ABI 1.7, Dialect.schema), in the order they run. */
+typedef enum tabq_schema_part {
+  TABQ_SCHEMA_TABLE = 1,  /* CREATE TABLE: every role column, then the data columns */
+  TABQ_SCHEMA_INDEX,      /* the claim-order index (docs/table-description.md) */
+  TABQ_SCHEMA_SETTINGS,   /* the table's storage settings (PostgreSQL: autovacuum, fillfactor) */
+  TABQ_SCHEMA_DEAD_TABLE, /* b->dead_letter_table, with the table's columns */
+} tabq_schema_part;
+
+/* tabq_schema_spec.flags. */
+#define TABQ_SCHEMA_IF_NOT_EXISTS 1u /* CREATE ... IF NOT EXISTS: what exists is left as it is */
+/* The part on its own, for a table that exists already (the index the statement check advises):
+ * a dialect that writes its index inside CREATE TABLE writes it as a statement of its own. */
+#define TABQ_SCHEMA_ALONE 2u
+
+/* What one Dialect.schema call renders. The core fills it; members are only appended, a plugin
+ * reading those its `size` covers. */
+typedef struct tabq_schema_spec {
+  uint32_t size;          /* sizeof(tabq_schema_spec) as the core was built */
+  uint32_t flags;         /* TABQ_SCHEMA_* */
+  tabq_schema_part part;  /* the statement to render */
+  const char *index_name; /* the claim-order index's name, without a schema ("jobs_claim") */
+} tabq_schema_spec;
 
 typedef struct tabq_dialect_v1 {
   uint32_t size;
@@ -283,6 +323,24 @@ typedef struct tabq_dialect_v1 {
    * claim's counted attempt stays; no parameters. Without it the core runs the SQL standard's
    * "SAVEPOINT tabq_handler" and "ROLLBACK TO SAVEPOINT tabq_handler". */
   int (*savepoint)(const tabq_build *b, tabq_stmt *set, tabq_stmt *back);
+
+  /* ---- ABI 1.7 ---- */
+  /* Optional: statement spec->part of b->table's schema, without parameters (tabq/schema.h): the
+   * CREATE TABLE with a column of a fitting type for every role and data column, the claim-order
+   * index for exactly the table's roles, the table's settings, the dead letter table
+   * b->dead_letter_table. Writing no SQL says the database has no such statement (settings
+   * elsewhere than PostgreSQL; the dead letter table when b->dead_letter_table is NULL; an index
+   * written inside the CREATE TABLE unless TABQ_SCHEMA_ALONE), and so does a part this plugin does
+   * not know. A description the database cannot hold is refused (TABQ_DECLARATION or
+   * TABQ_DIALECT, naming the table and the rule). tabq_sqlb_schema builds it from a style. */
+  int (*schema)(const tabq_build *b, const tabq_schema_spec *spec, tabq_stmt *out);
+  /* Optional: a query of the catalog, without parameters, for the indexes of b->table: one row per
+   * column of each index, ordered by index and position, its cells the index's name (text), the
+   * column's position in it from 1 (integer), the column's name (text; NULL for an expression)
+   * and the index's predicate as text (NULL where the index holds every row). The primary key is
+   * one of them (on SQLite the rowid of an INTEGER PRIMARY KEY too). No row: no index, or no such
+   * table. With it the statement check tells whether the claims have an index to walk. */
+  tabq_build_fn indexes;
 } tabq_dialect_v1;
 
 /* ---- Capability flags, every one in this one place ------------------------------------------

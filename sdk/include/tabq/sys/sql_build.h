@@ -218,6 +218,78 @@ int tabq_sqlb_lease_stamp(const tabq_sql_style *s, const tabq_build *b, tabq_stm
 int tabq_sqlb_stamp_ids(const tabq_sql_style *s, const tabq_build *b, tabq_stmt *out,
                         const char *list_open, const char *list_close);
 
+/* ---- Builders: a table's schema (ABI 1.7, Dialect.schema; sdk/src/sql_schema.c) ----------- */
+
+/* The column types and the forms of DDL a database writes, beside its tabq_sql_style. A dialect
+ * keeps one, static and const. docs/schema.md has the three built-in dialects' and their
+ * reasons. */
+typedef struct tabq_sql_schema {
+  /* A generated id, an integer the database assigns, with its key: "BIGSERIAL PRIMARY KEY",
+   * "INTEGER PRIMARY KEY" (SQLite's rowid), "BIGINT AUTO_INCREMENT PRIMARY KEY". */
+  const char *auto_id;
+  /* Each value type (tabq_type) a column declares: */
+  const char *integer; /* TABQ_T_INT, and an id that is not generated: "BIGINT" */
+  const char *real;    /* TABQ_T_REAL */
+  const char *text;    /* TABQ_T_TEXT, and the partition key */
+  const char *bytes;   /* TABQ_T_BYTES, and the payload unless it declares text or JSON */
+  const char *time;    /* TABQ_T_TIME, retry_after and processed_at */
+  const char *json;    /* TABQ_T_JSON, and the headers */
+  const char *any;     /* TABQ_T_NULL, a data column of any type: NULL writes no type */
+  /* By role: */
+  const char *counter;    /* priority and attempt: "INTEGER" */
+  const char *key_text;   /* text in a key or an index (the group, a text id); NULL: text */
+  const char *large_text; /* a payload of text; NULL: text */
+  const char *lease_time; /* locked_until; NULL: time */
+  /* After CREATE TABLE's closing parenthesis, as it is (" ENGINE=InnoDB"); NULL: nothing. */
+  const char *table_options;
+  /* CREATE INDEX .. WHERE: the claim index of a processed_at table holds the unfinished rows
+   * alone (else processed_at leads its key after the group, the unfinished rows one range). */
+  bool partial_index;
+  /* The claim index is written inside CREATE TABLE, and as a CREATE INDEX of its own only with
+   * TABQ_SCHEMA_ALONE (MySQL 8, which has no CREATE INDEX IF NOT EXISTS). */
+  bool inline_index;
+  /* CREATE INDEX IF NOT EXISTS exists (without it, the flag refuses an index written alone). */
+  bool index_if_not_exists;
+  /* CREATE INDEX names the index within the table's schema and the table without it, as SQLite
+   * writes "CREATE INDEX aux.jobs_claim ON jobs" (else "CREATE INDEX jobs_claim ON aux.jobs"). */
+  bool index_in_schema;
+} tabq_sql_schema;
+
+/* Defines `static int schema(const tabq_build *b, const tabq_schema_spec *spec, tabq_stmt *out)`
+ * as tabq_sqlb_schema in `style` and `types`: the Dialect member `.schema = schema`. */
+#define TABQ_SQLB_SCHEMA_MEMBER(style, types)                                                      \
+  static int schema(const tabq_build *b, const tabq_schema_spec *spec, tabq_stmt *out) {           \
+    return tabq_sqlb_schema(&(style), &(types), b, spec, out);                                     \
+  }
+
+/* Statement spec->part of b->table's schema:
+ * - TABQ_SCHEMA_TABLE: "CREATE TABLE [IF NOT EXISTS] T (id auto_id, group key_text NOT NULL,
+ *   priority counter NOT NULL DEFAULT 0, partition_key text, retry_after time, attempt counter
+ *   NOT NULL DEFAULT 1, processed_at time, locked_until lease_time, headers json, payload bytes
+ *   NOT NULL, data columns by their declared types[, INDEX name (key) when inline])
+ *   table_options", each column where the table has the role. An id that is not generated is
+ *   "integer PRIMARY KEY" (key_text for TABQ_T_TEXT); the payload is large_text or json where
+ *   it declares TABQ_T_TEXT or _JSON.
+ * - TABQ_SCHEMA_INDEX: "CREATE INDEX [IF NOT EXISTS] name ON T (key)[ WHERE processed_at IS
+ *   NULL]" (tabq_sqlb_claim_key); no SQL where the key is the id alone (the primary key gives
+ *   that order) or the index is inline and not asked ALONE.
+ * - TABQ_SCHEMA_DEAD_TABLE: b->dead_letter_table, the table's columns (its id the id's type as
+ *   the PRIMARY KEY, never generated: the dead letter's copy writes it), no index; no SQL
+ *   without a name.
+ * - TABQ_SCHEMA_SETTINGS, and a part it does not know: no SQL (a dialect writes its own).
+ * Refuses (TABQ_DECLARATION) a generated id of text, an id or a payload of another type, and
+ * (TABQ_DIALECT) an index alone IF NOT EXISTS where the database has no such statement. */
+int tabq_sqlb_schema(const tabq_sql_style *s, const tabq_sql_schema *k, const tabq_build *b,
+                     const tabq_schema_spec *spec, tabq_stmt *out);
+/* The claim-order index's key, "(group, [processed_at, ][priority, ][retry_after, ]id)", each
+ * where the table has the role; processed_at where the claims order by it
+ * (s->order_by_processed_at) or the index cannot hold the unfinished rows alone (no
+ * partial_index). Returns whether the index is partial (" WHERE processed_at IS NULL" follows). */
+bool tabq_sqlb_claim_key(const tabq_sql_style *s, const tabq_sql_schema *k, tabq_stmt *st,
+                         const tabq_table *t);
+/* The type a column of value type `type` takes (TABQ_T_NULL: k->any, which may be NULL). */
+const char *tabq_sqlb_column_type(const tabq_sql_schema *k, int type);
+
 #ifdef __cplusplus
 }
 #endif
