@@ -428,3 +428,20 @@ const char *tabq_app_route_name(const tabq_app *app, size_t i) {
 const tabq_table *tabq_app_route_table(const tabq_app *app, size_t i) {
   return i < app->nroutes ? &app->routes[i]->table->t : NULL;
 }
+
+bool tabq__app_holds_dead_letters(const tabq_app *app, const char *table) {
+  for (size_t i = 0; i < app->nsubs; i++)
+    if (app->subs[i]->o.dead_letter_table && !strcmp(app->subs[i]->o.dead_letter_table, table))
+      return true;
+  return false;
+}
+
+bool tabq__app_uses_table(const tabq_app *app, const char *table) {
+  for (size_t i = 0; i < app->nsubs; i++)
+    if (!strcmp(app->subs[i]->table->t.name, table))
+      return true;
+  for (size_t i = 0; i < app->nroutes; i++)
+    if (!strcmp(app->routes[i]->table->t.name, table))
+      return true;
+  return false;
+}

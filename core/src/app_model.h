@@ -56,6 +56,12 @@ int tabq__app_add_sub(tabq_app *app, const char *table, const char *route,
                       const tabq_subscription_options *o, const char *handler_name, bool batch,
                       tabq_error *err);
 
+/* Whether a subscription of the app names `table` as its dead letter table: such a table is
+ * written by that subscription's dead letter statements, and its schema is rendered with the
+ * table whose dead letters it holds. */
+bool tabq__app_holds_dead_letters(const tabq_app *app, const char *table);
+/* Whether a subscription or a route of the app claims from or publishes into `table`. */
+bool tabq__app_uses_table(const tabq_app *app, const char *table);
 /* The payload schema entries: of a queue exactly (queue NULL: the table's own). */
 const tabq_app_schema *tabq__app_schema_of(const tabq_app *app, const char *table,
                                            const char *queue);

@@ -148,7 +148,7 @@ def free_port():
 
 
 # ---- Every subcommand: its manual page, exit 0 --------------------------------------------
-commands = ["plugins", "publish", "stats", "requeue", "purge"]
+commands = ["schema", "check", "plugins", "publish", "stats", "requeue", "purge"]
 r = run("--help")
 check("tabq --help lists every subcommand and the exit codes",
       r.returncode == 0 and all(c in r.stdout for c in commands) and "EXIT STATUS" in r.stdout,
@@ -210,8 +210,44 @@ one_line_exit_2("plugins: a relative TABQ_PLUGIN_PATH is refused in one line, ex
 
 # ---- Per database --------------------------------------------------------------------------
 for db, url in urls.items():
-    sql(url, DDL[db])
+    # schema and check, from no table at all: the check fails, the schema makes it pass.
+    sql(url, "DROP TABLE IF EXISTS tq_jobs_dead; DROP TABLE IF EXISTS tq_jobs")
     base = ["--url", url, "--table", desc]
+    r = run("check", *base)
+    check(f"{db}: check before the tables exist: errors naming tq_jobs, exit 1",
+          r.returncode == 1 and "error   tq_jobs:" in r.stdout and " 0 ok," in r.stdout, show(r))
+    r = run("schema", *base)
+    check(f"{db}: schema prints the table, its index and the dead letter table, creates nothing",
+          r.returncode == 0 and "CREATE TABLE" in r.stdout and "tq_jobs_claim" in r.stdout
+          and "tq_jobs_dead" in r.stdout and run("check", *base).returncode == 1, show(r))
+    r = run("schema", *base, "--json")
+    check(f"{db}: schema --json: the dialect and the text", (as_json(r) or {}).get("dialect")
+          in ("sqlite", "postgres", "mysql") and "CREATE" in (as_json(r) or {}).get("sql", ""),
+          show(r))
+    r = run("schema", *base, "--apply")
+    check(f"{db}: schema --apply creates them", r.returncode == 0 and "applied" in r.stdout,
+          show(r))
+    r = run("check", *base, "--json")
+    doc = as_json(r) or {}
+    check(f"{db}: check on the schema it rendered: every statement ok, no warning, exit 0",
+          r.returncode == 0 and doc.get("worst") == "ok" and len(doc.get("items", [])) > 10,
+          show(r))
+    r = run("schema", *base, "--apply")
+    check(f"{db}: schema --apply again: the database refuses, exit 1, one line",
+          r.returncode == 1 and len(r.stderr.splitlines()) == 1 and "schema" in r.stderr,
+          show(r))
+    r = run("schema", *base, "--apply", "--if-not-exists")
+    check(f"{db}: schema --apply --if-not-exists again: exit 0", r.returncode == 0, show(r))
+    r = run("check", "--url", url, "--table", desc, "--table", desc, "--all")
+    check(f"{db}: check of two files lists every statement of both, exit 0",
+          r.returncode == 0 and r.stdout.count("ok      tq_jobs: publish: insert\n") == 2,
+          show(r))
+    sql(url, "ALTER TABLE tq_jobs RENAME COLUMN priority TO prio")
+    r = run("check", *base)
+    check(f"{db}: check on a table that lost a column: errors naming it, exit 1",
+          r.returncode == 1 and "priority" in r.stdout and "error" in r.stdout, show(r))
+
+    sql(url, DDL[db])
     pub = ["publish"] + base + ["--table-name", "tq_jobs"]
 
     # publish: an argument, a file, stdin; headers, delay, priority.
@@ -403,7 +439,7 @@ bad = {
     "postgres (no such user)": urls["postgres"].replace("tabq@", "nosuchuser@"),
 }
 for what, url in bad.items():
-    for c in ("publish", "stats", "requeue", "purge"):
+    for c in ("schema", "check", "publish", "stats", "requeue", "purge"):
         args = {"publish": ["--table-name", "tq_jobs", "--queue", "work", "x"],
                 "purge": ["--older-than", "1d"]}.get(c, [])
         t0 = time.monotonic()

@@ -115,6 +115,21 @@ TABQ_API const tabq_table *tabq_app_route_table(const tabq_app *app, size_t i);
 TABQ_API int tabq_check_app(tabq_broker *b, const tabq_app *app, tabq_check_report *report,
                             tabq_error *err);
 
+/* The schema (tabq/schema.h) of every table of the app on `b`'s database, in the app's order:
+ * each table's with the dead letter table the first of its subscriptions that names one names
+ * (another one a subscription names: tabq_schema_sql with that name). A table of the app that
+ * a subscription names as its dead letter table is rendered there, not again as a table of
+ * its own. The text, each table's
+ * part under a "-- table NAME" line, is in *out_sql: free() it. `if_not_exists` as
+ * tabq_schema_options. Fails as tabq_schema_sql on the first table that fails, nothing
+ * returned. */
+TABQ_API int tabq_app_schema_sql(tabq_broker *b, const tabq_app *app, bool if_not_exists,
+                                 char **out_sql, tabq_error *err);
+/* The same applied: tabq_schema_apply table by table (each its own transaction); stops at the
+ * first failure, the tables before it created. */
+TABQ_API int tabq_app_schema_apply(tabq_broker *b, const tabq_app *app, bool if_not_exists,
+                                   tabq_error *err);
+
 /* ---- Running one (tabq_app_main) ---------------------------------------------------------- */
 
 /* What the hooks of a run see. */

@@ -6,6 +6,8 @@
 #ifndef TABQ_CHECK_H
 #define TABQ_CHECK_H
 
+#include <stdio.h>
+
 #include <tabq/tabq.h>
 
 #ifdef __cplusplus
@@ -48,6 +50,11 @@ TABQ_API size_t tabq_check_report_count(const tabq_check_report *r);
 TABQ_API const tabq_check_item *tabq_check_report_item(const tabq_check_report *r, size_t i);
 /* The most severe item's severity (TABQ_CHECK_OK for an empty report). */
 TABQ_API tabq_check_severity tabq_check_report_worst(const tabq_check_report *r);
+/* Writes the report as text on `out`: a line an item ("error   jobs: publish: insert"), the
+ * message, SQLSTATE, position and statement of a warning or an error indented below it, and a
+ * last line of counts. `all` false leaves the ok items out. Returns 0, or -1 when writing
+ * failed. tabq_app_main --check and `tabq check` print this. */
+TABQ_API int tabq_check_report_print(const tabq_check_report *r, FILE *out, bool all);
 /* Frees the report and its items. */
 TABQ_API void tabq_check_report_free(tabq_check_report *r);
 
