@@ -9,6 +9,8 @@
 #include <string.h>
 
 #include "app_model.h"
+#include <tabq/asyncapi.h>
+#include <tabq/check.h>
 #include "error.h"
 #include "sized.h"
 
@@ -19,6 +21,8 @@ typedef struct main_options {
   long workers; /* -1: as the app says */
   int log_level;
   bool help, version;
+  /* One of these instead of a run: the statement check, the schema, the AsyncAPI document. */
+  bool check, print_schema, asyncapi;
   int argc; /* what is no option, for the service */
   char **argv;
 } main_options;
@@ -55,6 +59,7 @@ static void print_help(const tabq_app *app, char **argv) {
          "    %s - %s%s%s\n\n"
          "SYNOPSIS\n"
          "    %s [--url URL] [--workers N] [--log-level LEVEL] [ARGS...]\n"
+         "    %s --check | --print-schema | --asyncapi [--url URL]\n"
          "    %s --help | --version\n\n"
          "DESCRIPTION\n"
          "    Runs the app's subscriptions until SIGINT or SIGTERM, then lets the deliveries in\n"
@@ -64,13 +69,22 @@ static void print_help(const tabq_app *app, char **argv) {
          "                       default: the environment's TABQ_URL\n"
          "    --workers N        workers of every subscription that may have several\n"
          "    --log-level LEVEL  error, warn (the default), info or debug\n"
+         "    --check            prepare every statement the app would run on the database\n"
+         "                       (nothing is run or written), print what failed, and exit\n"
+         "    --print-schema     print the CREATE statements of the app's tables, their\n"
+         "                       claim-order indexes and dead letter tables, and exit\n"
+         "    --asyncapi         print the app's AsyncAPI 3.0 document (the --url, if any,\n"
+         "                       as its server, never its password), and exit\n"
          "    --version          the app's version and tabq's\n"
          "    --help             this text\n\n"
          "EXIT STATUS\n"
-         "    0  ran and stopped\n"
+         "    0  ran and stopped, or printed what was asked; --check: every statement\n"
+         "       prepared (warnings allowed)\n"
+         "    1  --check: a statement failed\n"
          "    2  a usage, description or connection error, said on stderr\n",
          program(argv), app->description ? app->description : "a tabq service, app ",
-         app->description ? "" : tabq_app_name(app), "", program(argv), program(argv));
+         app->description ? "" : tabq_app_name(app), "", program(argv), program(argv),
+         program(argv));
 }
 
 static int parse_level(const char *text) {
@@ -111,6 +125,12 @@ static int parse(int argc, char **argv, main_options *o, char **rest) {
       o->help = true;
     } else if (!strcmp(arg, "--version")) {
       o->version = true;
+    } else if (!strcmp(arg, "--check")) {
+      o->check = true;
+    } else if (!strcmp(arg, "--print-schema")) {
+      o->print_schema = true;
+    } else if (!strcmp(arg, "--asyncapi")) {
+      o->asyncapi = true;
     } else if (is(arg, "--url")) {
       if (!(o->url = value_of(argc, argv, &i, arg)) || !o->url[0])
         return usage_error(argv, "--url needs a URL");
@@ -129,6 +149,8 @@ static int parse(int argc, char **argv, main_options *o, char **rest) {
     }
   }
   rest[o->argc] = NULL;
+  if (o->check + o->print_schema + o->asyncapi > 1)
+    return usage_error(argv, "--check, --print-schema and --asyncapi go one at a time");
   if (!o->url)
     o->url = getenv("TABQ_URL");
   return EXIT_RAN;
@@ -217,6 +239,63 @@ static int run_app(tabq_app *app, const main_options *o, char **argv) {
   return status;
 }
 
+/* --check: the app's statements prepared, what failed printed; exit 1 when one failed. */
+static int check_app(tabq_app *app, tabq_broker *b, char **argv) {
+  tabq_check_report *report = tabq_check_report_new();
+  if (!report)
+    return usage_error(argv, "out of memory");
+  tabq_error err;
+  int rc = tabq_check_app(b, app, report, &err);
+  int status = EXIT_RAN;
+  if (rc && !tabq_check_report_count(report)) {
+    status = failed(argv, "checking", &err); /* it could not run */
+  } else {
+    tabq_check_report_print(report, stdout, false);
+    status = tabq_check_report_worst(report) == TABQ_CHECK_ERROR ? EXIT_CHECK_FAILED : EXIT_RAN;
+  }
+  tabq_check_report_free(report);
+  return status;
+}
+
+/* --print-schema: the CREATE statements of the app's tables, as tabq_app_schema_sql. */
+static int print_schema(tabq_app *app, tabq_broker *b, char **argv) {
+  char *sql;
+  tabq_error err;
+  if (tabq_app_schema_sql(b, app, false, &sql, &err))
+    return failed(argv, "rendering the schema", &err);
+  fputs(sql, stdout);
+  free(sql);
+  return EXIT_RAN;
+}
+
+/* --asyncapi: the document, with the URL (if any) as its server; nothing is connected. */
+static int print_asyncapi(const tabq_app *app, const char *url, char **argv) {
+  char *doc;
+  tabq_error err;
+  if (tabq_asyncapi(app, url ? &url : NULL, url ? 1 : 0, &doc, &err))
+    return failed(argv, "writing the AsyncAPI document", &err);
+  fputs(doc, stdout);
+  free(doc);
+  return EXIT_RAN;
+}
+
+/* --check, --print-schema or --asyncapi: print, and exit. */
+static int print_mode(tabq_app *app, const main_options *o, char **argv) {
+  if (o->asyncapi)
+    return print_asyncapi(app, o->url, argv);
+  if (!o->url)
+    return usage_error(argv, "no database: give --url URL or set TABQ_URL");
+  tabq_broker_options bo = TABQ_BROKER_OPTIONS_INIT;
+  bo.log_level = o->log_level;
+  tabq_broker *b = NULL;
+  tabq_error err;
+  if (tabq_connect(o->url, &bo, &b, &err))
+    return failed(argv, "connecting", &err);
+  int status = o->check ? check_app(app, b, argv) : print_schema(app, b, argv);
+  tabq_close(b);
+  return status;
+}
+
 int tabq_app_main(tabq_app *app, int argc, char **argv) {
   if (!app)
     return usage_error(argv, "tabq_app_main needs an app");
@@ -230,6 +309,8 @@ int tabq_app_main(tabq_app *app, int argc, char **argv) {
   } else if (!status && o.version) {
     printf("%s %s (tabq %s)\n", tabq_app_name(app), app->version ? app->version : "",
            tabq_version_string());
+  } else if (!status && (o.check || o.print_schema || o.asyncapi)) {
+    status = print_mode(app, &o, argv);
   } else if (!status) {
     take_workers(app, o.workers);
     status = run_app(app, &o, argv);

@@ -1,10 +1,12 @@
 #!/usr/bin/env python3
 """tabq_app_main as a service's main(): app_service (a real process) run on SQLite, PostgreSQL and
 MariaDB: it drains its jobs and stops, a SIGTERM lets the deliveries in work settle and exits 0,
---workers reaches the subscription, and what it refuses (an unbound handler, an unknown option,
+--workers reaches the subscription, --check, --print-schema and --asyncapi print and exit, and
+what it refuses (an unbound handler, an unknown option,
 an unreachable database) ends in one line on stderr and exit 2, never a hang.
 
 usage: test_app_main.py APP_SERVICE DESCRIPTION_FILE"""
+import json
 import os
 import signal
 import subprocess
@@ -99,6 +101,46 @@ for db, url in urls.items():
     check(f"{db}: a handler the service did not bind: exit 2, naming it",
           r.returncode == 2 and "bind 'work'" in r.stderr and len(r.stderr.splitlines()) == 1,
           f"exit {r.returncode}\n{r.stderr}")
+
+# The one-shot modes. The table exists (the runs above made it, without a claim-order index).
+broken = os.path.join(work, "broken.tabq.json")
+with open(description) as f:
+    text = f.read()
+with open(broken, "w") as f:
+    f.write(text.replace('"payload": "payload"', '"payload": "body"'))
+for db, url in urls.items():
+    r = run(["--url", url, "--print-schema"])
+    check(f"{db}: --print-schema prints the table and its claim-order index, exit 0",
+          r.returncode == 0 and "CREATE TABLE" in r.stdout and "app_jobs_claim" in r.stdout,
+          f"exit {r.returncode}\n{r.stdout}{r.stderr}")
+    r = run(["--url", url, "--check"])
+    check(f"{db}: --check on the table: no error, the missing index a warning, exit 0",
+          r.returncode == 0 and " 0 errors" in r.stdout and "claim-order index" in r.stdout,
+          f"exit {r.returncode}\n{r.stdout}{r.stderr}")
+    r = subprocess.run([service, broken, "--url", url, "--check"], capture_output=True,
+                       text=True, timeout=60)
+    check(f"{db}: --check on a description naming a column the table lacks: exit 1, naming it",
+          r.returncode == 1 and "error" in r.stdout and "body" in r.stdout,
+          f"exit {r.returncode}\n{r.stdout}{r.stderr}")
+
+r = run(["--asyncapi", "--url", "postgres://svc:secret@127.0.0.1:5432/jobs?password=other"])
+try:
+    doc = json.loads(r.stdout)
+except ValueError:
+    doc = {}
+check("--asyncapi: a document of the app with the URL as its server, no password, exit 0",
+      r.returncode == 0 and doc.get("asyncapi", "").startswith("3.") and "secret" not in r.stdout
+      and "other" not in r.stdout and len(doc.get("servers", {})) == 1, r.stdout + r.stderr)
+r = run(["--asyncapi"])
+check("--asyncapi without a URL: a document without servers, exit 0",
+      r.returncode == 0 and json.loads(r.stdout or "{}").get("servers", {}) == {},
+      r.stdout + r.stderr)
+r = run(["--check", "--print-schema", "--url", urls["sqlite"]])
+check("--check with --print-schema: exit 2, one at a time", r.returncode == 2
+      and "one at a time" in r.stderr, r.stderr)
+r = run(["--check"])
+check("--check without a URL: exit 2 saying so", r.returncode == 2 and "TABQ_URL" in r.stderr,
+      r.stderr)
 
 unreachable = {
     "postgres": "postgres://tabq:secret@127.0.0.1:1/nothing?connect_timeout=3",

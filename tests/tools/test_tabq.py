@@ -148,7 +148,7 @@ def free_port():
 
 
 # ---- Every subcommand: its manual page, exit 0 --------------------------------------------
-commands = ["schema", "check", "plugins", "publish", "stats", "requeue", "purge"]
+commands = ["schema", "check", "plugins", "publish", "stats", "requeue", "purge", "asyncapi"]
 r = run("--help")
 check("tabq --help lists every subcommand and the exit codes",
       r.returncode == 0 and all(c in r.stdout for c in commands) and "EXIT STATUS" in r.stdout,
@@ -242,6 +242,13 @@ for db, url in urls.items():
     check(f"{db}: check of two files lists every statement of both, exit 0",
           r.returncode == 0 and r.stdout.count("ok      tq_jobs: publish: insert\n") == 2,
           show(r))
+    r = run("asyncapi", *base)
+    doc = as_json(r) or {}
+    proto = {"sqlite": "sqlite", "postgres": "postgresql", "mysql": "mysql"}[db]
+    check(f"{db}: asyncapi: the app's document, the URL its one {proto} server, exit 0",
+          r.returncode == 0 and doc.get("asyncapi") == "3.0.0" and
+          [v.get("protocol") for v in doc.get("servers", {}).values()] == [proto] and
+          {"work", "mail"} <= set(doc.get("channels", {})), show(r))
     sql(url, "ALTER TABLE tq_jobs RENAME COLUMN priority TO prio")
     r = run("check", *base)
     check(f"{db}: check on a table that lost a column: errors naming it, exit 1",
@@ -448,6 +455,13 @@ for what, url in bad.items():
                         f"({time.monotonic() - t0:.1f}s)", r)
 r = run("stats", "--table", desc)
 one_line_exit_2("stats with no --url and no TABQ_URL: exit 2", r)
+r = run("asyncapi", "--table", desc, env={"TABQ_URL": "postgres://svc:hunter2@127.0.0.1:1/db"})
+check("asyncapi takes TABQ_URL as its server, never its password, and connects to nothing",
+      r.returncode == 0 and "127.0.0.1:1" in r.stdout and "hunter2" not in r.stdout
+      and "svc" not in r.stdout, show(r))
+r = run("asyncapi", "--table", desc, "--url", "postgres://svc:hunter2@[::1/db")
+one_line_exit_2("asyncapi with a URL that does not parse: exit 2", r)
+check("... and the line does not repeat its password", "hunter2" not in r.stderr, show(r))
 r = run("stats", "--table", desc, env={"TABQ_URL": urls["sqlite"]})
 check("stats takes TABQ_URL when --url is not given", r.returncode == 0, show(r))
 r = run("stats", "--url", urls["sqlite"], "--table", os.path.join(work, "nosuch.json"))
