@@ -14,11 +14,13 @@ static const tabq_cmd *const commands[] = {
 };
 #define NCOMMANDS (sizeof commands / sizeof commands[0])
 
-static const char exit_codes[] = "EXIT STATUS\n"
-                                 "    0  done\n"
-                                 "    1  done, and a failure found (named on stderr)\n"
-                                 "    2  a usage, description or connection error, one line on "
-                                 "stderr\n";
+static const char exit_codes[] =
+    "EXIT STATUS\n"
+    "    0  done\n"
+    "    1  done, and a failure found: a statement check failed, a row or a plugin\n"
+    "       was refused (said on stdout or stderr)\n"
+    "    2  a usage, description or connection error, one line on "
+    "stderr\n";
 
 static void usage(FILE *f) {
   fprintf(f, "NAME\n    tabq - operate tabq queues: their tables, rows and plugins\n\n"
