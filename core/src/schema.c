@@ -1,5 +1,6 @@
 /* A table's schema, rendered by the broker's dialect (Dialect.schema, ABI 1.7) part by part in
- * the order they run: the table, its claim-order index, its settings, the dead letter table.
+ * the order they run: the table, its claim-order index, the index of its finished rows (where
+ * the claim-order index is partial), its settings, the dead letter table.
  * tabq_schema_sql gives the text, tabq_schema_apply runs it (docs/schema.md). */
 #include <stdio.h>
 #include <stdlib.h>
@@ -16,6 +17,7 @@ static const struct {
 } parts[] = {
     {TABQ_SCHEMA_TABLE, "schema: table"},
     {TABQ_SCHEMA_INDEX, "schema: index"},
+    {TABQ_SCHEMA_FINISHED_INDEX, "schema: finished index"},
     {TABQ_SCHEMA_SETTINGS, "schema: settings"},
     {TABQ_SCHEMA_DEAD_TABLE, "schema: dead letter table"},
 };
@@ -97,6 +99,7 @@ typedef struct schema_call {
   tabq_table t;
   tabq_schema_options o;
   char index[256];
+  char finished[256]; /* "<table>_finished" */
   char version_text[64];
   tabq_build build;
 } schema_call;
@@ -117,6 +120,9 @@ static int prepare_call(tabq_broker *b, const tabq_table *table, const tabq_sche
     snprintf(c->index, sizeof c->index, "%s", c->o.index_name);
   else
     tabq__schema_index_name(&c->t, c->index, sizeof c->index);
+  size_t schema_len;
+  snprintf(c->finished, sizeof c->finished, "%s_finished",
+           tabq_sql_table_part(c->t.name, &schema_len));
   c->build = (tabq_build){.table = &c->t,
                           .form = tabq_table_form(&c->t),
                           .dead_letter_table = c->o.dead_letter_table,
@@ -124,6 +130,11 @@ static int prepare_call(tabq_broker *b, const tabq_table *table, const tabq_sche
   rc = tabq__pool_server(&b->pool, c->t.name, c->version_text, sizeof c->version_text,
                          &c->build.server_version, NULL, 0, err);
   return rc ? rc : check_form(b, &c->build, err);
+}
+
+/* The index a part writes: the finished rows' for its part, else the claim-order index. */
+static const char *index_of(const schema_call *c, tabq_schema_part part) {
+  return part == TABQ_SCHEMA_FINISHED_INDEX ? c->finished : c->index;
 }
 
 static uint32_t flags_of(const schema_call *c) {
@@ -148,7 +159,8 @@ static int schema_sql(tabq_broker *b, const tabq_table *table, const tabq_schema
     rc = tabq__err_set(err, TABQ_NOMEM, c.t.name, NULL, "cannot hold the schema's text");
   for (size_t i = 0; !rc && i < sizeof parts / sizeof parts[0]; i++) {
     tabq_stmt st;
-    rc = tabq__schema_part(b, &c.build, parts[i].part, flags_of(&c), c.index, &st, err);
+    rc = tabq__schema_part(b, &c.build, parts[i].part, flags_of(&c), index_of(&c, parts[i].part),
+                           &st, err);
     if (!rc && st.sql && (append(&text, st.sql, st.len) || append(&text, ";\n", 2)))
       rc = tabq__err_set(err, TABQ_NOMEM, c.t.name, NULL, "cannot hold the schema's text");
     tabq_sql_free(&st);
@@ -184,7 +196,8 @@ static int run_parts(tabq_broker *b, const schema_call *c, tabq_pconn *conn, tab
   int rc = TABQ_OK;
   for (size_t i = 0; !rc && i < sizeof parts / sizeof parts[0]; i++) {
     tabq_stmt st;
-    rc = tabq__schema_part(b, &c->build, parts[i].part, flags_of(c), c->index, &st, err);
+    rc = tabq__schema_part(b, &c->build, parts[i].part, flags_of(c), index_of(c, parts[i].part),
+                           &st, err);
     if (!rc && st.sql && (rc = tabq__pconn_check(conn, b->drv->exec(conn->conn, st.sql))))
       tabq__err_from_plugin(err, rc, c->t.name, parts[i].name);
     tabq_sql_free(&st);

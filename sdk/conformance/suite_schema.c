@@ -212,6 +212,43 @@ static void claims_walk_the_index(void) {
   }
 }
 
+/* A queue's finished rows by age, as purge deletes them and stats counts them: an index holds
+ * them (the finished index where the claim-order index is partial, else the claim-order index
+ * led by processed_at), so neither reads the table. */
+static void finished_rows_walk_an_index(void) {
+  fresh_names();
+  tabq_broker *b = connect_broker(20);
+  const tabq_table *t = marked_table();
+  apply_schema(b, t);
+  db_fill("other", 4000);
+  db_fill("q", 40);
+  db_exec("UPDATE {jobs} SET processed_at = retry_after WHERE queue = 'q'");
+  if (is("postgres"))
+    db_exec("ANALYZE {jobs}");
+  else if (is("sqlite"))
+    db_exec("ANALYZE");
+  else {
+    char sql[128], out[1024];
+    snprintf(sql, sizeof sql, "ANALYZE TABLE %s", jobs_name());
+    db_rows_text(sql, NULL, 0, out, sizeof out);
+  }
+  static char sql[512], plan[16384];
+  snprintf(sql, sizeof sql,
+           "%sSELECT COUNT(*) FROM %s WHERE queue = 'q' AND processed_at IS NOT NULL AND "
+           "processed_at < %s",
+           is("sqlite") ? "EXPLAIN QUERY PLAN " : "EXPLAIN ", jobs_name(),
+           is("sqlite") ? "'9999-12-31'" : "'9999-12-31 00:00:00'");
+  db_rows_text(sql, NULL, 0, plan, sizeof plan);
+  char finished[128], claim[128];
+  snprintf(finished, sizeof finished, "%s_finished", jobs_name());
+  snprintf(claim, sizeof claim, "%s_claim", jobs_name());
+  bool walks = strstr(plan, finished) || strstr(plan, claim);
+  if (!walks)
+    fprintf(stderr, "\nthe finished rows of table %s are read by no index:\n%s\n", t->name, plan);
+  CU_ASSERT(walks);
+  end_test();
+}
+
 /* ---- The statement check ------------------------------------------------------------------- */
 
 static void good_table_checks_ok(void) {
@@ -471,6 +508,8 @@ const kit_test schema_tests[] = {
      rendered_schema_is_accepted, ALL_FORMS | KIT_SMOKE, needs_schema, NULL},
     {"the claims walk the rendered claim-order index (EXPLAIN)", claims_walk_the_index,
      TABQ_FORM_ROWLOCK | TABQ_FORM_LEASE, needs_plan, NULL},
+    {"a queue's finished rows by age walk an index, as purge and stats read them (EXPLAIN)",
+     finished_rows_walk_an_index, TABQ_FORM_ROWLOCK | TABQ_FORM_LEASE, needs_plan, NULL},
     {"check: every statement of a good table prepares, nothing runs", good_table_checks_ok,
      ALL_FORMS, needs_schema, NULL},
     {"check: a missing column is an error with the database's message and position",

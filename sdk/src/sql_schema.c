@@ -187,6 +187,45 @@ static int claim_index(const tabq_sql_style *s, const tabq_sql_schema *k, const 
   return TABQ_OK;
 }
 
+/* "CREATE INDEX name ON table (group, processed_at) WHERE processed_at IS NOT NULL", where the
+ * claim-order index is partial: the finished rows are in no other index. */
+static int finished_index(const tabq_sql_style *s, const tabq_sql_schema *k, const tabq_build *b,
+                          const tabq_schema_spec *spec, tabq_stmt *st) {
+  const tabq_table *t = b->table;
+  if (!partial_claims(k, t))
+    return TABQ_OK;
+  if ((spec->flags & TABQ_SCHEMA_IF_NOT_EXISTS) && !k->index_if_not_exists)
+    return s->host()->fail(TABQ_DIALECT, NULL, 0,
+                           "table %s: %s has no CREATE INDEX IF NOT EXISTS; render the index "
+                           "without it",
+                           t->name, s->product);
+  size_t schema_len;
+  const char *table = tabq_sql_table_part(t->name, &schema_len);
+  tabq_sql_raw(st, "CREATE INDEX ");
+  if (spec->flags & TABQ_SCHEMA_IF_NOT_EXISTS)
+    tabq_sql_raw(st, "IF NOT EXISTS ");
+  if (k->index_in_schema && schema_len) {
+    tabq_sqlb_name(s, st, t->name, schema_len);
+    tabq_sql_raw(st, ".");
+  }
+  tabq_sqlb_name(s, st, spec->index_name, strlen(spec->index_name));
+  tabq_sql_raw(st, " ON ");
+  if (k->index_in_schema)
+    tabq_sqlb_name(s, st, table, strlen(table));
+  else
+    tabq_sqlb_table(s, st, t->name);
+  tabq_sql_raw(st, " (");
+  if (t->group.name) {
+    tabq_sqlb_col(s, st, &t->group);
+    tabq_sql_raw(st, ", ");
+  }
+  tabq_sqlb_col(s, st, &t->processed_at);
+  tabq_sql_raw(st, ") WHERE ");
+  tabq_sqlb_col(s, st, &t->processed_at);
+  tabq_sql_raw(st, " IS NOT NULL");
+  return TABQ_OK;
+}
+
 int tabq_sqlb_schema(const tabq_sql_style *s, const tabq_sql_schema *k, const tabq_build *b,
                      const tabq_schema_spec *spec, tabq_stmt *out) {
   int rc = check_types(s, b->table);
@@ -200,6 +239,10 @@ int tabq_sqlb_schema(const tabq_sql_style *s, const tabq_sql_schema *k, const ta
     if ((rc = claim_index(s, k, b, spec, out)))
       return rc;
     return tabq_sqlb_finish(s, b, out, "schema: index");
+  case TABQ_SCHEMA_FINISHED_INDEX:
+    if ((rc = finished_index(s, k, b, spec, out)))
+      return rc;
+    return tabq_sqlb_finish(s, b, out, "schema: finished index");
   case TABQ_SCHEMA_DEAD_TABLE:
     if (!b->dead_letter_table)
       return TABQ_OK;

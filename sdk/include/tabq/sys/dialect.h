@@ -235,6 +235,11 @@ typedef enum tabq_schema_part {
   TABQ_SCHEMA_INDEX,      /* the claim-order index (docs/table-description.md) */
   TABQ_SCHEMA_SETTINGS,   /* the table's storage settings (PostgreSQL: autovacuum, fillfactor) */
   TABQ_SCHEMA_DEAD_TABLE, /* b->dead_letter_table, with the table's columns */
+  /* The index of the finished rows, "(group, processed_at) WHERE processed_at IS NOT NULL",
+   * where the claim-order index is partial and so holds none of them: what purge's deletes by
+   * age and stats' processed counts walk. Rendered after the claim-order index; a dialect that
+   * renders nothing for it (out->sql left NULL) leaves it out. */
+  TABQ_SCHEMA_FINISHED_INDEX,
 } tabq_schema_part;
 
 /* tabq_schema_spec.flags. */
@@ -246,10 +251,13 @@ typedef enum tabq_schema_part {
 /* What one Dialect.schema call renders. The core fills it; members are only appended, a plugin
  * reading those its `size` covers. */
 typedef struct tabq_schema_spec {
-  uint32_t size;          /* sizeof(tabq_schema_spec) as the core was built */
-  uint32_t flags;         /* TABQ_SCHEMA_* */
-  tabq_schema_part part;  /* the statement to render */
-  const char *index_name; /* the claim-order index's name, without a schema ("jobs_claim") */
+  uint32_t size;         /* sizeof(tabq_schema_spec) as the core was built */
+  uint32_t flags;        /* TABQ_SCHEMA_* */
+  tabq_schema_part part; /* the statement to render */
+  /* The name of the index the part writes, without a schema: the claim-order index's for the
+   * table and TABQ_SCHEMA_INDEX ("jobs_claim"), the finished rows' for
+   * TABQ_SCHEMA_FINISHED_INDEX ("jobs_finished"). */
+  const char *index_name;
 } tabq_schema_spec;
 
 typedef struct tabq_dialect_v1 {
