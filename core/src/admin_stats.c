@@ -116,10 +116,10 @@ static bool dead_group(const tabq_app *app, const tabq_table *t, const char *gro
   return false;
 }
 
-static int table_groups(tabq_broker *b, tabq_tx *tx, const tabq_app *app, const tabq_table *t,
-                        tabq_admin_stats *s, tabq_error *err) {
-  if (!t->group.name)
-    return add(s, t->name, NULL, 0) ? TABQ_OK : TABQ_NOMEM;
+/* One walk over the groups of the rows `finished` says (-1: every row; 0: the unfinished; 1:
+ * the finished), each group added once. */
+static int walk_groups(tabq_broker *b, tabq_tx *tx, const tabq_app *app, const tabq_table *t,
+                       int finished, tabq_admin_stats *s, tabq_error *err) {
   group_cell g = {.found = true};
   bool first = true;
   int rc = TABQ_OK;
@@ -130,8 +130,14 @@ static int table_groups(tabq_broker *b, tabq_tx *tx, const tabq_app *app, const 
     tabq__adm_name(&q, t->group.name);
     tabq__adm_raw(&q, ") FROM ");
     tabq__adm_name(&q, t->name);
+    tabq__adm_raw(&q, " WHERE 1 = 1");
+    if (finished >= 0) {
+      tabq__adm_raw(&q, " AND ");
+      tabq__adm_name(&q, t->processed_at.name);
+      tabq__adm_raw(&q, finished ? " IS NOT NULL" : " IS NULL");
+    }
     if (!first) {
-      tabq__adm_raw(&q, " WHERE ");
+      tabq__adm_raw(&q, " AND ");
       tabq__adm_name(&q, t->group.name);
       tabq__adm_raw(&q, " > ");
       tabq__adm_param(&q, TABQ_P_GROUP);
@@ -150,6 +156,19 @@ static int table_groups(tabq_broker *b, tabq_tx *tx, const tabq_app *app, const 
     }
   }
   return rc;
+}
+
+/* The groups of a processed_at table are walked in its unfinished rows, then in its finished
+ * ones: the claim-order index holds the first and, where it is partial, the finished index
+ * the others (docs/schema.md), while no index holds every row's group. */
+static int table_groups(tabq_broker *b, tabq_tx *tx, const tabq_app *app, const tabq_table *t,
+                        tabq_admin_stats *s, tabq_error *err) {
+  if (!t->group.name)
+    return add(s, t->name, NULL, 0) ? TABQ_OK : TABQ_NOMEM;
+  if (!t->processed_at.name)
+    return walk_groups(b, tx, app, t, -1, s, err);
+  int rc = walk_groups(b, tx, app, t, 0, s, err);
+  return rc ? rc : walk_groups(b, tx, app, t, 1, s, err);
 }
 
 /* A table that only receives dead letters (a subscription's dead_letter_table, read by none)
