@@ -333,12 +333,20 @@ static int processed(tabq_broker *b, tabq_tx *tx, const tabq_table *t, tabq_queu
     return TABQ_OK;
   tabq_adm_sql q;
   tabq__adm_init(&q, b);
-  tabq__adm_raw(&q, "SELECT COUNT(*) FROM ");
+  /* In the finished index's order: a planner that would read the heap for a queue holding
+   * most of the table (PostgreSQL: a parallel scan, 3-4x the time) walks the index alone, as
+   * no sort of the rows could be cheaper. */
+  tabq__adm_raw(&q, "SELECT COUNT(*) FROM (SELECT ");
+  tabq__adm_name(&q, t->processed_at.name);
+  tabq__adm_raw(&q, " FROM ");
   tabq__adm_name(&q, t->name);
   tabq__adm_raw(&q, " WHERE ");
   tabq__adm_name(&q, t->processed_at.name);
   tabq__adm_raw(&q, " IS NOT NULL");
   tabq__adm_in_group(&q, t, TABQ_P_GROUP, true);
+  tabq__adm_raw(&q, " ORDER BY ");
+  tabq__adm_name(&q, t->processed_at.name);
+  tabq__adm_raw(&q, ") AS finished");
   int rc = tabq__adm_count(tx, &q, v, &qs->processed, err);
   tabq__adm_free(&q);
   return rc;
