@@ -170,6 +170,19 @@ static void plan_of(tabq_build_fn build, const tabq_table *t, char *plan, size_t
   tabq_sql_free(&st);
 }
 
+/* Statistics read, so a plan weighs the rows as they are. */
+static void analyze_jobs(void) {
+  if (is("postgres")) {
+    db_exec("ANALYZE {jobs}");
+  } else if (is("sqlite")) {
+    db_exec("ANALYZE");
+  } else {
+    char sql[128], out[1024];
+    snprintf(sql, sizeof sql, "ANALYZE TABLE %s", jobs_name());
+    db_rows_text(sql, NULL, 0, out, sizeof out);
+  }
+}
+
 static void claims_walk_the_index(void) {
   const tabq_table *(*variants[])(void) = {jobs_table, marked_table};
   for (size_t v = 0; v < 2; v++) {
@@ -183,15 +196,7 @@ static void claims_walk_the_index(void) {
     db_fill("q", 20);
     if (t->processed_at.name)
       db_exec("UPDATE {jobs} SET processed_at = retry_after WHERE queue = 'other'");
-    if (is("postgres"))
-      db_exec("ANALYZE {jobs}");
-    else if (is("sqlite"))
-      db_exec("ANALYZE");
-    else {
-      char sql[128], out[1024];
-      snprintf(sql, sizeof sql, "ANALYZE TABLE %s", jobs_name());
-      db_rows_text(sql, NULL, 0, out, sizeof out);
-    }
+    analyze_jobs();
     char index[128];
     snprintf(index, sizeof index, "%s_claim", jobs_name());
     for (int one = 0; one < 2; one++) {
@@ -223,15 +228,7 @@ static void finished_rows_walk_an_index(void) {
   db_fill("other", 4000);
   db_fill("q", 40);
   db_exec("UPDATE {jobs} SET processed_at = retry_after WHERE queue = 'q'");
-  if (is("postgres"))
-    db_exec("ANALYZE {jobs}");
-  else if (is("sqlite"))
-    db_exec("ANALYZE");
-  else {
-    char sql[128], out[1024];
-    snprintf(sql, sizeof sql, "ANALYZE TABLE %s", jobs_name());
-    db_rows_text(sql, NULL, 0, out, sizeof out);
-  }
+  analyze_jobs();
   static char sql[512], plan[16384];
   snprintf(sql, sizeof sql,
            "%sSELECT COUNT(*) FROM %s WHERE queue = 'q' AND processed_at IS NOT NULL AND "

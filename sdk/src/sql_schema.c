@@ -151,13 +151,11 @@ static void create_table(const tabq_sql_style *s, const tabq_sql_schema *k, cons
     tabq_sql_raw(st, k->table_options);
 }
 
-static int claim_index(const tabq_sql_style *s, const tabq_sql_schema *k, const tabq_build *b,
-                       const tabq_schema_spec *spec, tabq_stmt *st) {
-  const tabq_table *t = b->table;
-  bool alone = spec->flags & TABQ_SCHEMA_ALONE,
-       if_not_exists = spec->flags & TABQ_SCHEMA_IF_NOT_EXISTS;
-  if (key_is_the_id(s, k, t) || (k->inline_index && !alone))
-    return TABQ_OK;
+/* "CREATE INDEX [IF NOT EXISTS] [schema.]name ON table " for the index spec names; TABQ_DIALECT
+ * where the database has no CREATE INDEX IF NOT EXISTS and it is asked for. */
+static int index_head(const tabq_sql_style *s, const tabq_sql_schema *k, const tabq_table *t,
+                      const tabq_schema_spec *spec, tabq_stmt *st) {
+  bool if_not_exists = spec->flags & TABQ_SCHEMA_IF_NOT_EXISTS;
   if (if_not_exists && !k->index_if_not_exists)
     return s->host()->fail(TABQ_DIALECT, NULL, 0,
                            "table %s: %s has no CREATE INDEX IF NOT EXISTS; render the index "
@@ -179,12 +177,21 @@ static int claim_index(const tabq_sql_style *s, const tabq_sql_schema *k, const 
   else
     tabq_sqlb_table(s, st, t->name);
   tabq_sql_raw(st, " ");
-  if (tabq_sqlb_claim_key(s, k, st, t)) {
+  return TABQ_OK;
+}
+
+static int claim_index(const tabq_sql_style *s, const tabq_sql_schema *k, const tabq_build *b,
+                       const tabq_schema_spec *spec, tabq_stmt *st) {
+  const tabq_table *t = b->table;
+  if (key_is_the_id(s, k, t) || (k->inline_index && !(spec->flags & TABQ_SCHEMA_ALONE)))
+    return TABQ_OK;
+  int rc = index_head(s, k, t, spec, st);
+  if (!rc && tabq_sqlb_claim_key(s, k, st, t)) {
     tabq_sql_raw(st, " WHERE ");
     tabq_sqlb_col(s, st, &t->processed_at);
     tabq_sql_raw(st, " IS NULL");
   }
-  return TABQ_OK;
+  return rc;
 }
 
 /* "CREATE INDEX name ON table (group, processed_at) WHERE processed_at IS NOT NULL", where the
@@ -194,27 +201,10 @@ static int finished_index(const tabq_sql_style *s, const tabq_sql_schema *k, con
   const tabq_table *t = b->table;
   if (!partial_claims(k, t))
     return TABQ_OK;
-  if ((spec->flags & TABQ_SCHEMA_IF_NOT_EXISTS) && !k->index_if_not_exists)
-    return s->host()->fail(TABQ_DIALECT, NULL, 0,
-                           "table %s: %s has no CREATE INDEX IF NOT EXISTS; render the index "
-                           "without it",
-                           t->name, s->product);
-  size_t schema_len;
-  const char *table = tabq_sql_table_part(t->name, &schema_len);
-  tabq_sql_raw(st, "CREATE INDEX ");
-  if (spec->flags & TABQ_SCHEMA_IF_NOT_EXISTS)
-    tabq_sql_raw(st, "IF NOT EXISTS ");
-  if (k->index_in_schema && schema_len) {
-    tabq_sqlb_name(s, st, t->name, schema_len);
-    tabq_sql_raw(st, ".");
-  }
-  tabq_sqlb_name(s, st, spec->index_name, strlen(spec->index_name));
-  tabq_sql_raw(st, " ON ");
-  if (k->index_in_schema)
-    tabq_sqlb_name(s, st, table, strlen(table));
-  else
-    tabq_sqlb_table(s, st, t->name);
-  tabq_sql_raw(st, " (");
+  int rc = index_head(s, k, t, spec, st);
+  if (rc)
+    return rc;
+  tabq_sql_raw(st, "(");
   if (t->group.name) {
     tabq_sqlb_col(s, st, &t->group);
     tabq_sql_raw(st, ", ");
