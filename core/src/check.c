@@ -197,6 +197,13 @@ static tabq_outcome never_called(tabq_delivery *d, void *user) {
   return tabq_no_outcome();
 }
 
+static bool errors_since(const tabq_check_report *report, size_t from) {
+  for (size_t i = from; i < tabq_check_report_count(report); i++)
+    if (tabq_check_report_item(report, i)->severity == TABQ_CHECK_ERROR)
+      return true;
+  return false;
+}
+
 /* The claim-order index, where the claim is tabq's own: found, missing (a warning with the
  * statement that creates it), or not looked for (a warning saying why). */
 static void check_index(check_run *r, tabq_subscription *s, const char *prefix) {
@@ -256,6 +263,7 @@ static void check_sub(check_run *r, const tabq_table *table, const tabq_subscrip
     refused(r, table->name, prefix, &e);
   else
     rc = take_conn(r);
+  size_t before = tabq_check_report_count(r->report);
   for (unsigned i = 0; !rc && !r->fatal && i < SQ_COUNT; i++) {
     if (s->st[i] == TABQ_NO_STMT)
       continue;
@@ -264,7 +272,9 @@ static void check_sub(check_run *r, const tabq_table *table, const tabq_subscrip
     check_def(r, s->st[i], s->t, purpose);
   }
   give_conn(r);
-  if (!rc && !r->fatal && !s->t->events.claim)
+  /* The index is looked for once the statements prepare: a table or a column the database
+   * lacks is what to mend first, and a missing table has no index either. */
+  if (!rc && !r->fatal && !s->t->events.claim && !errors_since(r->report, before))
     check_index(r, s, prefix);
   if (s)
     tabq__sub_free(s);

@@ -214,8 +214,9 @@ for db, url in urls.items():
     sql(url, "DROP TABLE IF EXISTS tq_jobs_dead; DROP TABLE IF EXISTS tq_jobs")
     base = ["--url", url, "--table", desc]
     r = run("check", *base)
-    check(f"{db}: check before the tables exist: errors naming tq_jobs, exit 1",
-          r.returncode == 1 and "error   tq_jobs:" in r.stdout and " 0 ok," in r.stdout, show(r))
+    check(f"{db}: check before the tables exist: errors naming tq_jobs, no index warning, exit 1",
+          r.returncode == 1 and "error   tq_jobs:" in r.stdout and " 0 ok, 0 warnings," in r.stdout,
+          show(r))
     r = run("schema", *base)
     check(f"{db}: schema prints the table, its index and the dead letter table, creates nothing",
           r.returncode == 0 and "CREATE TABLE" in r.stdout and "tq_jobs_claim" in r.stdout
