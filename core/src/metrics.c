@@ -1,0 +1,156 @@
+/* tabq_metrics_write: the broker's subscriptions' counters in the Prometheus text exposition
+ * format 0.0.4 (docs/metrics.md), names and labels as Prometheus' conventions ask: a unit-less
+ * counter ends in _total, labels are table and queue (and outcome where one counter is split
+ * by it). */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <tabq/metrics.h>
+
+#include "engine.h"
+#include "error.h"
+
+/* A label value, escaped as the format asks: backslash, double quote and newline. */
+static void label(FILE *f, const char *v) {
+  for (; v && *v; v++) {
+    if (*v == '\\' || *v == '"')
+      fputc('\\', f);
+    if (*v == '\n')
+      fputs("\\n", f);
+    else
+      fputc(*v, f);
+  }
+}
+
+/* One family: its HELP and TYPE, then one sample a subscription. `pick` reads the value of
+ * `outcome`'s sample from a subscription's counters. */
+typedef uint64_t (*pick_fn)(const tabq_stats *st);
+
+typedef struct family_sample {
+  const char *outcome; /* NULL: the family has no outcome label */
+  pick_fn pick;
+} family_sample;
+
+typedef struct sub_counters {
+  const char *table, *queue;
+  tabq_stats st;
+} sub_counters;
+
+static void family(FILE *f, const char *name, const char *help, const sub_counters *subs, size_t n,
+                   const family_sample *samples, size_t nsamples) {
+  fprintf(f, "# HELP %s %s\n# TYPE %s counter\n", name, help, name);
+  for (size_t i = 0; i < n; i++)
+    for (size_t k = 0; k < nsamples; k++) {
+      fprintf(f, "%s{table=\"", name);
+      label(f, subs[i].table);
+      fputs("\",queue=\"", f);
+      label(f, subs[i].queue);
+      if (samples[k].outcome)
+        fprintf(f, "\",outcome=\"%s", samples[k].outcome);
+      fprintf(f, "\"} %llu\n", (unsigned long long)samples[k].pick(&subs[i].st));
+    }
+}
+
+#define PICK(member)                                                                               \
+  static uint64_t pick_##member(const tabq_stats *st) {                                            \
+    return st->member;                                                                             \
+  }
+PICK(claimed)
+PICK(acked)
+PICK(retried)
+PICK(dead_lettered)
+PICK(released)
+PICK(decode_failed)
+PICK(lease_lost)
+PICK(failed)
+PICK(extensions)
+PICK(claims)
+PICK(coalesced)
+PICK(shutdown_released)
+PICK(shutdown_closed)
+
+static void write_all(FILE *f, const tabq_broker *b, const sub_counters *subs, size_t n) {
+  fprintf(f, "# HELP tabq_info The tabq library serving these figures.\n# TYPE tabq_info gauge\n");
+  fprintf(f, "tabq_info{version=\"%s\",dialect=\"", tabq_version_string());
+  label(f, tabq_dialect_name(b));
+  fputs("\"} 1\n", f);
+  family(f, "tabq_claimed_total", "Deliveries claimed and handed to a handler.", subs, n,
+         (family_sample[]){{NULL, pick_claimed}}, 1);
+  family(f, "tabq_deliveries_total",
+         "Deliveries settled, by outcome: ack (ack and drop), retry (retry and retry after a "
+         "delay), dead_letter, released (unsettled at shutdown), decode_failed (settled by the "
+         "decode policy before a handler saw them).",
+         subs, n,
+         (family_sample[]){{"ack", pick_acked},
+                           {"retry", pick_retried},
+                           {"dead_letter", pick_dead_lettered},
+                           {"released", pick_released},
+                           {"decode_failed", pick_decode_failed}},
+         5);
+  family(f, "tabq_lease_lost_total",
+         "Settlements and extensions refused because the lease was no longer held.", subs, n,
+         (family_sample[]){{NULL, pick_lease_lost}}, 1);
+  family(f, "tabq_settlement_failures_total", "Settlements whose statement failed.", subs, n,
+         (family_sample[]){{NULL, pick_failed}}, 1);
+  family(f, "tabq_lease_extensions_total", "Leases moved forward while a handler ran.", subs, n,
+         (family_sample[]){{NULL, pick_extensions}}, 1);
+  family(f, "tabq_claim_statements_total", "Claim statements run.", subs, n,
+         (family_sample[]){{NULL, pick_claims}}, 1);
+  family(f, "tabq_coalesced_acks_total", "Acks settled in one transaction with another delivery's.",
+         subs, n, (family_sample[]){{NULL, pick_coalesced}}, 1);
+  family(f, "tabq_shutdown_releases_total",
+         "Advisory locks of deliveries in work at shutdown: released, or their connection "
+         "closed.",
+         subs, n,
+         (family_sample[]){{"released", pick_shutdown_released}, {"closed", pick_shutdown_closed}},
+         2);
+  fprintf(f,
+          "# HELP tabq_delivery_connections Connections the deliveries in work hold.\n"
+          "# TYPE tabq_delivery_connections gauge\ntabq_delivery_connections %u\n",
+          atomic_load(&b->conns_used));
+}
+
+int tabq_metrics_write(tabq_broker *b, char **out, tabq_error *err) {
+  tabq__err_clear(err);
+  if (!b || !out)
+    return tabq__err_set(err, TABQ_INVALID, NULL, NULL,
+                         "tabq_metrics_write needs a broker and a place for the text");
+  *out = NULL;
+  /* The counters are copied under the broker's lock (the list may grow), written after it. */
+  pthread_mutex_lock(&b->mu);
+  size_t n = 0;
+  for (tabq_subscription *s = b->subs; s; s = s->next)
+    n++;
+  sub_counters *subs = calloc(n ? n : 1, sizeof *subs);
+  size_t i = 0;
+  for (tabq_subscription *s = b->subs; subs && s; s = s->next, i++) {
+    subs[i].table = s->t->name;
+    subs[i].queue = s->queue ? s->queue : "";
+    tabq_subscription_stats(s, &subs[i].st, sizeof subs[i].st);
+  }
+  pthread_mutex_unlock(&b->mu);
+  char *text = NULL;
+  size_t len = 0;
+  FILE *f = subs ? open_memstream(&text, &len) : NULL;
+  if (!f) {
+    free(subs);
+    return tabq__err_set(err, TABQ_NOMEM, NULL, NULL, "cannot hold the metrics' text");
+  }
+  /* The list holds the newest subscription first: written oldest first. */
+  for (size_t lo = 0, hi = n ? n - 1 : 0; lo < hi; lo++, hi--) {
+    sub_counters t = subs[lo];
+    subs[lo] = subs[hi];
+    subs[hi] = t;
+  }
+  write_all(f, b, subs, n);
+  int bad = ferror(f);
+  if (fclose(f) || bad) {
+    free(text);
+    free(subs);
+    return tabq__err_set(err, TABQ_NOMEM, NULL, NULL, "cannot hold the metrics' text");
+  }
+  free(subs);
+  *out = text;
+  return TABQ_OK;
+}

@@ -1,0 +1,94 @@
+#!/usr/bin/env python3
+"""tabq_metrics_write, read by a real Prometheus text parser (prometheus_client's, Debian's
+python3-prometheus-client): metrics_service drains rows of known outcomes on SQLite, PostgreSQL
+and MariaDB, prints its metrics, and each figure must be what the drain did.
+
+usage: test_metrics.py METRICS_SERVICE DESCRIPTION_FILE"""
+import os
+import subprocess
+import sys
+import tempfile
+
+from prometheus_client.parser import text_string_to_metric_families
+
+service, description = sys.argv[1], sys.argv[2]
+work = tempfile.mkdtemp(prefix="tabq-metrics.")
+DDL = {
+    "sqlite": "DROP TABLE IF EXISTS metrics_jobs;"
+              "CREATE TABLE metrics_jobs (id INTEGER PRIMARY KEY, queue TEXT NOT NULL,"
+              " attempt INTEGER NOT NULL DEFAULT 1, locked_until TEXT, payload BLOB NOT NULL)",
+    "postgres": "DROP TABLE IF EXISTS metrics_jobs;"
+                "CREATE TABLE metrics_jobs (id BIGSERIAL PRIMARY KEY, queue TEXT NOT NULL,"
+                " attempt INTEGER NOT NULL DEFAULT 1, locked_until TIMESTAMPTZ,"
+                " payload BYTEA NOT NULL)",
+    "mysql": "DROP TABLE IF EXISTS metrics_jobs;"
+             "CREATE TABLE metrics_jobs (id BIGINT AUTO_INCREMENT PRIMARY KEY,"
+             " queue VARCHAR(191) NOT NULL, attempt INT NOT NULL DEFAULT 1,"
+             " locked_until DATETIME NULL, payload MEDIUMBLOB NOT NULL) ENGINE=InnoDB",
+}
+urls = {"sqlite": f"sqlite:{work}/metrics.db"}
+for db, var in (("postgres", "TABQ_TEST_POSTGRES_URL"), ("mysql", "TABQ_TEST_MYSQL_URL")):
+    if not os.environ.get(var):
+        sys.exit(f"{var} is not set (./dev test sets it)")
+    urls[db] = os.environ[var]
+
+failures = checks = 0
+
+
+def check(name, ok, detail=""):
+    global failures, checks
+    checks += 1
+    print(("ok - " if ok else "not ok - ") + name)
+    if not ok:
+        failures += 1
+        print("    " + str(detail).replace("\n", "\n    "))
+
+
+ACKS, DROPS, FAILS = 7, 3, 4
+for db, url in urls.items():
+    env = dict(os.environ, METRICS_DDL=DDL[db])
+    env.pop("TABQ_URL", None)
+    r = subprocess.run([service, description, "--url", url, str(ACKS), str(DROPS), str(FAILS)],
+                       capture_output=True, text=True, env=env, timeout=120)
+    text = r.stdout.split("# metrics\n", 1)[1] if "# metrics\n" in r.stdout else ""
+    check(f"{db}: the service drains and prints its metrics, exit 0",
+          r.returncode == 0 and text, f"exit {r.returncode}\n{r.stdout}{r.stderr}")
+    samples = {}
+    try:
+        for family in text_string_to_metric_families(text):
+            for s in family.samples:
+                samples[(s.name, tuple(sorted(s.labels.items())))] = s.value
+        parsed = True
+    except Exception as e:  # the parser refuses what is not the format
+        parsed, samples = False, {}
+        check(f"{db}: the text parses", False, e)
+    if parsed:
+        check(f"{db}: the text parses as Prometheus exposition", len(samples) > 10, text)
+
+    def value(name, **labels):
+        labels = dict({"table": "metrics_jobs", "queue": "work"}, **labels)
+        return samples.get((name, tuple(sorted(labels.items()))))
+
+    want = {
+        ("tabq_claimed_total", ()): ACKS + DROPS + 2 * FAILS,
+        ("tabq_deliveries_total", ("ack",)): ACKS + DROPS,
+        ("tabq_deliveries_total", ("retry",)): FAILS,
+        ("tabq_deliveries_total", ("dead_letter",)): FAILS,
+        ("tabq_deliveries_total", ("released",)): 0,
+        ("tabq_deliveries_total", ("decode_failed",)): 0,
+        ("tabq_lease_lost_total", ()): 0,
+        ("tabq_settlement_failures_total", ()): 0,
+    }
+    for (name, outcome), expected in want.items():
+        got = value(name, **({"outcome": outcome[0]} if outcome else {}))
+        label = f"{name}{{outcome={outcome[0]}}}" if outcome else name
+        check(f"{db}: {label} is {expected}", got == expected, f"got {got}")
+    claims = value("tabq_claim_statements_total")
+    check(f"{db}: claim statements counted", claims is not None and claims >= 1, claims)
+    info = [k for k in samples if k[0] == "tabq_info"]
+    check(f"{db}: tabq_info names the dialect",
+          len(info) == 1 and dict(info[0][1]).get("dialect") in ("sqlite", "postgres", "mysql"),
+          info)
+
+print(f"metrics: {checks - failures} passed, {failures} failed")
+sys.exit(1 if failures or not checks else 0)
