@@ -11,6 +11,7 @@
 #include <tabq/tabq.h>
 
 #include "buf.h"
+#include "histogram.h"
 #include "tx_handle.h"
 #include "listen.h"
 #include "loader.h"
@@ -90,7 +91,8 @@ struct tabq_delivery {
   pthread_cond_t cv;
   bool extending;
   int64_t pending;
-  bool in_work; /* claimed and not yet settled */
+  bool in_work;                 /* claimed and not yet settled */
+  tabq_hist_cells handler_time; /* this slot's handler durations (metrics) */
   bool settled;
   bool lease_lost;  /* an extension found the token gone */
   bool closed;      /* advisory: shutdown released its lock; settling fails with CLOSED */

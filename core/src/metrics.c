@@ -35,20 +35,27 @@ typedef struct family_sample {
 typedef struct sub_counters {
   const char *table, *queue;
   tabq_stats st;
+  tabq_histogram handler;
 } sub_counters;
+
+static void labels(FILE *f, const sub_counters *c) {
+  fputs("table=\"", f);
+  label(f, c->table);
+  fputs("\",queue=\"", f);
+  label(f, c->queue);
+  fputs("\"", f);
+}
 
 static void family(FILE *f, const char *name, const char *help, const sub_counters *subs, size_t n,
                    const family_sample *samples, size_t nsamples) {
   fprintf(f, "# HELP %s %s\n# TYPE %s counter\n", name, help, name);
   for (size_t i = 0; i < n; i++)
     for (size_t k = 0; k < nsamples; k++) {
-      fprintf(f, "%s{table=\"", name);
-      label(f, subs[i].table);
-      fputs("\",queue=\"", f);
-      label(f, subs[i].queue);
+      fprintf(f, "%s{", name);
+      labels(f, &subs[i]);
       if (samples[k].outcome)
-        fprintf(f, "\",outcome=\"%s", samples[k].outcome);
-      fprintf(f, "\"} %llu\n", (unsigned long long)samples[k].pick(&subs[i].st));
+        fprintf(f, ",outcome=\"%s\"", samples[k].outcome);
+      fprintf(f, "} %llu\n", (unsigned long long)samples[k].pick(&subs[i].st));
     }
 }
 
@@ -69,6 +76,28 @@ PICK(claims)
 PICK(coalesced)
 PICK(shutdown_released)
 PICK(shutdown_closed)
+
+/* A histogram family: its cumulative buckets by `le`, then _sum and _count. */
+static void histogram(FILE *f, const char *name, const char *help, const sub_counters *subs,
+                      size_t n) {
+  fprintf(f, "# HELP %s %s\n# TYPE %s histogram\n", name, help, name);
+  for (size_t i = 0; i < n; i++) {
+    const tabq_histogram *h = &subs[i].handler;
+    for (unsigned k = 0; k < h->nbuckets; k++) {
+      fprintf(f, "%s_bucket{", name);
+      labels(f, &subs[i]);
+      if (k + 1 < h->nbuckets)
+        fprintf(f, ",le=\"%g\"} %llu\n", h->le[k], (unsigned long long)h->cumulative[k]);
+      else
+        fprintf(f, ",le=\"+Inf\"} %llu\n", (unsigned long long)h->cumulative[k]);
+    }
+    fprintf(f, "%s_sum{", name);
+    labels(f, &subs[i]);
+    fprintf(f, "} %.6f\n%s_count{", h->sum_seconds, name);
+    labels(f, &subs[i]);
+    fprintf(f, "} %llu\n", (unsigned long long)h->count);
+  }
+}
 
 static void write_all(FILE *f, const tabq_broker *b, const sub_counters *subs, size_t n) {
   fprintf(f, "# HELP tabq_info The tabq library serving these figures.\n# TYPE tabq_info gauge\n");
@@ -105,6 +134,8 @@ static void write_all(FILE *f, const tabq_broker *b, const sub_counters *subs, s
          subs, n,
          (family_sample[]){{"released", pick_shutdown_released}, {"closed", pick_shutdown_closed}},
          2);
+  histogram(f, "tabq_handler_duration_seconds",
+            "How long handlers of one delivery ran, from their call to their return.", subs, n);
   fprintf(f,
           "# HELP tabq_delivery_connections Connections the deliveries in work hold.\n"
           "# TYPE tabq_delivery_connections gauge\ntabq_delivery_connections %u\n",
@@ -128,6 +159,7 @@ int tabq_metrics_write(tabq_broker *b, char **out, tabq_error *err) {
     subs[i].table = s->t->name;
     subs[i].queue = s->queue ? s->queue : "";
     tabq_subscription_stats(s, &subs[i].st, sizeof subs[i].st);
+    tabq_subscription_handler_durations(s, &subs[i].handler, sizeof subs[i].handler);
   }
   pthread_mutex_unlock(&b->mu);
   char *text = NULL;

@@ -2,7 +2,8 @@
  *   metrics_service FILE --url URL ACKS DROPS FAILS
  * makes its table (METRICS_DDL in the environment, statements split on ';'), publishes ACKS rows
  * its handler acks, DROPS it drops and FAILS it retries (each then dead-lettered at its second
- * attempt), runs until every row is settled, then prints the metrics after a "# metrics" line. */
+ * attempt), runs until every row is settled, then prints the metrics after a "# metrics" line.
+ * METRICS_SLOW_MS makes each handler call sleep that long. */
 #include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -16,6 +17,9 @@ static int counts[3]; /* ack, drop, fail */
 
 static tabq_outcome work(tabq_delivery *d, void *user) {
   (void)user;
+  const char *slow = getenv("METRICS_SLOW_MS"); /* each handler call takes at least this */
+  if (slow)
+    usleep((useconds_t)atoi(slow) * 1000);
   size_t len;
   const char *p = tabq_delivery_payload(d, &len);
   if (len == 4 && !memcmp(p, "drop", 4))

@@ -46,7 +46,7 @@ def check(name, ok, detail=""):
 
 ACKS, DROPS, FAILS = 7, 3, 4
 for db, url in urls.items():
-    env = dict(os.environ, METRICS_DDL=DDL[db])
+    env = dict(os.environ, METRICS_DDL=DDL[db], METRICS_SLOW_MS="20")
     env.pop("TABQ_URL", None)
     r = subprocess.run([service, description, "--url", url, str(ACKS), str(DROPS), str(FAILS)],
                        capture_output=True, text=True, env=env, timeout=120)
@@ -85,6 +85,18 @@ for db, url in urls.items():
         check(f"{db}: {label} is {expected}", got == expected, f"got {got}")
     claims = value("tabq_claim_statements_total")
     check(f"{db}: claim statements counted", claims is not None and claims >= 1, claims)
+    # Handler durations: every call slept 20 ms.
+    name = "tabq_handler_duration_seconds"
+    runs = ACKS + DROPS + 2 * FAILS
+    count = value(name + "_count")
+    check(f"{db}: {name}_count is every handler call, {runs}", count == runs, count)
+    check(f"{db}: {name} has none at or under 10 ms (each slept 20)",
+          value(name + "_bucket", le="0.01") == 0, value(name + "_bucket", le="0.01"))
+    check(f"{db}: {name} +Inf bucket holds them all",
+          value(name + "_bucket", le="+Inf") == runs, value(name + "_bucket", le="+Inf"))
+    total = value(name + "_sum")
+    check(f"{db}: {name}_sum is at least {runs} x 20 ms",
+          total is not None and total >= runs * 0.02, total)
     info = [k for k in samples if k[0] == "tabq_info"]
     check(f"{db}: tabq_info names the dialect",
           len(info) == 1 and dict(info[0][1]).get("dialect") in ("sqlite", "postgres", "mysql"),

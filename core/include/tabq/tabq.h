@@ -287,6 +287,25 @@ typedef struct tabq_stats {
  * an older program's smaller tabq_stats gets the counters it knows. */
 TABQ_API void tabq_subscription_stats(const tabq_subscription *s, tabq_stats *out, size_t size);
 
+/* Durations as a histogram of fixed buckets: `cumulative[i]` samples took at most `le[i]`
+ * seconds (the last bound is +Inf, so it equals `count`), as Prometheus histograms count. */
+#define TABQ_HISTOGRAM_BUCKETS 15
+typedef struct tabq_histogram {
+  uint32_t size;     /* the bytes the call wrote */
+  uint32_t nbuckets; /* TABQ_HISTOGRAM_BUCKETS */
+  double le[TABQ_HISTOGRAM_BUCKETS];
+  uint64_t cumulative[TABQ_HISTOGRAM_BUCKETS];
+  uint64_t count;
+  double sum_seconds;
+} tabq_histogram;
+
+/* How long the subscription's handlers ran, one sample a delivery handed to a handler of one
+ * delivery (a batch handler's call is not counted yet), summed over the workers on read, into
+ * `out`, `size` bytes of it (sizeof *out as the service was compiled), as tabq_subscription_stats
+ * does. */
+TABQ_API void tabq_subscription_handler_durations(const tabq_subscription *s, tabq_histogram *out,
+                                                  size_t size);
+
 /* ---- Deliveries (valid inside the handler call) ------------------------------------------- */
 
 /* The id, when the id column holds integers (else 0). */
