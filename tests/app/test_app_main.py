@@ -14,6 +14,9 @@ import sys
 import tempfile
 import time
 
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "support"))
+from checks import Checks, database_urls  # noqa: E402
+
 service, description = sys.argv[1], sys.argv[2]
 work = tempfile.mkdtemp(prefix="tabq-app-main.")
 DDL = {
@@ -28,23 +31,9 @@ DDL = {
              " attempt INT NOT NULL DEFAULT 1, locked_until DATETIME NULL, payload MEDIUMBLOB NOT NULL)"
              " ENGINE=InnoDB",
 }
-urls = {"sqlite": f"sqlite:{work}/app.db"}
-for db, var in (("postgres", "TABQ_TEST_POSTGRES_URL"), ("mysql", "TABQ_TEST_MYSQL_URL")):
-    if not os.environ.get(var):
-        sys.exit(f"{var} is not set (./dev test sets it)")
-    urls[db] = os.environ[var]
+urls = database_urls(f"{work}/app.db")
 
-failures = 0
-checks = 0
-
-
-def check(name, ok, detail=""):
-    global failures, checks
-    checks += 1
-    print(("ok - " if ok else "not ok - ") + name)
-    if not ok:
-        failures += 1
-        print("    " + detail.replace("\n", "\n    "))
+check = Checks()
 
 
 def run(args, db=None, env=None, timeout=60):
@@ -171,5 +160,4 @@ r = run(["--version"])
 check("--version: the app's version and tabq's", r.returncode == 0 and
       r.stdout.startswith("app-main-test 0.1.0 (tabq "), r.stdout)
 
-print(f"app_main: {checks - failures} passed, {failures} failed")
-sys.exit(1 if failures or not checks else 0)
+check.finish("app_main")

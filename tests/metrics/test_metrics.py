@@ -11,6 +11,9 @@ import tempfile
 
 from prometheus_client.parser import text_string_to_metric_families
 
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "support"))
+from checks import Checks, database_urls  # noqa: E402
+
 service, description = sys.argv[1], sys.argv[2]
 work = tempfile.mkdtemp(prefix="tabq-metrics.")
 DDL = {
@@ -26,22 +29,9 @@ DDL = {
              " queue VARCHAR(191) NOT NULL, attempt INT NOT NULL DEFAULT 1,"
              " locked_until DATETIME NULL, payload MEDIUMBLOB NOT NULL) ENGINE=InnoDB",
 }
-urls = {"sqlite": f"sqlite:{work}/metrics.db"}
-for db, var in (("postgres", "TABQ_TEST_POSTGRES_URL"), ("mysql", "TABQ_TEST_MYSQL_URL")):
-    if not os.environ.get(var):
-        sys.exit(f"{var} is not set (./dev test sets it)")
-    urls[db] = os.environ[var]
+urls = database_urls(f"{work}/metrics.db")
 
-failures = checks = 0
-
-
-def check(name, ok, detail=""):
-    global failures, checks
-    checks += 1
-    print(("ok - " if ok else "not ok - ") + name)
-    if not ok:
-        failures += 1
-        print("    " + str(detail).replace("\n", "\n    "))
+check = Checks()
 
 
 ACKS, DROPS, FAILS = 7, 3, 4
@@ -102,5 +92,4 @@ for db, url in urls.items():
           len(info) == 1 and dict(info[0][1]).get("dialect") in ("sqlite", "postgres", "mysql"),
           info)
 
-print(f"metrics: {checks - failures} passed, {failures} failed")
-sys.exit(1 if failures or not checks else 0)
+check.finish("metrics")

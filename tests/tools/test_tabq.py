@@ -18,6 +18,9 @@ import tempfile
 import termios
 import time
 
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "support"))
+from checks import Checks, database_urls  # noqa: E402
+
 tabq, sql_run, desc = sys.argv[1], sys.argv[2], sys.argv[3]
 work = tempfile.mkdtemp(prefix="tabq-command.")
 DDL = {
@@ -47,23 +50,9 @@ DDL = {
              " ENGINE=InnoDB;"
              "CREATE TABLE tq_jobs_dead LIKE tq_jobs",
 }
-urls = {"sqlite": f"sqlite:{work}/jobs.db"}
-for db, var in (("postgres", "TABQ_TEST_POSTGRES_URL"), ("mysql", "TABQ_TEST_MYSQL_URL")):
-    if not os.environ.get(var):
-        sys.exit(f"{var} is not set (./dev test sets it)")
-    urls[db] = os.environ[var]
+urls = database_urls(f"{work}/jobs.db")
 
-failures = 0
-checks = 0
-
-
-def check(name, ok, detail=""):
-    global failures, checks
-    checks += 1
-    print(("ok - " if ok else "not ok - ") + name)
-    if not ok:
-        failures += 1
-        print("    " + str(detail).replace("\n", "\n    "))
+check = Checks()
 
 
 def run(*args, stdin=None, env=None, timeout=60):
@@ -469,5 +458,4 @@ r = run("stats", "--url", urls["sqlite"], "--table", os.path.join(work, "nosuch.
 one_line_exit_2("stats on a description file that is not there: exit 2", r)
 
 shutil.rmtree(work, ignore_errors=True)
-print(f"{checks - failures} of {checks} checks passed")
-sys.exit(1 if failures else 0)
+check.finish("tabq")
