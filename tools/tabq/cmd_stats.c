@@ -130,9 +130,11 @@ static int run(tabq_args *a) {
     if (screen)
       printf("\033[H\033[2J");
     if (a->json && every) { /* one document a line, so a reader takes them as they come */
-      char *text = json_dumps(as_json(s), JSON_COMPACT | JSON_PRESERVE_ORDER);
+      json_t *doc = as_json(s);
+      char *text = json_dumps(doc, JSON_COMPACT | JSON_PRESERVE_ORDER);
       puts(text ? text : "null");
       free(text);
+      json_decref(doc);
     } else if (a->json) {
       print_json(as_json(s));
     } else {
