@@ -262,10 +262,6 @@ static int read_data(reader *r, json_t *table, tabq_table *t) {
   return rc;
 }
 
-static const char *const event_names[] = {"claim",       "fetch",   "ack",         "retry",
-                                          "retry_after", "discard", "dead_letter", "extend",
-                                          "lock",        "unlock",  NULL};
-
 static int read_events(reader *r, json_t *table, tabq_events *e) {
   json_t *v = json_object_get(table, "events");
   if (!v)
@@ -274,10 +270,10 @@ static int read_events(reader *r, json_t *table, tabq_events *e) {
   if (rc)
     return rc;
   enter(r, "events", 0);
-  rc = members_known(r, v, "\"events\"", event_names);
-  const char **slot = (const char **)e; /* the events' members, in the order of event_names */
-  for (size_t i = 0; !rc && event_names[i]; i++)
-    rc = read_string(r, v, event_names[i], false, &slot[i]);
+  rc = members_known(r, v, "\"events\"", tabq__event_names);
+  const char **slot = tabq__event_slots(e);
+  for (size_t i = 0; !rc && tabq__event_names[i]; i++)
+    rc = read_string(r, v, tabq__event_names[i], false, &slot[i]);
   leave(r);
   return rc;
 }

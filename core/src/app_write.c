@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "app_model.h"
+#include "table.h"
 #include "error.h"
 #include "sized.h"
 
@@ -51,9 +52,6 @@ static const char *const clock_names[] = {"host", "database"};
 static const char *const isolation_names[] = {"default", "read_uncommitted", "read_committed",
                                               "repeatable_read", "serializable"};
 static const char *const mode_names[] = {"default", "deferred", "immediate", "exclusive"};
-static const char *const event_names[] = {"claim",       "fetch",   "ack",         "retry",
-                                          "retry_after", "discard", "dead_letter", "extend",
-                                          "lock",        "unlock"};
 
 static void put_name(writer *w, json_t *o, const char *key, const char *const *names, size_t n,
                      unsigned value) {
@@ -102,13 +100,13 @@ static json_t *table_json(writer *w, const tabq_table *t, const char *schema) {
     put(w, o, "data", data);
   }
   json_t *events = NULL;
-  const char *const *ev = (const char *const *)&t->events;
-  for (size_t i = 0; i < sizeof event_names / sizeof *event_names; i++)
+  const char *const *ev = tabq__event_sql(&t->events);
+  for (size_t i = 0; tabq__event_names[i]; i++)
     if (ev[i]) {
       if (!events && !(events = json_object()))
         w->failed = true;
       else
-        put(w, events, event_names[i], json_string(ev[i]));
+        put(w, events, tabq__event_names[i], json_string(ev[i]));
     }
   if (events)
     put(w, o, "events", events);

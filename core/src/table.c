@@ -2,6 +2,7 @@
  * table and the rule, before anything is claimed. */
 #include "table.h"
 
+#include <stddef.h>
 #include <stdio.h>
 #include <string.h>
 #include <unicase.h>
@@ -196,25 +197,21 @@ static int check_form(const tabq_table *t, tabq_error *err) {
 
 /* The events of the service's own: each a statement, in the form it belongs to, lock and
  * unlock together. */
+const char *const tabq__event_names[] = {"claim",       "fetch",   "ack",         "retry",
+                                         "retry_after", "discard", "dead_letter", "extend",
+                                         "lock",        "unlock",  NULL};
+/* tabq_events is its events' statements, one const char * each in name order, then room. */
+_Static_assert(offsetof(tabq_events, unlock) == (TABQ__EVENT_COUNT - 1) * sizeof(const char *),
+               "tabq__event_names follows tabq_events' members");
+
 static int check_events(const tabq_table *t, tabq_error *err) {
   const tabq_events *e = &t->events;
-  const struct {
-    const char *name, *sql;
-  } all[] = {{"claim", e->claim},
-             {"fetch", e->fetch},
-             {"ack", e->ack},
-             {"retry", e->retry},
-             {"retry_after", e->retry_after},
-             {"discard", e->discard},
-             {"dead_letter", e->dead_letter},
-             {"extend", e->extend},
-             {"lock", e->lock},
-             {"unlock", e->unlock}};
+  const char *const *sql = tabq__event_sql(e);
   char detail[256];
-  for (size_t i = 0; i < sizeof all / sizeof all[0]; i++)
-    if (all[i].sql && (!all[i].sql[0] || !valid_utf8(all[i].sql))) {
+  for (size_t i = 0; tabq__event_names[i]; i++)
+    if (sql[i] && (!sql[i][0] || !valid_utf8(sql[i]))) {
       snprintf(detail, sizeof detail, "the %s event's statement is empty or not UTF-8",
-               all[i].name);
+               tabq__event_names[i]);
       return broken(err, t, "custom events", detail);
     }
   if (!e->lock != !e->unlock)

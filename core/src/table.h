@@ -11,6 +11,17 @@ int tabq__table_rules(const tabq_table *t, tabq_error *err);
  * the table as a whole. */
 const char *tabq__table_rule_member(const tabq_error *err);
 
+/* The custom events by name, in the order of tabq_events' members (every one a const char *):
+ * tabq__event_sql(e)[i] is the statement of tabq__event_names[i]. NULL-terminated. */
+extern const char *const tabq__event_names[];
+#define TABQ__EVENT_COUNT 10
+static inline const char *const *tabq__event_sql(const tabq_events *e) {
+  return (const char *const *)e;
+}
+static inline const char **tabq__event_slots(tabq_events *e) {
+  return (const char **)e;
+}
+
 /* Where each role sits in a claim's projection (see dialect.h); -1 where absent. */
 typedef struct tabq_projection {
   int id, attempt, group, partition_key, headers, payload, data0;
