@@ -128,7 +128,7 @@ int tabq__ack_coalesced(tabq_delivery *d, tabq_outcome o, bool *settled, tabq_er
       c->entries[i]->told = single;
     }
     if (joined)
-      atomic_fetch_add(&s->stats.coalesced, n);
+      tabq__count(&s->counts, TABQ__N_COALESCED, n);
     c->flushing = false;
     pthread_cond_broadcast(&c->cv);
   }

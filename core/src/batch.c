@@ -53,8 +53,12 @@ void tabq__batch_handle(tabq_batch_run *r, tabq_delivery **claimed, unsigned n) 
   }
   for (unsigned i = 0; i < n; i++)
     claimed[i]->batch = r;
-  if (r->npassed)
+  if (r->npassed) {
+    int64_t began = tabq__mono_us();
     s->o.batch_handler(r->passed, r->npassed, r->passed_outcomes, s->o.user);
+    /* one sample a call, in the first row's slot (the worker holds it for the call) */
+    tabq__hist_add(&r->passed[0]->handler_time, tabq__mono_us() - began);
+  }
   if (!r->settled)
     settle_run(r, r->passed_outcomes);
   for (unsigned i = 0; i < n; i++) {

@@ -191,3 +191,12 @@ const char *tabq_dialect_name(const tabq_broker *b) {
 const char *tabq_dialect_path(const tabq_broker *b) {
   return b->plugin.path;
 }
+
+void tabq_broker_pool_stats(tabq_broker *b, tabq_pool_stats *caller, size_t size) {
+  tabq_pool_stats all;
+  tabq__pool_stats(&b->pool, &all);
+  all.held_by_deliveries = atomic_load(&b->conns_used);
+  size = size < sizeof all ? size : sizeof all;
+  all.size = (uint32_t)size;
+  memcpy(caller, &all, size);
+}

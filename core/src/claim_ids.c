@@ -253,7 +253,7 @@ static int settle_missing(tabq_subscription *s, tabq_pconn *c, const candidate *
     tabq__logf(&b->log, TABQ_LOG_WARN,
                "table %s: the fetch found no row for claimed id '%s'; it is %s", s->t->name,
                (const char *)k->id.u.buf.ptr, what);
-  atomic_fetch_add(&s->stats.decode_failed, 1);
+  tabq__count(&s->counts, TABQ__N_DECODE_FAILED, 1);
   uint64_t changed = 0;
   if (o.kind == TABQ_OUTCOME_RETRY_AFTER)
     return tabq__stmt_change(&b->stmts, b->drv, c, s->st[SQ_RETRY_AFTER], &v, &changed, err);
@@ -367,7 +367,7 @@ int tabq__claim_by_ids(tabq_subscription *s, tabq_delivery **slots, unsigned lim
                           how->keep_txn ? c : NULL, err);
   /* A claim that keeps its transaction for its rows' settlement (row lock) hands it over. */
   if (!rc && how->keep_txn && *got) {
-    atomic_fetch_add(&s->stats.claimed, *got);
+    tabq__count_claimed(slots, *got);
     return TABQ_OK;
   }
   if ((rc = tabq__txn_end(b, s->t->name, c, rc, err))) {
@@ -375,6 +375,6 @@ int tabq__claim_by_ids(tabq_subscription *s, tabq_delivery **slots, unsigned lim
     *got = 0;
   }
   tabq__pool_release(&b->pool, c);
-  atomic_fetch_add(&s->stats.claimed, *got);
+  tabq__count_claimed(slots, *got);
   return rc;
 }

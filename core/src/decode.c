@@ -1,7 +1,7 @@
 /* Decoding (SPEC 7): before a handler sees a row, the row mode columns are read as their
  * declared types, the headers checked (where a codec is set) and the codec run. A row that
  * fails any of it is settled by the subscription's decode policy instead — drop, retry after a
- * delay, or dead letter — its attempt counted, and counted in stats.decode_failed. */
+ * delay, or dead letter — its attempt counted, and counted in the decode_failed count. */
 #include <stdio.h>
 #include <string.h>
 
@@ -162,7 +162,7 @@ bool tabq__decode_gate(tabq_delivery *d, tabq_outcome *policy) {
   if (ok)
     return true;
   *policy = tabq__decode_outcome(s);
-  atomic_fetch_add(&s->stats.decode_failed, 1);
+  tabq__count(&d->counts, TABQ__N_DECODE_FAILED, 1);
   log_failure(d, why, *policy);
   return false;
 }

@@ -12,6 +12,7 @@
 
 #include "buf.h"
 #include "histogram.h"
+#include "counters.h"
 #include "tx_handle.h"
 #include "listen.h"
 #include "loader.h"
@@ -93,6 +94,7 @@ struct tabq_delivery {
   int64_t pending;
   bool in_work;                 /* claimed and not yet settled */
   tabq_hist_cells handler_time; /* this slot's handler durations (metrics) */
+  tabq_count_cells counts;      /* this slot's counters: settlements, and claims into it */
   bool settled;
   bool lease_lost;  /* an extension found the token gone */
   bool closed;      /* advisory: shutdown released its lock; settling fails with CLOSED */
@@ -369,10 +371,7 @@ struct tabq_subscription {
   bool ext_stop;
 
   atomic_bool warned_retry_after;
-  struct {
-    atomic_uint_fast64_t claimed, acked, retried, dead_lettered, released, lease_lost, failed,
-        extensions, claims, shutdown_released, shutdown_closed, coalesced, decode_failed;
-  } stats;
+  tabq_count_cells counts; /* the counts that belong to no delivery slot (counters.h) */
   tabq_coalescer coalescer;
   struct tabq_pkeys *pkeys; /* process_keys.c: advisory keys kept in the process, else NULL */
   /* decode.c: the codec taken at full size (has_codec false without one); whether the row mode
@@ -641,8 +640,13 @@ int tabq__expect_one(tabq_subscription *s, uint64_t changed, const char *what, t
  * statement of the service's own otherwise gets one of its own). */
 int tabq__run_action(tabq_delivery *d, tabq_action a, tabq_outcome o, tabq_pconn *c, bool in_txn,
                      tabq_error *err);
-/* Counts a settlement in the subscription's stats. */
-void tabq__settle_count(tabq_subscription *s, tabq_action a, int rc);
+/* Counts a claim's rows in the first slot's counters (the claiming thread holds it). */
+static inline void tabq__count_claimed(tabq_delivery **slots, unsigned got) {
+  if (got)
+    tabq__count(&slots[0]->counts, TABQ__N_CLAIMED, got);
+}
+/* Counts d's settlement in its slot's counters. */
+void tabq__settle_count(tabq_delivery *d, tabq_action a, int rc);
 /* Whether a settlement that did `a` took the row off the queue. */
 bool tabq__takes_row_off(tabq_action a);
 /* The error of settling a delivery no longer in work (CLOSED after the advisory form's shutdown

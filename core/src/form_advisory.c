@@ -226,7 +226,7 @@ int tabq__advisory_claim(tabq_subscription *s, tabq_delivery **slots, int64_t *i
     tabq__pool_release(&b->pool, c);
   tabq__claim_space_mark(s, sp, NULL);
   tabq__claim_space_give(s, sp);
-  atomic_fetch_add(&s->stats.claimed, *got);
+  tabq__count_claimed(slots, *got);
   return rc;
 }
 
@@ -272,8 +272,8 @@ void tabq__advisory_release_all(tabq_subscription *s) {
     if (held)
       tabq__sub_unhold(s, 1);
   }
-  atomic_fetch_add(&s->stats.shutdown_released, released);
-  atomic_fetch_add(&s->stats.shutdown_closed, closed);
+  tabq__count(&s->counts, TABQ__N_SHUTDOWN_RELEASED, released);
+  tabq__count(&s->counts, TABQ__N_SHUTDOWN_CLOSED, closed);
   if (released || closed)
     tabq__logf(&s->b->log, TABQ_LOG_INFO,
                "table %s: shutdown released %u advisory locks with their connections back in the "

@@ -84,7 +84,7 @@ int tabq__lease_claim(tabq_subscription *s, tabq_delivery **slots, int64_t *ids,
   if (!rc && *got)
     tabq__claim_dedup(s, slots, got, v.lease_until); /* after the commit: the lease is written */
   tabq__pool_release(&b->pool, c);
-  atomic_fetch_add(&s->stats.claimed, *got);
+  tabq__count_claimed(slots, *got);
   return rc;
 }
 
@@ -123,10 +123,10 @@ static void extend_all(tabq_subscription *s) {
     bool current = d->in_work && d->token == v.token;
     if (current && !rc && changed == 1) {
       d->token = v.lease_until;
-      atomic_fetch_add(&s->stats.extensions, 1);
+      tabq__count(&d->counts, TABQ__N_EXTENSIONS, 1);
     } else if (current && !rc) {
       d->lease_lost = true;
-      atomic_fetch_add(&s->stats.lease_lost, 1);
+      tabq__count(&d->counts, TABQ__N_LEASE_LOST, 1);
       tabq__logf(&b->log, TABQ_LOG_WARN,
                  "table %s: the lease on a row in work ended before its extension; another claim "
                  "may own it",

@@ -72,7 +72,7 @@ int tabq__rowlock_claim(tabq_subscription *s, tabq_delivery **slots, int64_t *id
       tabq__sub_rollback(s, c);
     tabq__pool_release(&b->pool, c);
   }
-  atomic_fetch_add(&s->stats.claimed, *got);
+  tabq__count_claimed(slots, *got);
   return rc;
 }
 
@@ -174,7 +174,7 @@ static void settle_batch(tabq_delivery *const *ds, unsigned n, const tabq_outcom
     ds[i]->conn = NULL;
     tabq__leave_work(ds[i]);
     pthread_mutex_unlock(&ds[i]->mu);
-    tabq__settle_count(s, actions[i], x->rcs[i]);
+    tabq__settle_count(ds[i], actions[i], x->rcs[i]);
   }
   tabq__pool_release(&s->b->pool, c);
   tabq__sub_unhold(s, 1);

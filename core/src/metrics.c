@@ -64,8 +64,9 @@ static void family(FILE *f, const char *name, const char *help, const sub_counte
     return st->member;                                                                             \
   }
 PICK(claimed)
-PICK(acked)
-PICK(retried)
+PICK(dropped)
+PICK(delayed)
+PICK(claim_round_trips)
 PICK(dead_lettered)
 PICK(released)
 PICK(decode_failed)
@@ -76,6 +77,14 @@ PICK(claims)
 PICK(coalesced)
 PICK(shutdown_released)
 PICK(shutdown_closed)
+
+/* acked and retried hold the drops and the delayed retries too (tabq_stats): apart here. */
+static uint64_t pick_ack(const tabq_stats *st) {
+  return st->acked - st->dropped;
+}
+static uint64_t pick_retry(const tabq_stats *st) {
+  return st->retried - st->delayed;
+}
 
 /* A histogram family: its cumulative buckets by `le`, then _sum and _count. */
 static void histogram(FILE *f, const char *name, const char *help, const sub_counters *subs,
@@ -99,7 +108,19 @@ static void histogram(FILE *f, const char *name, const char *help, const sub_cou
   }
 }
 
-static void write_all(FILE *f, const tabq_broker *b, const sub_counters *subs, size_t n) {
+/* A broker-wide sample, without labels. */
+static void one_sample(FILE *f, const char *type, const char *name, const char *help, uint64_t v) {
+  fprintf(f, "# HELP %s %s\n# TYPE %s %s\n%s %llu\n", name, help, name, type, name,
+          (unsigned long long)v);
+}
+static void gauge(FILE *f, const char *name, const char *help, uint64_t v) {
+  one_sample(f, "gauge", name, help, v);
+}
+static void counter(FILE *f, const char *name, const char *help, uint64_t v) {
+  one_sample(f, "counter", name, help, v);
+}
+
+static void write_all(FILE *f, tabq_broker *b, const sub_counters *subs, size_t n) {
   fprintf(f, "# HELP tabq_info The tabq library serving these figures.\n# TYPE tabq_info gauge\n");
   fprintf(f, "tabq_info{version=\"%s\",dialect=\"", tabq_version_string());
   label(f, tabq_dialect_name(b));
@@ -107,16 +128,20 @@ static void write_all(FILE *f, const tabq_broker *b, const sub_counters *subs, s
   family(f, "tabq_claimed_total", "Deliveries claimed and handed to a handler.", subs, n,
          (family_sample[]){{NULL, pick_claimed}}, 1);
   family(f, "tabq_deliveries_total",
-         "Deliveries settled, by outcome: ack (ack and drop), retry (retry and retry after a "
-         "delay), dead_letter, released (unsettled at shutdown), decode_failed (settled by the "
-         "decode policy before a handler saw them).",
+         "Deliveries settled, by outcome: ack, drop, retry, retry_after (a retry after a delay), "
+         "dead_letter, released (given back unsettled, as at shutdown).",
          subs, n,
-         (family_sample[]){{"ack", pick_acked},
-                           {"retry", pick_retried},
+         (family_sample[]){{"ack", pick_ack},
+                           {"drop", pick_dropped},
+                           {"retry", pick_retry},
+                           {"retry_after", pick_delayed},
                            {"dead_letter", pick_dead_lettered},
-                           {"released", pick_released},
-                           {"decode_failed", pick_decode_failed}},
-         5);
+                           {"released", pick_released}},
+         6);
+  family(f, "tabq_decode_failures_total",
+         "Rows the decode policy settled before a handler saw them (their settlement is counted "
+         "in tabq_deliveries_total too).",
+         subs, n, (family_sample[]){{NULL, pick_decode_failed}}, 1);
   family(f, "tabq_lease_lost_total",
          "Settlements and extensions refused because the lease was no longer held.", subs, n,
          (family_sample[]){{NULL, pick_lease_lost}}, 1);
@@ -124,8 +149,11 @@ static void write_all(FILE *f, const tabq_broker *b, const sub_counters *subs, s
          (family_sample[]){{NULL, pick_failed}}, 1);
   family(f, "tabq_lease_extensions_total", "Leases moved forward while a handler ran.", subs, n,
          (family_sample[]){{NULL, pick_extensions}}, 1);
-  family(f, "tabq_claim_statements_total", "Claim statements run.", subs, n,
+  family(f, "tabq_claims_total", "Claims run (each takes up to its limit of rows).", subs, n,
          (family_sample[]){{NULL, pick_claims}}, 1);
+  family(f, "tabq_claim_round_trips_total",
+         "Statements the claims sent to the database (begin, claim, stamps, fetch, commit).", subs,
+         n, (family_sample[]){{NULL, pick_claim_round_trips}}, 1);
   family(f, "tabq_coalesced_acks_total", "Acks settled in one transaction with another delivery's.",
          subs, n, (family_sample[]){{NULL, pick_coalesced}}, 1);
   family(f, "tabq_shutdown_releases_total",
@@ -136,10 +164,18 @@ static void write_all(FILE *f, const tabq_broker *b, const sub_counters *subs, s
          2);
   histogram(f, "tabq_handler_duration_seconds",
             "How long handlers of one delivery ran, from their call to their return.", subs, n);
-  fprintf(f,
-          "# HELP tabq_delivery_connections Connections the deliveries in work hold.\n"
-          "# TYPE tabq_delivery_connections gauge\ntabq_delivery_connections %u\n",
-          atomic_load(&b->conns_used));
+  tabq_pool_stats pool;
+  tabq_broker_pool_stats(b, &pool, sizeof pool);
+  gauge(f, "tabq_pool_connections", "The connection pool's size.", pool.connections);
+  gauge(f, "tabq_pool_connections_in_use", "Pooled connections taken now.", pool.in_use);
+  gauge(f, "tabq_pool_connections_held_by_deliveries",
+        "Of the connections taken, those deliveries in work hold (row lock, advisory).",
+        pool.held_by_deliveries);
+  counter(f, "tabq_pool_connects_total", "Connections opened, replacements included.",
+          pool.connects);
+  counter(f, "tabq_pool_waits_total", "Takes of a connection that found none free and waited.",
+          pool.waits);
+  counter(f, "tabq_pool_timeouts_total", "Of those waits, the ones that gave up.", pool.timeouts);
 }
 
 int tabq_metrics_write(tabq_broker *b, char **out, tabq_error *err) {

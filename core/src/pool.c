@@ -1,6 +1,7 @@
 #include "pool.h"
 
 #include <errno.h>
+#include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -55,17 +56,20 @@ static tabq_pconn *take_free(tabq_pool *p) {
 int tabq__pool_acquire(tabq_pool *p, tabq_pconn **out, tabq_error *err) {
   int64_t deadline = tabq__mono_ms() + p->timeout_ms;
   pthread_mutex_lock(&p->mu);
-  tabq_pconn *c;
-  while (!(c = take_free(p))) {
+  tabq_pconn *c = take_free(p);
+  if (!c)
+    p->waits++;
+  while (!c) {
     struct timespec ts = tabq__deadline_ms(deadline);
     if (pthread_cond_timedwait(&p->freed, &p->mu, &ts) == ETIMEDOUT && !(c = take_free(p))) {
+      p->timeouts++;
       pthread_mutex_unlock(&p->mu);
       return tabq__err_set(err, TABQ_POOL_TIMEOUT, NULL, NULL,
                            "no pooled connection became free within %u ms (pool size %u)",
                            p->timeout_ms, p->size);
     }
-    if (c)
-      break;
+    if (!c)
+      c = take_free(p);
   }
   pthread_mutex_unlock(&p->mu);
   if (c->conn && tabq__mono_ms() - c->idle_since_ms > IDLE_CHECK_MS && !p->drv->alive(c->conn))
@@ -83,6 +87,7 @@ int tabq__pool_acquire(tabq_pool *p, tabq_pconn **out, tabq_error *err) {
       tabq__pool_release(p, c);
       return tabq__err_from_plugin(err, rc, NULL, "connect");
     }
+    atomic_fetch_add_explicit(&p->connects, 1, memory_order_relaxed);
   }
   *out = c;
   return TABQ_OK;
@@ -129,6 +134,18 @@ int tabq__pool_server(tabq_pool *p, const char *table, char *text, size_t cap, u
     tabq__err_from_plugin(err, rc, table, "database");
   tabq__pool_release(p, c);
   return rc;
+}
+
+void tabq__pool_stats(tabq_pool *p, tabq_pool_stats *out) {
+  memset(out, 0, sizeof *out);
+  out->connections = p->size;
+  out->connects = atomic_load_explicit(&p->connects, memory_order_relaxed);
+  pthread_mutex_lock(&p->mu);
+  for (unsigned i = 0; i < p->size; i++)
+    out->in_use += p->slots[i].in_use;
+  out->waits = p->waits;
+  out->timeouts = p->timeouts;
+  pthread_mutex_unlock(&p->mu);
 }
 
 void tabq__pool_destroy(tabq_pool *p) {

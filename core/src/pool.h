@@ -36,6 +36,8 @@ typedef struct tabq_pool {
   tabq_pconn *slots;
   unsigned size;
   unsigned timeout_ms;
+  uint64_t waits, timeouts; /* under mu */
+  _Atomic uint64_t connects;
 } tabq_pool;
 
 int tabq__pool_init(tabq_pool *p, const tabq_driver_v1 *drv, const tabq_host *host, const char *url,
@@ -54,6 +56,8 @@ void tabq__pool_discard(tabq_pool *p, tabq_pconn *c);
  * pooled connection; failures name `table`. */
 int tabq__pool_server(tabq_pool *p, const char *table, char *text, size_t cap, uint32_t *number,
                       char *database, size_t database_cap, tabq_error *err);
+/* The pool's counts (tabq_broker_pool_stats; held_by_deliveries is the broker's to fill). */
+void tabq__pool_stats(tabq_pool *p, tabq_pool_stats *out);
 void tabq__pool_destroy(tabq_pool *p);
 
 #endif

@@ -23,7 +23,7 @@ int tabq__settle(tabq_delivery *d, tabq_outcome o, tabq_error *err) {
     rc = s->ops->settle(d, o, &a, err);
   if (rc == TABQ_INVALID || rc == TABQ_CLOSED)
     return rc; /* nothing was settled */
-  tabq__settle_count(s, a, rc);
+  tabq__settle_count(d, a, rc);
   /* A row retried or released is due at once (as is, in the row lock form, one whose failed
    * settlement rolled back): claim it now rather than a poll interval on. */
   if (s->ops->due_now(a, rc))

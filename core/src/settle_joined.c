@@ -184,7 +184,7 @@ bool tabq__settle_joined_try(tabq_delivery *const *ds, unsigned n, const tabq_ou
       pthread_mutex_unlock(&ds[i]->mu);
       tabq__sub_unhold(s, 1);
     }
-    tabq__settle_count(s, actions[i], x->rcs[i]);
+    tabq__settle_count(ds[i], actions[i], x->rcs[i]);
     if (x->rcs[i]) { /* only a lost lease reaches here */
       tabq_error err;
       s->ops->lost(s, tabq__action_name(actions[i]), &err);

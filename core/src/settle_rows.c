@@ -131,19 +131,16 @@ int tabq__run_action(tabq_delivery *d, tabq_action a, tabq_outcome o, tabq_pconn
   return rc;
 }
 
-void tabq__settle_count(tabq_subscription *s, tabq_action a, int rc) {
-  if (rc == TABQ_LEASE_LOST)
-    atomic_fetch_add(&s->stats.lease_lost, 1);
-  else if (rc)
-    atomic_fetch_add(&s->stats.failed, 1);
-  else if (a == ACT_ACK || a == ACT_DISCARD)
-    atomic_fetch_add(&s->stats.acked, 1);
-  else if (a == ACT_RETRY || a == ACT_RETRY_AFTER)
-    atomic_fetch_add(&s->stats.retried, 1);
-  else if (a == ACT_DEAD)
-    atomic_fetch_add(&s->stats.dead_lettered, 1);
-  else
-    atomic_fetch_add(&s->stats.released, 1);
+void tabq__settle_count(tabq_delivery *d, tabq_action a, int rc) {
+  tabq_count which = rc == TABQ_LEASE_LOST  ? TABQ__N_LEASE_LOST
+                     : rc                   ? TABQ__N_FAILED
+                     : a == ACT_ACK         ? TABQ__N_ACKED
+                     : a == ACT_DISCARD     ? TABQ__N_DROPPED
+                     : a == ACT_RETRY       ? TABQ__N_RETRIED
+                     : a == ACT_RETRY_AFTER ? TABQ__N_DELAYED
+                     : a == ACT_DEAD        ? TABQ__N_DEAD_LETTERED
+                                            : TABQ__N_RELEASED;
+  tabq__count(&d->counts, which, 1);
 }
 
 /* Whether a settlement leaves the row off the subscription's queue: an advisory claim need not

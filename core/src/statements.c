@@ -4,6 +4,7 @@
 #include <string.h>
 #include <tabq/sys/sql.h>
 
+#include "counters.h"
 #include "error.h"
 
 void tabq__registry_init(tabq_registry *r) {
@@ -168,6 +169,7 @@ static int execute(tabq_registry *r, const tabq_driver_v1 *drv, tabq_pconn *c, u
   if (rc)
     return rc;
   const tabq_sdef *d = &r->defs[id];
+  tabq__round_trip();
   rc = tabq__pconn_check(c, drv->execute(p, values, d->nparams * d->rows));
   if (rc) {
     drv->reset(p);

@@ -312,20 +312,12 @@ int tabq_subscribe(tabq_broker *b, const tabq_table *table,
 }
 
 void tabq_subscription_stats(const tabq_subscription *s, tabq_stats *caller, size_t size) {
-  tabq_stats all, *out = &all;
-  out->claimed = atomic_load(&s->stats.claimed);
-  out->acked = atomic_load(&s->stats.acked);
-  out->retried = atomic_load(&s->stats.retried);
-  out->dead_lettered = atomic_load(&s->stats.dead_lettered);
-  out->released = atomic_load(&s->stats.released);
-  out->lease_lost = atomic_load(&s->stats.lease_lost);
-  out->failed = atomic_load(&s->stats.failed);
-  out->extensions = atomic_load(&s->stats.extensions);
-  out->claims = atomic_load(&s->stats.claims);
-  out->shutdown_released = atomic_load(&s->stats.shutdown_released);
-  out->shutdown_closed = atomic_load(&s->stats.shutdown_closed);
-  out->coalesced = atomic_load(&s->stats.coalesced);
-  out->decode_failed = atomic_load(&s->stats.decode_failed);
+  uint64_t sums[TABQ__N_COUNT] = {0};
+  tabq__count_sum_into(&s->counts, sums);
+  for (unsigned i = 0; i < s->nslots; i++)
+    tabq__count_sum_into(&s->slots[i].counts, sums);
+  tabq_stats all;
+  tabq__count_to_stats(sums, &all);
   memcpy(caller, &all, size < sizeof all ? size : sizeof all);
 }
 

@@ -38,6 +38,7 @@ int tabq__txn_render_begin(tabq_broker *b, const tabq_build *build, bool table_l
 
 int tabq__txn_begin(tabq_broker *b, const char *table, tabq_pconn *c, const char *begin_sql,
                     tabq_error *err) {
+  tabq__round_trip();
   int rc = tabq__pconn_check(c, b->drv->begin(c->conn, begin_sql));
   if (rc)
     tabq__err_from_plugin(err, rc, table, "begin");
@@ -45,6 +46,7 @@ int tabq__txn_begin(tabq_broker *b, const char *table, tabq_pconn *c, const char
 }
 
 int tabq__txn_commit(tabq_broker *b, const char *table, tabq_pconn *c, tabq_error *err) {
+  tabq__round_trip();
   int rc = tabq__pconn_check(c, b->drv->commit(c->conn));
   if (rc)
     tabq__err_from_plugin(err, rc, table, "commit");
@@ -52,6 +54,7 @@ int tabq__txn_commit(tabq_broker *b, const char *table, tabq_pconn *c, tabq_erro
 }
 
 bool tabq__txn_rollback(tabq_broker *b, const char *table, tabq_pconn *c) {
+  tabq__round_trip();
   int rc = b->drv->rollback(c->conn);
   if (!rc)
     return true;

@@ -122,8 +122,11 @@ static void claim_round(worker *w, unsigned limit) {
 
   unsigned got = 0;
   tabq_error err;
+  tabq_count_cells *counts = &w->claimed[0]->counts;
+  tabq__claim_trips = counts; /* the statements of this claim count as its round trips */
   int rc = s->claim(s, w->claimed, w->ids, limit, &got, &err);
-  atomic_fetch_add(&s->stats.claims, 1);
+  tabq__claim_trips = NULL;
+  tabq__count(counts, TABQ__N_CLAIMS, 1);
   if (rc)
     tabq__logf(&s->b->log, TABQ_LOG_ERROR, "claim on table %s failed (%s): %s", s->t->name,
                tabq_code_name(err.code), err.message);

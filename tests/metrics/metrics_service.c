@@ -1,8 +1,9 @@
 /* A service whose drain has known outcomes, for tabq_metrics_write's test:
- *   metrics_service FILE --url URL ACKS DROPS FAILS
+ *   metrics_service FILE --url URL ACKS DROPS FAILS DELAYS
  * makes its table (METRICS_DDL in the environment, statements split on ';'), publishes ACKS rows
- * its handler acks, DROPS it drops and FAILS it retries (each then dead-lettered at its second
- * attempt), runs until every row is settled, then prints the metrics after a "# metrics" line.
+ * its handler acks, DROPS it drops, FAILS it retries (each then dead-lettered at its second
+ * attempt) and DELAYS it retries after 10 ms at their first attempt and acks at their second,
+ * runs until every row is settled, then prints the metrics after a "# metrics" line.
  * METRICS_SLOW_MS makes each handler call sleep that long. */
 #include <stdatomic.h>
 #include <stdio.h>
@@ -13,7 +14,7 @@
 #include <tabq/app.h>
 #include <tabq/metrics.h>
 
-static int counts[3]; /* ack, drop, fail */
+static int counts[4]; /* ack, drop, fail, delay */
 
 static tabq_outcome work(tabq_delivery *d, void *user) {
   (void)user;
@@ -26,6 +27,8 @@ static tabq_outcome work(tabq_delivery *d, void *user) {
     return tabq_drop();
   if (len == 4 && !memcmp(p, "fail", 4))
     return tabq_retry();
+  if (len == 4 && !memcmp(p, "dely", 4) && tabq_delivery_attempt(d) == 1)
+    return tabq_retry_after(10);
   return tabq_ack();
 }
 
@@ -40,8 +43,8 @@ static int connected(tabq_app_run *run) {
       return 2;
     }
   free(copy);
-  static const char *const payloads[] = {"ack_", "drop", "fail"};
-  for (int k = 0; k < 3; k++) {
+  static const char *const payloads[] = {"ack_", "drop", "fail", "dely"};
+  for (int k = 0; k < 4; k++) {
     counts[k] = run->argc > k + 1 ? atoi(run->argv[k + 1]) : 0;
     for (int i = 0; i < counts[k]; i++) {
       tabq_message m = TABQ_MESSAGE_INIT;
@@ -58,7 +61,7 @@ static int connected(tabq_app_run *run) {
 }
 
 static void running(tabq_app_run *run) {
-  uint64_t want = (uint64_t)(counts[0] + counts[1] + counts[2]);
+  uint64_t want = (uint64_t)(counts[0] + counts[1] + counts[2] + counts[3]);
   for (;;) {
     tabq_stats st;
     tabq_subscription_stats(run->subscriptions[0], &st, sizeof st);
@@ -81,7 +84,7 @@ static void running(tabq_app_run *run) {
 
 int main(int argc, char **argv) {
   if (argc < 2) {
-    fprintf(stderr, "usage: metrics_service FILE --url URL ACKS DROPS FAILS\n");
+    fprintf(stderr, "usage: metrics_service FILE --url URL ACKS DROPS FAILS DELAYS\n");
     return 2;
   }
   tabq_app *app;

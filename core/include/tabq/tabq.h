@@ -132,6 +132,19 @@ TABQ_API void tabq_stop(tabq_broker *b);
 TABQ_API const char *tabq_dialect_name(const tabq_broker *b);
 TABQ_API const char *tabq_dialect_path(const tabq_broker *b);
 
+/* The broker's connection pool as it stands (docs/metrics.md), into `out`, `size` bytes of it
+ * (sizeof *out as the service was compiled; members are only appended). */
+typedef struct tabq_pool_stats {
+  uint32_t size;               /* the bytes the call wrote */
+  uint32_t connections;        /* the pool's size (pool_size) */
+  uint32_t in_use;             /* taken now: by deliveries, claims, settlements, publishes */
+  uint32_t held_by_deliveries; /* of those, held by deliveries in work (row lock, advisory) */
+  uint64_t connects;           /* connections opened, first ones and replacements of broken ones */
+  uint64_t waits;              /* acquisitions that found every connection taken and waited */
+  uint64_t timeouts;           /* of those, the ones that gave up (TABQ_POOL_TIMEOUT) */
+} tabq_pool_stats;
+TABQ_API void tabq_broker_pool_stats(tabq_broker *b, tabq_pool_stats *out, size_t size);
+
 /* ---- Outcomes ------------------------------------------------------------------------------ */
 
 typedef enum tabq_outcome_kind {
@@ -281,6 +294,11 @@ typedef struct tabq_stats {
   uint64_t shutdown_closed;
   uint64_t coalesced;     /* acks settled in one transaction with another delivery's */
   uint64_t decode_failed; /* rows the decode policy settled before a handler saw them */
+  /* Appended: of `acked`, the drops; of `retried`, the retries after a delay; the statements the
+   * claims sent to the server (a claim's BEGIN, claim, stamps, fetch and COMMIT each count). */
+  uint64_t dropped;
+  uint64_t delayed;
+  uint64_t claim_round_trips;
 } tabq_stats;
 
 /* Copies the counters into `out`, `size` bytes of it (sizeof *out as the service was compiled):
@@ -300,7 +318,7 @@ typedef struct tabq_histogram {
 } tabq_histogram;
 
 /* How long the subscription's handlers ran, one sample a delivery handed to a handler of one
- * delivery (a batch handler's call is not counted yet), summed over the workers on read, into
+ * delivery, one a call of a batch handler, summed over the workers on read, into
  * `out`, `size` bytes of it (sizeof *out as the service was compiled), as tabq_subscription_stats
  * does. */
 TABQ_API void tabq_subscription_handler_durations(const tabq_subscription *s, tabq_histogram *out,
