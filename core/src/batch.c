@@ -53,14 +53,21 @@ void tabq__batch_handle(tabq_batch_run *r, tabq_delivery **claimed, unsigned n) 
   }
   for (unsigned i = 0; i < n; i++)
     claimed[i]->batch = r;
+  for (unsigned i = 0; i < r->npassed; i++)
+    tabq__hooks_start(r->passed[i]);
   if (r->npassed) {
     int64_t began = tabq__mono_us();
     s->o.batch_handler(r->passed, r->npassed, r->passed_outcomes, s->o.user);
+    int64_t took = tabq__mono_us() - began;
     /* one sample a call, in the first row's slot (the worker holds it for the call) */
-    tabq__hist_add(&r->passed[0]->handler_time, tabq__mono_us() - began);
+    tabq__hist_add(&r->passed[0]->handler_time, took);
+    for (unsigned i = 0; i < r->npassed; i++)
+      r->passed[i]->handler_us = took;
   }
   if (!r->settled)
     settle_run(r, r->passed_outcomes);
+  for (unsigned i = 0; i < r->npassed; i++)
+    tabq__hooks_end(r->passed[i]);
   for (unsigned i = 0; i < n; i++) {
     claimed[i]->batch = NULL;
     tabq__delivery_done(claimed[i]);

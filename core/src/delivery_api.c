@@ -38,6 +38,14 @@ const char *tabq_delivery_partition_key(const tabq_delivery *d) {
   return text_cell(d, d->sub->proj.partition_key);
 }
 
+const char *tabq_delivery_table(const tabq_delivery *d) {
+  return d->sub->t->name;
+}
+
+const char *tabq_delivery_queue(const tabq_delivery *d) {
+  return d->sub->queue ? d->sub->queue : "";
+}
+
 const char *tabq_delivery_header(tabq_delivery *d, const char *name) {
   return tabq__headers_get(d, name);
 }
@@ -71,4 +79,9 @@ int64_t tabq_delivery_lease_token(tabq_delivery *d) {
 int tabq_delivery_settle(tabq_delivery *d, tabq_outcome outcome, tabq_error *err) {
   tabq__err_clear(err);
   return tabq__settle(d, outcome, err);
+}
+
+bool tabq_delivery_trace(tabq_delivery *d, tabq_trace_context *out) {
+  const char *tp = d ? tabq_delivery_header(d, "traceparent") : NULL;
+  return tp && tabq_trace_parse(tp, tabq_delivery_header(d, "tracestate"), out);
 }

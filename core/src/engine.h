@@ -9,6 +9,7 @@
 #include <stdbool.h>
 #include <tabq/sys/dialect.h>
 #include <tabq/tabq.h>
+#include <tabq/trace.h>
 
 #include "buf.h"
 #include "histogram.h"
@@ -79,7 +80,20 @@ struct tabq_broker {
    * mu), and the begin they run, rendered on first use. */
   struct tabq_tx *txs, *free_txs;
   char tx_begin_sql[128];
+  /* delivery_hooks.c: the service's hooks around each delivery, set before any subscription */
+  tabq_delivery_hooks hooks;
+  bool has_hooks;
 };
+
+/* What a settlement does with its row (settle.c). */
+typedef enum tabq_action {
+  ACT_RELEASE,
+  ACT_ACK,
+  ACT_DISCARD,
+  ACT_RETRY,
+  ACT_RETRY_AFTER,
+  ACT_DEAD
+} tabq_action;
 
 struct tabq_delivery {
   tabq_subscription *sub;
@@ -95,6 +109,12 @@ struct tabq_delivery {
   bool in_work;                 /* claimed and not yet settled */
   tabq_hist_cells handler_time; /* this slot's handler durations (metrics) */
   tabq_count_cells counts;      /* this slot's counters: settlements, and claims into it */
+  /* The last settlement's action and result (tabq__settle_count), for on_delivery_end; and
+   * what the hooks keep while the delivery is in a handler (delivery_hooks.c). */
+  tabq_action settled_as;
+  int settled_rc;
+  void *hook_token;
+  int64_t hook_began_us, handler_us;
   bool settled;
   bool lease_lost;  /* an extension found the token gone */
   bool closed;      /* advisory: shutdown released its lock; settling fails with CLOSED */
@@ -206,16 +226,6 @@ typedef struct tabq_coalescer {
   tabq_ack_entry **entries;
   tabq_batch_scratch scratch;
 } tabq_coalescer;
-
-/* What a settlement does with its row (settle.c). */
-typedef enum tabq_action {
-  ACT_RELEASE,
-  ACT_ACK,
-  ACT_DISCARD,
-  ACT_RETRY,
-  ACT_RETRY_AFTER,
-  ACT_DEAD
-} tabq_action;
 
 /* What differs between the forms (SPEC 3), one table per form defined in its form_*.c and
  * chosen once at subscribe (s->ops). Everything that depends on the form is an operation here:
@@ -697,6 +707,10 @@ int tabq__ack_coalesced(tabq_delivery *d, tabq_outcome o, bool *settled, tabq_er
 int tabq__settle(tabq_delivery *d, tabq_outcome outcome, tabq_error *err);
 /* Settles a handler's returned outcome unless the handler settled already; logs failures. */
 void tabq__settle_returned(tabq_delivery *d, tabq_outcome outcome);
+/* The service's delivery hooks (delivery_hooks.c): start just before a handler gets d (it also
+ * readies what end reports), end after d's settlement; no-ops without hooks. */
+void tabq__hooks_start(tabq_delivery *d);
+void tabq__hooks_end(tabq_delivery *d);
 /* The same, returning the result: TABQ_INVALID when settled already, else the settlement's
  * (its details in *err). */
 int tabq__settle_logged(tabq_delivery *d, tabq_outcome outcome, tabq_error *err);

@@ -17,9 +17,15 @@ int tabq__headers_append(const tabq_header *h, size_t n, tabq_buf *out, tabq_err
   if (!obj)
     return tabq__err_set(err, TABQ_NOMEM, table, "insert", "cannot build the headers");
   int rc = TABQ_OK;
+  tabq_trace_context tc = TABQ_TRACE_CONTEXT_INIT;
   for (size_t i = 0; i < n && !rc; i++) {
     if (!h[i].name || !h[i].value)
       rc = tabq__err_set(err, TABQ_HEADER, table, "insert", "header %zu has no name or value", i);
+    else if (!strcmp(h[i].name, "traceparent") && !tabq_trace_parse(h[i].value, NULL, &tc))
+      rc = tabq__err_set(err, TABQ_HEADER, table, "insert",
+                         "header 'traceparent' is '%.80s', not a W3C trace context "
+                         "(version-traceid-parentid-flags in lowercase hex, ids not all zero)",
+                         h[i].value);
     else if (json_object_set_new(obj, h[i].name, json_string(h[i].value)))
       rc = tabq__err_set(err, TABQ_HEADER, table, "insert",
                          "header '%s' is not valid UTF-8 (names and values must be)", h[i].name);

@@ -141,6 +141,8 @@ void tabq__settle_count(tabq_delivery *d, tabq_action a, int rc) {
                      : a == ACT_DEAD        ? TABQ__N_DEAD_LETTERED
                                             : TABQ__N_RELEASED;
   tabq__count(&d->counts, which, 1);
+  d->settled_as = a;
+  d->settled_rc = rc;
 }
 
 /* Whether a settlement leaves the row off the subscription's queue: an advisory claim need not

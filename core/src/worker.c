@@ -92,10 +92,13 @@ static void handle_one(tabq_subscription *s, tabq_delivery *d) {
     skip_tx(s, d);
     tabq__settle_returned(d, tabq_no_outcome());
   } else {
+    tabq__hooks_start(d);
     int64_t began = tabq__mono_us();
     tabq_outcome outcome = s->o.handler(d, s->o.user);
-    tabq__hist_add(&d->handler_time, tabq__mono_us() - began);
+    d->handler_us = tabq__mono_us() - began;
+    tabq__hist_add(&d->handler_time, d->handler_us);
     tabq__settle_returned(d, outcome);
+    tabq__hooks_end(d);
   }
   tabq__delivery_done(d);
 }
