@@ -181,6 +181,7 @@ void tabq_close(tabq_broker *b) {
   tabq__registry_destroy(&b->stmts, tabq__host_services());
   pthread_mutex_destroy(&b->mu);
   tabq__loader_close(&b->plugin);
+  free(b->test_dir); /* closed by tabq_close instead of tabq_test_close: the folder stays */
   free(b);
   tabq__log_leave(outer);
 }

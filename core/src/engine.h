@@ -83,6 +83,7 @@ struct tabq_broker {
   /* delivery_hooks.c: the service's hooks around each delivery, set before any subscription */
   tabq_delivery_hooks hooks;
   bool has_hooks;
+  char *test_dir; /* test_drain.c: tabq_test_open's folder, removed by tabq_test_close */
 };
 
 /* What a settlement does with its row (settle.c). */
@@ -403,6 +404,17 @@ int tabq__sub_open(tabq_broker *b, const tabq_table *table,
 int tabq__sub_open_for_check(tabq_broker *b, const tabq_table *table,
                              const tabq_subscription_options *options, bool by_name,
                              tabq_registry *reg, tabq_subscription **out, tabq_error *err);
+/* tabq_test_drain's: a subscription of one worker whose claims the caller runs (tabq__drain),
+ * not listed in the broker; stop it with tabq__workers_stop, then tabq__sub_free. */
+int tabq__sub_open_drain(tabq_broker *b, const tabq_table *table,
+                         const tabq_subscription_options *options, tabq_subscription **out,
+                         tabq_error *err);
+/* tabq_test_deliver's: a subscription of the description's and the mount's rules checked, its
+ * deliveries allocated, with `ops` for its form and no statement, prepared or claimed; free it
+ * with tabq__sub_free (*out set once it exists, whatever failed after). */
+int tabq__sub_open_synthetic(tabq_broker *b, const tabq_table *table,
+                             const tabq_subscription_options *options, const tabq_form_ops *ops,
+                             tabq_subscription **out, tabq_error *err);
 void tabq__sub_free(tabq_subscription *s);
 
 /* sub_stmts.c: what the dialect's builders get for this subscription (table, form, mount,
@@ -424,7 +436,11 @@ const tabq_form_ops *tabq__form_ops_of(tabq_form form);
 int tabq__form_servable(tabq_broker *b, const tabq_build *build, tabq_error *err);
 
 /* worker.c */
-int tabq__workers_start(tabq_subscription *s, tabq_error *err);
+/* Starts the subscription's workers (with `threads` false only their contexts and the lease
+ * extender, for tabq__drain on the caller's thread). */
+int tabq__workers_start(tabq_subscription *s, bool threads, tabq_error *err);
+/* tabq_test_drain: claims and handles on the calling thread until a claim takes no row. */
+int tabq__drain(tabq_subscription *s, tabq_error *err);
 void tabq__workers_stop(tabq_subscription *s);
 
 /* wake.c: a subscription claims at once instead of after its poll interval; and so do this

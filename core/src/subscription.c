@@ -266,6 +266,67 @@ int tabq__sub_open_for_check(tabq_broker *b, const tabq_table *table,
   return open_built(b, table, options, by_name, reg, true, out, err);
 }
 
+int tabq__sub_open_synthetic(tabq_broker *b, const tabq_table *table,
+                             const tabq_subscription_options *options, const tabq_form_ops *ops,
+                             tabq_subscription **out, tabq_error *err) {
+  *out = NULL;
+  tabq_table taken_table;
+  tabq_subscription_options o;
+  int rc = tabq__table_take(table, &taken_table, err);
+  if (!rc)
+    rc = TABQ_TAKE(options, &o, TABQ_SUBSCRIPTION_OPTIONS_SIZE_1_0, table->name, err);
+  if (!rc)
+    rc = tabq__table_rules(&taken_table, err);
+  if (!rc)
+    rc = tabq__mount_check(&taken_table, &o, err);
+  if (rc)
+    return rc;
+  o.workers = 1;
+  o.workers_by_key = 0;
+  o.prefetch = 0;
+  tabq_subscription *s = new_subscription(b, &taken_table, &o);
+  if (!s)
+    return tabq__err_set(err, TABQ_NOMEM, table->name, NULL, "cannot allocate a subscription");
+  *out = s;
+  s->ops = ops;
+  s->claim = NULL;
+  bool failed = false;
+  s->queue = copy_or_null(o.queue, &failed);
+  s->dead_letter_group = copy_or_null(o.dead_letter_group, &failed);
+  s->dead_letter_table = copy_or_null(o.dead_letter_table, &failed);
+  if (failed)
+    return tabq__err_set(err, TABQ_NOMEM, table->name, NULL, "cannot copy the options");
+  /* A retry after a delay is one where the table can hold the delay, as at subscribe. */
+  if (s->t->retry_after.name)
+    s->st[SQ_RETRY_AFTER] = 0;
+  rc = tabq__decode_open(s, &o, err);
+  return rc ? rc : allocate(s, err);
+}
+
+int tabq__sub_open_drain(tabq_broker *b, const tabq_table *table,
+                         const tabq_subscription_options *options, tabq_subscription **out,
+                         tabq_error *err) {
+  tabq_subscription_options one;
+  int rc = TABQ_TAKE(options, &one, TABQ_SUBSCRIPTION_OPTIONS_SIZE_1_0, table->name, err);
+  if (rc)
+    return rc;
+  one.workers = 1; /* one row at a time, on the caller's thread */
+  one.workers_by_key = 0;
+  one.prefetch = 0;
+  tabq_subscription *s;
+  rc = open_built(b, table, &one, false, &b->stmts, false, &s, err);
+  if (!rc)
+    rc = prepare_all(s, err);
+  if (!rc)
+    rc = allocate(s, err);
+  if (!rc)
+    rc = tabq__workers_start(s, false, err);
+  if (rc && s)
+    tabq__sub_free(s);
+  *out = rc ? NULL : s;
+  return rc;
+}
+
 int tabq__sub_open(tabq_broker *b, const tabq_table *table,
                    const tabq_subscription_options *options, bool by_name, tabq_subscription **out,
                    tabq_error *err) {
@@ -279,7 +340,7 @@ int tabq__sub_open(tabq_broker *b, const tabq_table *table,
   if (!rc)
     rc = allocate(s, err);
   if (!rc)
-    rc = tabq__workers_start(s, err);
+    rc = tabq__workers_start(s, true, err);
   if (rc) {
     if (s)
       tabq__sub_free(s); /* never listed, no thread running */

@@ -103,11 +103,14 @@ static void handle_one(tabq_subscription *s, tabq_delivery *d) {
   tabq__delivery_done(d);
 }
 
-/* Runs one claim as the claimer; called and returning with s->mu held. */
-static void claim_round(worker *w, unsigned limit) {
+/* Runs one claim as the claimer, handles what it took where its worker does (else hands it to
+ * the ready ring), and returns the claim's result with *claimed its rows (err: why it failed);
+ * called and returning with s->mu held. */
+static int claim_round(worker *w, unsigned limit, unsigned *claimed, tabq_error *err) {
   tabq_subscription *s = w->s;
   unsigned want = s->ops->conns_held(s, limit);
   unsigned reserved = want ? tabq__budget_take(s->b, want) : 0;
+  *claimed = 0;
   if (reserved < want) { /* another subscription took the room meanwhile: fewer rows */
     while (limit && s->ops->conns_held(s, limit) > reserved)
       limit--;
@@ -115,7 +118,7 @@ static void claim_round(worker *w, unsigned limit) {
     tabq__budget_put(s->b, reserved - kept); /* s->mu held: no wake-ups from here */
     reserved = kept;
     if (!limit)
-      return;
+      return TABQ_OK;
   }
   uint64_t wakes = s->wakes;
   s->claiming++;
@@ -124,15 +127,15 @@ static void claim_round(worker *w, unsigned limit) {
   pthread_mutex_unlock(&s->mu);
 
   unsigned got = 0;
-  tabq_error err;
   tabq_count_cells *counts = &w->claimed[0]->counts;
   tabq__claim_trips = counts; /* the statements of this claim count as its round trips */
-  int rc = s->claim(s, w->claimed, w->ids, limit, &got, &err);
+  int rc = s->claim(s, w->claimed, w->ids, limit, &got, err);
   tabq__claim_trips = NULL;
   tabq__count(counts, TABQ__N_CLAIMS, 1);
+  *claimed = got;
   if (rc)
     tabq__logf(&s->b->log, TABQ_LOG_ERROR, "claim on table %s failed (%s): %s", s->t->name,
-               tabq_code_name(err.code), err.message);
+               tabq_code_name(err->code), err->message);
   unsigned held = s->ops->conns_held(s, got);
   tabq__budget_give(s->b, s, reserved - held); /* the deliveries keep what they hold */
 
@@ -173,6 +176,17 @@ static void claim_round(worker *w, unsigned limit) {
       push_ready(s, w->claimed[i]);
   }
   pthread_cond_broadcast(&s->cv);
+  return rc;
+}
+
+/* A row from the ready ring, handled by this worker; called and returning with s->mu held. */
+static void handle_ready(tabq_subscription *s, tabq_delivery *d) {
+  s->busy++;
+  pthread_mutex_unlock(&s->mu);
+  handle_one(s, d);
+  pthread_mutex_lock(&s->mu);
+  s->busy--;
+  s->free_slots[s->nfree++] = d;
 }
 
 static void *worker_main(void *arg) {
@@ -183,17 +197,14 @@ static void *worker_main(void *arg) {
   while (!s->stop) {
     tabq_delivery *d = next_ready(w);
     if (d) {
-      s->busy++;
-      pthread_mutex_unlock(&s->mu);
-      handle_one(s, d);
-      pthread_mutex_lock(&s->mu);
-      s->busy--;
-      s->free_slots[s->nfree++] = d;
+      handle_ready(s, d);
       continue;
     }
     unsigned limit = s->serial && s->claiming ? 0 : claim_limit(s);
     if (limit && tabq__mono_ms() >= s->next_claim_ms) {
-      claim_round(w, limit);
+      unsigned got;
+      tabq_error err;
+      claim_round(w, limit, &got, &err); /* a failure is logged; the poll interval paces retries */
       continue;
     }
     if (!limit) {
@@ -224,7 +235,7 @@ static worker *contexts_of(tabq_subscription *s) {
   return (worker *)s->worker_ctx;
 }
 
-int tabq__workers_start(tabq_subscription *s, tabq_error *err) {
+int tabq__workers_start(tabq_subscription *s, bool threads, tabq_error *err) {
   unsigned per_claim = s->o.batch_handler ? s->batch : s->nslots;
   worker *ws = calloc(s->workers, sizeof *ws);
   s->threads = calloc(s->workers, sizeof *s->threads);
@@ -248,7 +259,7 @@ int tabq__workers_start(tabq_subscription *s, tabq_error *err) {
   int rc = s->ops->start ? s->ops->start(s, err) : TABQ_OK; /* the lease extender */
   if (rc)
     return rc;
-  for (unsigned i = 0; i < s->workers; i++) {
+  for (unsigned i = 0; threads && i < s->workers; i++) {
     if (pthread_create(&s->threads[i], NULL, worker_main, &ws[i])) {
       tabq__workers_stop(s);
       return tabq__err_set(err, TABQ_IO, s->t->name, NULL, "cannot start worker thread %u", i);
@@ -256,6 +267,28 @@ int tabq__workers_start(tabq_subscription *s, tabq_error *err) {
     s->nthreads++;
   }
   return TABQ_OK;
+}
+
+int tabq__drain(tabq_subscription *s, tabq_error *err) {
+  worker *w = contexts_of(s);
+  int rc = TABQ_OK;
+  pthread_mutex_lock(&s->mu);
+  for (;;) {
+    tabq_delivery *d;
+    while ((d = next_ready(w)))
+      handle_ready(s, d);
+    unsigned limit = claim_limit(s), got = 0;
+    if (!limit) {
+      rc = tabq__err_set(err, TABQ_POOL_TIMEOUT, s->t->name, "claim",
+                         "no pooled connection is free for the drain's claim (pool size %u)",
+                         s->b->pool.size);
+      break;
+    }
+    if ((rc = claim_round(w, limit, &got, err)) || !got)
+      break;
+  }
+  pthread_mutex_unlock(&s->mu);
+  return rc;
 }
 
 void tabq__workers_stop(tabq_subscription *s) {
