@@ -152,6 +152,10 @@ static enum MHD_Result send_reply(tabq_http_listener *l, struct MHD_Connection *
   MHD_add_response_header(res, "X-Content-Type-Options", "nosniff");
   MHD_add_response_header(res, "X-Frame-Options", "DENY");
   MHD_add_response_header(res, "Referrer-Policy", "no-referrer");
+  /* The dashboard's page runs its own script and stylesheet only, never one injected. */
+  MHD_add_response_header(res, "Content-Security-Policy",
+                          "default-src 'self'; frame-ancestors 'none'; base-uri 'none'; "
+                          "form-action 'self'");
   if (rep->allow)
     MHD_add_response_header(res, MHD_HTTP_HEADER_ALLOW, rep->allow);
   if (rep->status == 401)

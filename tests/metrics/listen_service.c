@@ -14,9 +14,7 @@
 
 #include <tabq/app.h>
 #include <tabq/metrics.h>
-#ifdef LISTEN_WEB
 #include <tabq/web.h>
-#endif
 
 static tabq_outcome work(tabq_delivery *d, void *user) {
   (void)user;
@@ -108,13 +106,8 @@ int main(int argc, char **argv) {
     if ((!strcmp(line, "metrics") || !strcmp(line, "web")) && rest && n < 16) {
       tabq_listen_options lo = TABQ_LISTEN_OPTIONS_INIT;
       const char *address = parse(rest, &lo);
-      int rc;
-#ifdef LISTEN_WEB
-      if (!strcmp(line, "web"))
-        rc = tabq_web_listen(b, app, address, &lo, &listeners[n], &err);
-      else
-#endif
-        rc = tabq_metrics_listen(b, address, &lo, &listeners[n], &err);
+      int rc = !strcmp(line, "web") ? tabq_web_listen(b, app, address, &lo, &listeners[n], &err)
+                                    : tabq_metrics_listen(b, address, &lo, &listeners[n], &err);
       if (rc)
         printf("error %s %s\n", tabq_code_name(err.code), err.message);
       else
