@@ -137,7 +137,8 @@ def free_port():
 
 
 # ---- Every subcommand: its manual page, exit 0 --------------------------------------------
-commands = ["schema", "check", "plugins", "publish", "stats", "requeue", "purge", "asyncapi"]
+commands = ["schema", "check", "plugins", "publish", "stats", "requeue", "purge", "asyncapi",
+            "web"]
 r = run("--help")
 check("tabq --help lists every subcommand and the exit codes",
       r.returncode == 0 and all(c in r.stdout for c in commands) and "EXIT STATUS" in r.stdout,

@@ -61,6 +61,44 @@ TABQ_API const tabq_queue_stats *tabq_admin_stats_get(const tabq_admin_stats *s,
 TABQ_API int64_t tabq_admin_stats_time(const tabq_admin_stats *s);
 TABQ_API void tabq_admin_stats_free(tabq_admin_stats *s);
 
+/* ---- Listing a queue's rows (the dashboard, docs/dashboard.md) ---------------------------- */
+
+/* Which rows of a queue tabq_admin_rows_read lists. */
+typedef enum tabq_admin_rows_kind {
+  TABQ_ROWS_DUE = 0, /* due now and not held, in claim order: those claimed next first (without a
+                        priority, the oldest due first) */
+  TABQ_ROWS_IN_WORK, /* held by a lease not yet ended, the soonest to end first (lease form) */
+  TABQ_ROWS_DEAD,    /* the queue's dead letters, in its dead letter group or table, by id */
+} tabq_admin_rows_kind;
+
+/* One row. A role the table lacks reads -1 (times, attempt) or NULL (payload). */
+typedef struct tabq_admin_row {
+  const char *id;          /* the id, as text */
+  int64_t attempt;         /* the column as stored: a claim counts it, so a row in work reads
+                              one more than its delivery's tabq_delivery_attempt() */
+  int64_t priority;        /* 0 without a priority column */
+  int64_t retry_after_us;  /* microseconds since 1970 UTC; -1 when NULL or no column */
+  int64_t locked_until_us; /* the lease's end; -1 when NULL or no column */
+  const char *payload;     /* the payload's first bytes (up to 256), as stored: maybe not text */
+  size_t payload_shown;    /* how many bytes `payload` holds */
+  size_t payload_len;      /* the whole payload's length */
+} tabq_admin_row;
+
+typedef struct tabq_admin_rows tabq_admin_rows;
+
+/* Lists up to `limit` rows (0: 20; at most 1000) of `kind` of one queue: `table` is a table of
+ * `app` by name, `queue` its group (NULL for a table without a group column). Each statement is
+ * bounded by the group, as the counts are, and reads nothing else. TABQ_INVALID: a table the app
+ * lacks, a queue missing or given where the table has no group, TABQ_ROWS_IN_WORK on a table
+ * without a lease (its holds are locks no query sees), TABQ_ROWS_DEAD for a queue without a dead
+ * letter. */
+TABQ_API int tabq_admin_rows_read(tabq_broker *b, const tabq_app *app, const char *table,
+                                  const char *queue, tabq_admin_rows_kind kind, unsigned limit,
+                                  tabq_admin_rows **out, tabq_error *err);
+TABQ_API size_t tabq_admin_rows_count(const tabq_admin_rows *r);
+TABQ_API const tabq_admin_row *tabq_admin_rows_get(const tabq_admin_rows *r, size_t i);
+TABQ_API void tabq_admin_rows_free(tabq_admin_rows *r);
+
 /* Moves the dead letters of every subscription of `app` that has a dead letter (only those
  * reading `queue`, when not NULL) back into their queue, due now, attempt 1, no lease: a dead
  * letter group's rows get the queue's group back; a dead letter table's rows are copied back
