@@ -53,8 +53,10 @@ void tabq__batch_handle(tabq_batch_run *r, tabq_delivery **claimed, unsigned n) 
   }
   for (unsigned i = 0; i < n; i++)
     claimed[i]->batch = r;
-  for (unsigned i = 0; i < r->npassed; i++)
+  for (unsigned i = 0; i < r->npassed; i++) {
     tabq__hooks_start(r->passed[i]);
+    tabq__queue_latency_add(r->passed[i]); /* one sample a row the call hands over */
+  }
   if (r->npassed) {
     int64_t began = tabq__mono_us();
     s->o.batch_handler(r->passed, r->npassed, r->passed_outcomes, s->o.user);

@@ -107,9 +107,10 @@ struct tabq_delivery {
   pthread_cond_t cv;
   bool extending;
   int64_t pending;
-  bool in_work;                 /* claimed and not yet settled */
-  tabq_hist_cells handler_time; /* this slot's handler durations (metrics) */
-  tabq_count_cells counts;      /* this slot's counters: settlements, and claims into it */
+  bool in_work;                  /* claimed and not yet settled */
+  tabq_hist_cells handler_time;  /* this slot's handler durations (metrics) */
+  tabq_hist_cells queue_latency; /* from its rows' due times to their handlers (metrics) */
+  tabq_count_cells counts;       /* this slot's counters: settlements, and claims into it */
   /* The last settlement's action and result (tabq__settle_count), for on_delivery_end; and
    * what the hooks keep while the delivery is in a handler (delivery_hooks.c). */
   tabq_action settled_as;
@@ -235,6 +236,8 @@ typedef struct tabq_form_ops {
   const char *name; /* in messages: "the %s form" */
   /* Whether the dialect serves the form at all; check: the form's further refusals (or NULL). */
   bool (*served)(const tabq_plugin *p);
+  /* The capability flags of the form's table in a plugin that serves it (TABQ_CLAIM_SERIAL ...). */
+  uint32_t (*flags)(const tabq_plugin *p);
   int (*check)(tabq_subscription *s, tabq_error *err);
   /* Renders the begins of the transactions the form opens and builds its statements. */
   int (*open)(tabq_subscription *s, tabq_error *err);
@@ -803,6 +806,15 @@ bool tabq__row_read(tabq_delivery *d, char *why, size_t cap);
 const char *tabq__type_name(int t);
 /* Whether a published value may go into a column declared `declared`. */
 bool tabq__row_value_fits(int declared, const tabq_value *v);
+/* A delivery cell as a time (*us, microseconds since 1970): a time, or its UTC text as
+ * tabq__row_read reads a declared time; false for NULL and anything else. */
+bool tabq__cell_time(const tabq_value *v, int64_t *us);
+
+/* queue_latency.c: the claims of s asked for the rows' due time where the table, the plugin and
+ * the service's statements allow (its projection set for it); and one sample of d's queue
+ * latency, taken on the handler's thread right before the handler gets d. */
+void tabq__due_open(tabq_subscription *s);
+void tabq__queue_latency_add(tabq_delivery *d);
 
 /* claim_index.c: whether build->table has an index its claims walk (docs/check.md), from the
  * dialect's catalog query (Dialect.indexes, ABI 1.7): *found, and the name of the index that

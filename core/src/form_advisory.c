@@ -285,6 +285,10 @@ static bool served(const tabq_plugin *p) {
   return p->advisory != NULL;
 }
 
+static uint32_t flags(const tabq_plugin *p) {
+  return p->advisory->flags;
+}
+
 /* Transactional mode: a transaction on the key's connection, begun under the delivery's lock,
  * since shutdown releases the key on that connection from another thread unless the
  * transaction is open; once it has released it, there is nothing to open. */
@@ -405,6 +409,7 @@ static void events(tabq_sq *claim_slot, uint32_t *settle_names) {
 const tabq_form_ops tabq_advisory_ops = {
     .name = "advisory lock",
     .served = served,
+    .flags = flags,
     .check = NULL, /* TABQ_ADVISORY_PROCESS_KEYS: the keys are kept in the process */
     .open = tabq__advisory_open,
     .claim = tabq__advisory_claim,

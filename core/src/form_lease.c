@@ -182,6 +182,10 @@ static bool served(const tabq_plugin *p) {
   return p->lease != NULL;
 }
 
+static uint32_t flags(const tabq_plugin *p) {
+  return p->lease->flags;
+}
+
 /* Transactional mode: a transaction of the delivery's own on a pooled connection, reserved in
  * the broker's budget by the claim. */
 static int tx_open(tabq_delivery *d, tabq_error *err) {
@@ -332,6 +336,7 @@ static int own_claim(tabq_subscription *s, tabq_error *err) {
 const tabq_form_ops tabq_lease_ops = {
     .name = "lease",
     .served = served,
+    .flags = flags,
     .open = tabq__lease_open,
     .events = events,
     .own_claim = own_claim,

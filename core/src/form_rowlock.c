@@ -80,6 +80,10 @@ static bool served(const tabq_plugin *p) {
   return p->rowlock != NULL;
 }
 
+static uint32_t flags(const tabq_plugin *p) {
+  return p->rowlock->flags;
+}
+
 /* Transactional mode: a savepoint in the claim's transaction. A non-ack outcome rolls back to
  * it, so the claim's writes before it (the counted attempt) stay. */
 static int tx_open(tabq_delivery *d, tabq_error *err) {
@@ -251,6 +255,7 @@ static int own_claim(tabq_subscription *s, tabq_error *err) {
 const tabq_form_ops tabq_rowlock_ops = {
     .name = "row lock",
     .served = served,
+    .flags = flags,
     .open = tabq__rowlock_open,
     .events = events,
     .own_claim = own_claim,

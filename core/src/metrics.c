@@ -2,6 +2,7 @@
  * format 0.0.4 (docs/metrics.md), names and labels as Prometheus' conventions ask: a unit-less
  * counter ends in _total, labels are table and queue (and outcome where one counter is split
  * by it). */
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -35,7 +36,7 @@ typedef struct family_sample {
 typedef struct sub_counters {
   const char *table, *queue;
   tabq_stats st;
-  tabq_histogram handler;
+  tabq_histogram handler, latency;
 } sub_counters;
 
 static void labels(FILE *f, const sub_counters *c) {
@@ -86,12 +87,13 @@ static uint64_t pick_retry(const tabq_stats *st) {
   return st->retried - st->delayed;
 }
 
-/* A histogram family: its cumulative buckets by `le`, then _sum and _count. */
+/* A histogram family: its cumulative buckets by `le`, then _sum and _count; `which` is the
+ * offset of the histogram in sub_counters. */
 static void histogram(FILE *f, const char *name, const char *help, const sub_counters *subs,
-                      size_t n) {
+                      size_t n, size_t which) {
   fprintf(f, "# HELP %s %s\n# TYPE %s histogram\n", name, help, name);
   for (size_t i = 0; i < n; i++) {
-    const tabq_histogram *h = &subs[i].handler;
+    const tabq_histogram *h = (const tabq_histogram *)((const char *)&subs[i] + which);
     for (unsigned k = 0; k < h->nbuckets; k++) {
       fprintf(f, "%s_bucket{", name);
       labels(f, &subs[i]);
@@ -163,7 +165,11 @@ static void write_all(FILE *f, tabq_broker *b, const sub_counters *subs, size_t 
          (family_sample[]){{"released", pick_shutdown_released}, {"closed", pick_shutdown_closed}},
          2);
   histogram(f, "tabq_handler_duration_seconds",
-            "How long handlers of one delivery ran, from their call to their return.", subs, n);
+            "How long handlers of one delivery ran, from their call to their return.", subs, n,
+            offsetof(sub_counters, handler));
+  histogram(f, "tabq_queue_latency_seconds",
+            "How long rows waited, from their due time (retry_after) to their handler's call.",
+            subs, n, offsetof(sub_counters, latency));
   tabq_pool_stats pool;
   tabq_broker_pool_stats(b, &pool, sizeof pool);
   gauge(f, "tabq_pool_connections", "The connection pool's size.", pool.connections);
@@ -196,6 +202,7 @@ int tabq_metrics_write(tabq_broker *b, char **out, tabq_error *err) {
     subs[i].queue = s->queue ? s->queue : "";
     tabq_subscription_stats(s, &subs[i].st, sizeof subs[i].st);
     tabq_subscription_handler_durations(s, &subs[i].handler, sizeof subs[i].handler);
+    tabq_subscription_queue_latencies(s, &subs[i].latency, sizeof subs[i].latency);
   }
   pthread_mutex_unlock(&b->mu);
   char *text = NULL;

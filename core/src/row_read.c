@@ -178,6 +178,14 @@ bool tabq__row_read(tabq_delivery *d, char *why, size_t cap) {
   return true;
 }
 
+bool tabq__cell_time(const tabq_value *v, int64_t *us) {
+  tabq_value t = *v;
+  if (t.type != TABQ_T_TIME && !(t.type == TABQ_T_TEXT && read_time(&t)))
+    return false;
+  *us = t.u.time_us;
+  return true;
+}
+
 bool tabq__row_value_fits(int declared, const tabq_value *v) {
   if (declared == TABQ_T_NULL || v->type == TABQ_T_NULL || (int)v->type == declared)
     return true;

@@ -9,7 +9,8 @@ tabq_build tabq__sub_build(const tabq_subscription *s) {
                   .dead_letter_table = s->dead_letter_table,
                   .server_version = s->server_version,
                   .server_version_text = s->server_version_text,
-                  .database = s->database[0] ? s->database : NULL};
+                  .database = s->database[0] ? s->database : NULL,
+                  .project_due = s->proj.due >= 0};
   return b;
 }
 

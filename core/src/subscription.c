@@ -188,7 +188,7 @@ static tabq_subscription *new_subscription(tabq_broker *b, const tabq_table *t,
   s->nslots += o->prefetch;
   s->lease_s = o->lease_s ? o->lease_s : b->lease_s;
   s->poll_ms = o->poll_interval_ms ? o->poll_interval_ms : b->poll_interval_ms;
-  tabq__projection_init(&s->proj, t);
+  tabq__projection_init(&s->proj, t, false); /* the due time: tabq__due_open */
   pthread_mutex_init(&s->mu, NULL);
   pthread_condattr_t attr;
   pthread_condattr_init(&attr);
@@ -242,6 +242,8 @@ static int open_built(tabq_broker *b, const tabq_table *table,
               : read_server(s, err);
   if (!rc)
     rc = check_form(s, err);
+  if (!rc)
+    tabq__due_open(s); /* before any statement is built: the claims' projection */
   if (!rc)
     rc = tabq__decode_open(s, o, err);
   if (!rc)

@@ -251,7 +251,7 @@ int tabq_table_check(const tabq_table *table, tabq_error *err) {
   return rc ? rc : tabq__table_rules(&t, err);
 }
 
-void tabq__projection_init(tabq_projection *p, const tabq_table *t) {
+void tabq__projection_init(tabq_projection *p, const tabq_table *t, bool due) {
   int col = 0;
   p->id = col++;
   p->attempt = t->attempt.name ? col++ : -1;
@@ -260,7 +260,9 @@ void tabq__projection_init(tabq_projection *p, const tabq_table *t) {
   p->headers = t->headers.name ? col++ : -1;
   p->payload = t->payload.name ? col++ : -1;
   p->data0 = col;
-  p->ncols = (unsigned)col + (unsigned)t->ndata;
+  col += (int)t->ndata;
+  p->due = due && t->retry_after.name ? col++ : -1;
+  p->ncols = (unsigned)col;
 }
 
 /* The member of a description file that each rule's refusal points at (docs/description-files.md),

@@ -22,12 +22,14 @@ static inline const char **tabq__event_slots(tabq_events *e) {
   return (const char **)e;
 }
 
-/* Where each role sits in a claim's projection (see dialect.h); -1 where absent. */
+/* Where each role sits in a claim's projection (see dialect.h); -1 where absent. `due`, the
+ * row's retry_after after the data columns, is there only where the claims were asked for it
+ * (tabq_build.project_due, ABI 1.8). */
 typedef struct tabq_projection {
-  int id, attempt, group, partition_key, headers, payload, data0;
+  int id, attempt, group, partition_key, headers, payload, data0, due;
   unsigned ncols;
 } tabq_projection;
 
-void tabq__projection_init(tabq_projection *p, const tabq_table *t);
+void tabq__projection_init(tabq_projection *p, const tabq_table *t, bool due);
 
 #endif

@@ -93,6 +93,7 @@ static void handle_one(tabq_subscription *s, tabq_delivery *d) {
     tabq__settle_returned(d, tabq_no_outcome());
   } else {
     tabq__hooks_start(d);
+    tabq__queue_latency_add(d);
     int64_t began = tabq__mono_us();
     tabq_outcome outcome = s->o.handler(d, s->o.user);
     d->handler_us = tabq__mono_us() - began;

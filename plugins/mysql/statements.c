@@ -67,8 +67,8 @@ void tabq_my_literal(tabq_stmt *st, const char *text, size_t n) {
 /* Every projection here is a claim's or a take's, read before the stamp counts the attempt:
  * "SELECT <projection> FROM T" with the attempt plus one, the value the row holds once the
  * stamp has run. */
-static void select_projection(tabq_stmt *st, const tabq_table *t) {
-  tabq_sqlb_select_projection(&style, st, t, true);
+static void select_projection(tabq_stmt *st, const tabq_build *b) {
+  tabq_sqlb_select_projection_for(&style, st, b, true);
 }
 
 /* The rows a claim locks, from " WHERE" on. With FIFO groups only the group's head, its first
@@ -356,7 +356,7 @@ const tabq_dialect_v1 tabq_my_dialect = {
 
 /* Locks the rows for the claim's transaction, held while their handlers run. */
 static int rowlock_claim(const tabq_build *b, tabq_stmt *out) {
-  select_projection(out, b->table);
+  select_projection(out, b);
   claimed_rows(b, out, false);
   return tabq_sqlb_finish(&style, b, out, "claim");
 }
@@ -366,7 +366,7 @@ static int rowlock_claim(const tabq_build *b, tabq_stmt *out) {
 static int rowlock_claim_one(const tabq_build *b, tabq_stmt *out) {
   if (tabq_sqlb_fifo(b->table))
     return TABQ_OK;
-  select_projection(out, b->table);
+  select_projection(out, b);
   claimed_rows(b, out, true);
   return tabq_sqlb_finish(&style, b, out, "claim_one");
 }
@@ -387,7 +387,7 @@ static int rowlock_stamp_ids(const tabq_build *b, tabq_stmt *out) {
 const tabq_rowlock_v1 tabq_my_rowlock = {
     .size = sizeof(tabq_rowlock_v1),
     .version = 1,
-    .flags = 0, /* SKIP LOCKED keeps parallel claims apart */
+    .flags = TABQ_PROJECTS_DUE, /* SKIP LOCKED keeps parallel claims apart */
     .claim = rowlock_claim,
     .stamp = stamp_attempt,
     .claim_one = rowlock_claim_one,
@@ -400,7 +400,7 @@ const tabq_rowlock_v1 tabq_my_rowlock = {
 static int lease_claim(const tabq_build *b, tabq_stmt *out) {
   if (!tabq_sqlb_leased(b))
     return tabq_sqlb_no_lease(&style, b, "claim");
-  select_projection(out, b->table);
+  select_projection(out, b);
   claimed_rows(b, out, false);
   return tabq_sqlb_finish(&style, b, out, "claim");
 }
@@ -411,7 +411,7 @@ static int lease_claim_one(const tabq_build *b, tabq_stmt *out) {
     return tabq_sqlb_no_lease(&style, b, "claim_one");
   if (tabq_sqlb_fifo(b->table))
     return TABQ_OK;
-  select_projection(out, b->table);
+  select_projection(out, b);
   claimed_rows(b, out, true);
   return tabq_sqlb_finish(&style, b, out, "claim_one");
 }
@@ -443,7 +443,7 @@ const tabq_lease_v1 tabq_my_lease = {
     .version = 1,
     /* One claim at a time per process, and whole-second expiries: a DATETIME without
      * fractions then holds the token exactly. */
-    .flags = TABQ_CLAIM_SERIAL | TABQ_LEASE_WHOLE_SECONDS,
+    .flags = TABQ_CLAIM_SERIAL | TABQ_LEASE_WHOLE_SECONDS | TABQ_PROJECTS_DUE,
     .claim = lease_claim,
     .stamp = lease_stamp,
     .extend = lease_extend,
@@ -556,7 +556,7 @@ static int advisory_unlock(const tabq_build *b, tabq_stmt *out) {
  * and the lock comes back empty. It counts nothing: the stamp does, after it. */
 static int advisory_take(const tabq_build *b, tabq_stmt *out) {
   const tabq_table *t = b->table;
-  select_projection(out, t);
+  select_projection(out, b);
   tabq_sqlb_where_id(&style, out, t);
   tabq_sqlb_due(&style, b, out, " AND ");
   return tabq_sqlb_finish(&style, b, out, "take");
@@ -570,7 +570,7 @@ static int advisory_stamp(const tabq_build *b, tabq_stmt *out) {
 const tabq_advisory_v1 tabq_my_advisory = {
     .size = sizeof(tabq_advisory_v1),
     .version = 1,
-    .flags = 0, /* the server keeps the session locks */
+    .flags = TABQ_PROJECTS_DUE, /* the server keeps the session locks */
     .candidates = advisory_candidates,
     .lock = advisory_lock,
     .unlock = advisory_unlock,

@@ -224,7 +224,7 @@ static int ack_ids(const tabq_build *b, tabq_stmt *out) {
 /* Rows by a list of ids, in claim order: the fetch after a custom claim. */
 static int fetch(const tabq_build *b, tabq_stmt *out) {
   const tabq_table *t = b->table;
-  tabq_sqlb_select_projection(&style, out, t, false);
+  tabq_sqlb_select_projection_for(&style, out, b, false);
   tabq_sql_raw(out, " WHERE ");
   tabq_sqlb_col(&style, out, &t->id);
   tabq_sql_raw(out, " = ANY(");
@@ -312,17 +312,18 @@ const tabq_dialect_v1 tabq_pg_dialect = {
 
 /* Closes a claim's "WITH claimed AS (UPDATE ..." : UPDATE .. RETURNING gives rows in the order it
  * met them, so the outer SELECT puts them back in claim order (a batch handler sees them so). */
-static void in_claim_order(tabq_stmt *out, const tabq_table *t) {
+static void in_claim_order(tabq_stmt *out, const tabq_build *b) {
+  const tabq_table *t = b->table;
   tabq_sql_raw(out, " RETURNING *) SELECT ");
-  tabq_sqlb_projection(&style, out, t, false);
+  tabq_sqlb_projection_for(&style, out, b, false);
   tabq_sql_raw(out, " FROM claimed");
   tabq_sqlb_claim_order(&style, out, t);
 }
 
 /* Closes a claim of one row: UPDATE .. RETURNING gives the projection itself. */
-static void returning(tabq_stmt *out, const tabq_table *t) {
+static void returning(tabq_stmt *out, const tabq_build *b) {
   tabq_sql_raw(out, " RETURNING ");
-  tabq_sqlb_projection(&style, out, t, false);
+  tabq_sqlb_projection_for(&style, out, b, false);
 }
 
 /* The rows stay locked by the claim's transaction while their handlers run. With an attempt
@@ -330,7 +331,7 @@ static void returning(tabq_stmt *out, const tabq_table *t) {
 static int rowlock_claim(const tabq_build *b, tabq_stmt *out) {
   const tabq_table *t = b->table;
   if (!t->attempt.name) {
-    tabq_sqlb_select_projection(&style, out, t, false);
+    tabq_sqlb_select_projection_for(&style, out, b, false);
     claimed_rows(b, out, false, false);
     return tabq_sqlb_finish(&style, b, out, "claim");
   }
@@ -338,7 +339,7 @@ static int rowlock_claim(const tabq_build *b, tabq_stmt *out) {
   tabq_sqlb_update(&style, out, t);
   tabq_sqlb_count_attempt(&style, out, t);
   claimed_rows(b, out, true, false);
-  in_claim_order(out, t);
+  in_claim_order(out, b);
   return tabq_sqlb_finish(&style, b, out, "claim");
 }
 
@@ -350,21 +351,21 @@ static int rowlock_claim_one(const tabq_build *b, tabq_stmt *out) {
   if (!t->attempt.name) {
     if (tabq_sqlb_fifo(t))
       return TABQ_OK;
-    tabq_sqlb_select_projection(&style, out, t, false);
+    tabq_sqlb_select_projection_for(&style, out, b, false);
     claimed_rows(b, out, false, true);
     return tabq_sqlb_finish(&style, b, out, "claim_one");
   }
   tabq_sqlb_update(&style, out, t);
   tabq_sqlb_count_attempt(&style, out, t);
   claimed_rows(b, out, true, true);
-  returning(out, t);
+  returning(out, b);
   return tabq_sqlb_finish(&style, b, out, "claim_one");
 }
 
 const tabq_rowlock_v1 tabq_pg_rowlock = {
     .size = sizeof(tabq_rowlock_v1),
     .version = 1,
-    .flags = 0, /* SKIP LOCKED keeps parallel claims apart */
+    .flags = TABQ_PROJECTS_DUE, /* SKIP LOCKED keeps parallel claims apart */
     .claim = rowlock_claim,
     .claim_one = rowlock_claim_one,
 };
@@ -381,7 +382,7 @@ static int lease_claim(const tabq_build *b, tabq_stmt *out) {
   tabq_sqlb_update(&style, out, t);
   tabq_sqlb_set_lease(&style, out, t);
   claimed_rows(b, out, true, false);
-  in_claim_order(out, t);
+  in_claim_order(out, b);
   return tabq_sqlb_finish(&style, b, out, "claim");
 }
 
@@ -393,7 +394,7 @@ static int lease_claim_one(const tabq_build *b, tabq_stmt *out) {
   tabq_sqlb_update(&style, out, t);
   tabq_sqlb_set_lease(&style, out, t);
   claimed_rows(b, out, true, true);
-  returning(out, t);
+  returning(out, b);
   return tabq_sqlb_finish(&style, b, out, "claim_one");
 }
 
@@ -404,7 +405,7 @@ TABQ_SQLB_MEMBER(style, lease_one)
 const tabq_lease_v1 tabq_pg_lease = {
     .size = sizeof(tabq_lease_v1),
     .version = 1,
-    .flags = 0, /* SKIP LOCKED keeps parallel claims apart */
+    .flags = TABQ_PROJECTS_DUE, /* SKIP LOCKED keeps parallel claims apart */
     .claim = lease_claim,
     .stamp = NULL, /* the claim writes the lease itself */
     .extend = lease_extend,
@@ -465,13 +466,13 @@ static int advisory_take(const tabq_build *b, tabq_stmt *out) {
     tabq_sqlb_update(&style, out, t);
     tabq_sqlb_count_attempt(&style, out, t);
   } else {
-    tabq_sqlb_select_projection(&style, out, t, false);
+    tabq_sqlb_select_projection_for(&style, out, b, false);
   }
   tabq_sqlb_where_id(&style, out, t);
   tabq_sqlb_due(&style, b, out, " AND ");
   if (t->attempt.name) {
     tabq_sql_raw(out, " RETURNING ");
-    tabq_sqlb_projection(&style, out, t, false);
+    tabq_sqlb_projection_for(&style, out, b, false);
   }
   return tabq_sqlb_finish(&style, b, out, "take");
 }
@@ -497,7 +498,7 @@ static int advisory_lock_take(const tabq_build *b, tabq_stmt *out) {
   tabq_sqlb_where_id(&style, out, t);
   tabq_sqlb_due(&style, b, out, " AND ");
   tabq_sql_raw(out, " AND (SELECT held FROM tabq_lock) RETURNING ");
-  tabq_sqlb_projection(&style, out, t, false);
+  tabq_sqlb_projection_for(&style, out, b, false);
   tabq_sql_raw(out,
                ") SELECT tabq_taken.*, tabq_lock.held::int FROM tabq_lock LEFT JOIN tabq_taken "
                "ON true");
@@ -520,7 +521,7 @@ static int advisory_ack_unlock(const tabq_build *b, tabq_stmt *out) {
 const tabq_advisory_v1 tabq_pg_advisory = {
     .size = sizeof(tabq_advisory_v1),
     .version = 1,
-    .flags = 0, /* the server keeps the session locks */
+    .flags = TABQ_PROJECTS_DUE, /* the server keeps the session locks */
     .candidates = advisory_candidates,
     .lock = advisory_lock,
     .unlock = advisory_unlock,

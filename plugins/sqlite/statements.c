@@ -172,7 +172,7 @@ static int lease_claim(const tabq_build *b, tabq_stmt *out) {
   const tabq_table *t = b->table;
   if (!tabq_sqlb_leased(b))
     return tabq_sqlb_no_lease(&style, b, "claim");
-  tabq_sqlb_select_projection(&style, out, t, true);
+  tabq_sqlb_select_projection_for(&style, out, b, true);
   if (tabq_sqlb_fifo(t)) {
     /* Only the group's head, its first unfinished row, and only while it is due: the rows
      * behind it wait while it is in work. */
@@ -213,7 +213,7 @@ static int lease_claim_one(const tabq_build *b, tabq_stmt *out) {
   tabq_sqlb_due(&style, b, out, " WHERE ");
   tabq_sqlb_claim_order(&style, out, t);
   tabq_sql_raw(out, " LIMIT 1) RETURNING ");
-  tabq_sqlb_projection(&style, out, t, false);
+  tabq_sqlb_projection_for(&style, out, b, false);
   return tabq_sqlb_finish(&style, b, out, "claim_one");
 }
 
@@ -232,7 +232,7 @@ const tabq_lease_v1 tabq_sqlite_lease = {
     .size = sizeof(tabq_lease_v1),
     .version = 1,
     /* One writer at a time: concurrent claims would only queue. */
-    .flags = TABQ_CLAIM_SERIAL | TABQ_CLAIM_ONE_STAMPS,
+    .flags = TABQ_CLAIM_SERIAL | TABQ_CLAIM_ONE_STAMPS | TABQ_PROJECTS_DUE,
     .claim = lease_claim,
     .stamp = lease_stamp,
     .extend = lease_extend,
@@ -279,13 +279,13 @@ static int advisory_take(const tabq_build *b, tabq_stmt *out) {
     tabq_sqlb_update(&style, out, t);
     tabq_sqlb_count_attempt(&style, out, t);
   } else {
-    tabq_sqlb_select_projection(&style, out, t, false);
+    tabq_sqlb_select_projection_for(&style, out, b, false);
   }
   tabq_sqlb_where_id(&style, out, t);
   tabq_sqlb_due(&style, b, out, " AND ");
   if (t->attempt.name) {
     tabq_sql_raw(out, " RETURNING ");
-    tabq_sqlb_projection(&style, out, t, false);
+    tabq_sqlb_projection_for(&style, out, b, false);
   }
   return tabq_sqlb_finish(&style, b, out, "take");
 }
@@ -295,7 +295,7 @@ static int advisory_take(const tabq_build *b, tabq_stmt *out) {
 const tabq_advisory_v1 tabq_sqlite_advisory = {
     .size = sizeof(tabq_advisory_v1),
     .version = 1,
-    .flags = TABQ_ADVISORY_PROCESS_KEYS,
+    .flags = TABQ_ADVISORY_PROCESS_KEYS | TABQ_PROJECTS_DUE,
     .candidates = advisory_candidates,
     .lock = NULL,
     .unlock = NULL,

@@ -222,6 +222,27 @@ void tabq_sqlb_select_projection(const tabq_sql_style *s, tabq_stmt *st, const t
   tabq_sqlb_table(s, st, t->name);
 }
 
+bool tabq_sqlb_projects_due(const tabq_build *b) {
+  return b->project_due && b->table->retry_after.name;
+}
+
+void tabq_sqlb_projection_for(const tabq_sql_style *s, tabq_stmt *st, const tabq_build *b,
+                              bool attempt_plus_one) {
+  tabq_sqlb_projection(s, st, b->table, attempt_plus_one);
+  if (tabq_sqlb_projects_due(b)) {
+    tabq_sql_raw(st, ", ");
+    tabq_sqlb_col(s, st, &b->table->retry_after);
+  }
+}
+
+void tabq_sqlb_select_projection_for(const tabq_sql_style *s, tabq_stmt *st, const tabq_build *b,
+                                     bool attempt_plus_one) {
+  tabq_sql_raw(st, "SELECT ");
+  tabq_sqlb_projection_for(s, st, b, attempt_plus_one);
+  tabq_sql_raw(st, " FROM ");
+  tabq_sqlb_table(s, st, b->table->name);
+}
+
 int tabq_sqlb_key_template(const tabq_sql_style *s, const tabq_build *b, tabq_stmt *st,
                            tabq_sqlb_key_part_fn part, void *ctx) {
   const tabq_table *t = b->table;

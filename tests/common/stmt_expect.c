@@ -99,3 +99,45 @@ void expect_dead_letter_refused(tabq_dead_letter_fn fn, const tabq_build *b, int
   tabq_sql_free(&copy);
   tabq_sql_free(&remove);
 }
+
+/* Occurrences of `needle` in `hay`. */
+static unsigned count_of(const char *hay, const char *needle) {
+  unsigned n = 0;
+  for (const char *p = strstr(hay, needle); p; p = strstr(p + strlen(needle), needle))
+    n++;
+  return n;
+}
+
+void expect_due_appended(tabq_build_fn fn, const tabq_build *b, const char *last, const char *due) {
+  tabq_build with = *b;
+  with.project_due = true;
+  tabq_stmt plain, dated;
+  build(fn, b, &plain);
+  build(fn, &with, &dated);
+  CU_ASSERT_PTR_NOT_NULL_FATAL(plain.sql);
+  CU_ASSERT_PTR_NOT_NULL_FATAL(dated.sql);
+  /* The statement with each `last` followed by ", due", built from the plain one. */
+  char want[4096] = "", joined[256];
+  snprintf(joined, sizeof joined, "%s, %s", last, due);
+  unsigned n = 0;
+  for (const char *p = plain.sql, *hit; *p; p = hit + strlen(last), n++) {
+    hit = strstr(p, last);
+    if (!hit) {
+      strncat(want, p, sizeof want - strlen(want) - 1);
+      break;
+    }
+    strncat(want, p,
+            (size_t)(hit - p) < sizeof want - strlen(want) - 1 ? (size_t)(hit - p)
+                                                               : sizeof want - strlen(want) - 1);
+    strncat(want, joined, sizeof want - strlen(want) - 1);
+  }
+  CU_ASSERT(n > 0);
+  CU_ASSERT_EQUAL(count_of(dated.sql, joined), n);
+  CU_ASSERT_STRING_EQUAL(dated.sql, want);
+  if (strcmp(dated.sql, want) != 0)
+    fprintf(stderr, "\n got: %s\nwant: %s\n", dated.sql, want);
+  CU_ASSERT_EQUAL(dated.nparams, plain.nparams);
+  CU_ASSERT(!memcmp(dated.params, plain.params, plain.nparams * sizeof plain.params[0]));
+  tabq_sql_free(&plain);
+  tabq_sql_free(&dated);
+}

@@ -21,6 +21,11 @@ void expect_built(tabq_build_fn fn, const tabq_build *b, const char *sql, ...);
  * statements too long to spell out (insert_rows of many rows). */
 void expect_built_end(tabq_build_fn fn, const tabq_build *b, const char *end, unsigned nparams);
 
+/* Builds with `fn` without and with b->project_due (ABI 1.8) and checks that the due time is the
+ * one change: every `last` (the projection's last column, quoted, named nowhere else in the
+ * statement) is followed by `due` (the quoted retry_after), and the parameters are the same. */
+void expect_due_appended(tabq_build_fn fn, const tabq_build *b, const char *last, const char *due);
+
 /* Builds with `fn` and expects success with no statement at all. */
 void expect_none(tabq_build_fn fn, const tabq_build *b);
 

@@ -4,7 +4,8 @@
  * its handler acks, DROPS it drops, FAILS it retries (each then dead-lettered at its second
  * attempt) and DELAYS it retries after 10 ms at their first attempt and acks at their second,
  * runs until every row is settled, then prints the metrics after a "# metrics" line.
- * METRICS_SLOW_MS makes each handler call sleep that long. */
+ * METRICS_SLOW_MS makes each handler call sleep that long; METRICS_WAIT_MS leaves the published
+ * rows waiting that long before the subscription starts (their queue latency). */
 #include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -57,6 +58,9 @@ static int connected(tabq_app_run *run) {
       }
     }
   }
+  const char *wait = getenv("METRICS_WAIT_MS");
+  if (wait)
+    usleep((useconds_t)atoi(wait) * 1000);
   return 0;
 }
 

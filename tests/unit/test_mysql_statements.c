@@ -26,17 +26,17 @@ static void test_vtables(void) {
   CU_ASSERT_PTR_NOT_NULL(dia->fifo_guard);
   CU_ASSERT_EQUAL(rowlock->size, sizeof(tabq_rowlock_v1));
   CU_ASSERT_EQUAL(rowlock->version, 1);
-  CU_ASSERT_EQUAL(rowlock->flags, 0);
+  CU_ASSERT_EQUAL(rowlock->flags, TABQ_PROJECTS_DUE);
   CU_ASSERT_PTR_NOT_NULL(rowlock->stamp);
   CU_ASSERT_PTR_NOT_NULL(rowlock->stamp_ids);
   CU_ASSERT_EQUAL(lease->size, sizeof(tabq_lease_v1));
   CU_ASSERT_EQUAL(lease->version, 1);
-  CU_ASSERT_EQUAL(lease->flags, TABQ_CLAIM_SERIAL | TABQ_LEASE_WHOLE_SECONDS);
+  CU_ASSERT_EQUAL(lease->flags, TABQ_CLAIM_SERIAL | TABQ_LEASE_WHOLE_SECONDS | TABQ_PROJECTS_DUE);
   CU_ASSERT_PTR_NOT_NULL(lease->stamp);
   CU_ASSERT_PTR_NOT_NULL(lease->stamp_ids);
   CU_ASSERT_EQUAL(adv->size, sizeof(tabq_advisory_v1));
   CU_ASSERT_EQUAL(adv->version, 1);
-  CU_ASSERT_EQUAL(adv->flags, 0);
+  CU_ASSERT_EQUAL(adv->flags, TABQ_PROJECTS_DUE);
   CU_ASSERT_PTR_NOT_NULL(adv->lock);
   CU_ASSERT_PTR_NOT_NULL(adv->unlock);
   CU_ASSERT_PTR_NOT_NULL(adv->stamp);
@@ -630,6 +630,20 @@ static CU_TestInfo shared_tests[] = {
     CU_TEST_INFO_NULL,
 };
 
+/* ABI 1.8: asked for the due time, every projection ends with retry_after, after the attempt plus
+ * one the stamp will store. */
+static void test_project_due(void) {
+  tabq_build b = on(&jobs);
+  expect_due_appended(rowlock->claim, &b, "`size`", "`retry_after`");
+  expect_due_appended(rowlock->claim_one, &b, "`size`", "`retry_after`");
+  tabq_table t = leased_jobs();
+  b = on(&t);
+  expect_due_appended(lease->claim, &b, "`size`", "`retry_after`");
+  expect_due_appended(lease->claim_one, &b, "`size`", "`retry_after`");
+  b = on(&advj);
+  expect_due_appended(adv->take, &b, "`account`", "`retry_after`");
+}
+
 static CU_TestInfo form_tests[] = {
     {"row lock claim", test_rowlock_claim},
     {"row lock claim, fifo", test_rowlock_claim_fifo},
@@ -644,6 +658,7 @@ static CU_TestInfo form_tests[] = {
     {"advisory statements", test_advisory},
     {"advisory keys", test_advisory_keys},
     {"advisory lock names' database", test_advisory_database},
+    {"the due time after the projection", test_project_due},
     CU_TEST_INFO_NULL,
 };
 

@@ -33,14 +33,14 @@ static void test_vtables(void) {
   CU_ASSERT_PTR_NOT_NULL(dia->insert_rows);
   CU_ASSERT_EQUAL(rowlock->size, sizeof(tabq_rowlock_v1));
   CU_ASSERT_EQUAL(rowlock->version, 1);
-  CU_ASSERT_EQUAL(rowlock->flags, 0);
+  CU_ASSERT_EQUAL(rowlock->flags, TABQ_PROJECTS_DUE);
   CU_ASSERT_EQUAL(lease->size, sizeof(tabq_lease_v1));
   CU_ASSERT_EQUAL(lease->version, 1);
-  CU_ASSERT_EQUAL(lease->flags, 0);
+  CU_ASSERT_EQUAL(lease->flags, TABQ_PROJECTS_DUE);
   CU_ASSERT_PTR_NULL(lease->stamp);
   CU_ASSERT_EQUAL(adv->size, sizeof(tabq_advisory_v1));
   CU_ASSERT_EQUAL(adv->version, 1);
-  CU_ASSERT_EQUAL(adv->flags, 0);
+  CU_ASSERT_EQUAL(adv->flags, TABQ_PROJECTS_DUE);
 }
 
 /* ---- Shared statements --------------------------------------------------------------------- */
@@ -657,6 +657,35 @@ static void test_named(void) {
   tabq_sql_free(&st);
 }
 
+/* ABI 1.8: asked for the due time, every projection ends with retry_after (lock_take's answer
+ * after it); a table without retry_after has none to give. */
+static void test_project_due(void) {
+  tabq_build b = on(&jobs);
+  expect_due_appended(dia->fetch, &b, "\"size\"", "\"retry_after\"");
+  expect_due_appended(rowlock->claim, &b, "\"size\"", "\"retry_after\"");
+  expect_due_appended(rowlock->claim_one, &b, "\"size\"", "\"retry_after\"");
+  tabq_table t = jobs;
+  t.attempt = (tabq_col){0}; /* the claims that only select */
+  b = on(&t);
+  expect_due_appended(rowlock->claim, &b, "\"size\"", "\"retry_after\"");
+  expect_due_appended(rowlock->claim_one, &b, "\"size\"", "\"retry_after\"");
+  t = leased_jobs();
+  b = on(&t);
+  expect_due_appended(lease->claim, &b, "\"size\"", "\"retry_after\"");
+  expect_due_appended(lease->claim_one, &b, "\"size\"", "\"retry_after\"");
+  b = on(&advj);
+  expect_due_appended(adv->take, &b, "\"account\"", "\"retry_after\"");
+  expect_due_appended(adv->lock_take, &b, "\"account\"", "\"retry_after\"");
+  b = on(&thumbs);
+  b.project_due = true;
+  expect_built(lease->claim_one, &b,
+               "UPDATE \"app\".\"thumbs\" SET \"locked_until\" = $1, \"attempt\" = \"attempt\" + 1 "
+               "WHERE \"id\" = (SELECT \"id\" FROM \"app\".\"thumbs\" WHERE (\"locked_until\" IS "
+               "NULL OR \"locked_until\" <= $2) ORDER BY \"id\" LIMIT 1 FOR UPDATE SKIP LOCKED) "
+               "RETURNING \"id\", \"attempt\", \"payload\"",
+               TABQ_P_LEASE_UNTIL, TABQ_P_NOW, 0);
+}
+
 /* ---- Registration ------------------------------------------------------------------------ */
 
 static CU_TestInfo shared_tests[] = {
@@ -684,6 +713,7 @@ static CU_TestInfo form_tests[] = {
     {"extend and release", test_extend_release},
     {"advisory statements", test_advisory},
     {"advisory keys", test_advisory_keys},
+    {"the due time after the projection", test_project_due},
     CU_TEST_INFO_NULL,
 };
 

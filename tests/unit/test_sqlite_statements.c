@@ -28,7 +28,7 @@ static void test_entry(void) {
   CU_ASSERT_PTR_NULL(pl->rowlock);
   CU_ASSERT_PTR_NOT_NULL_FATAL(pl->advisory);
   /* No session locks: the core keeps the keys, so there is no lock or unlock to build. */
-  CU_ASSERT_EQUAL(pl->advisory->flags, TABQ_ADVISORY_PROCESS_KEYS);
+  CU_ASSERT_EQUAL(pl->advisory->flags, TABQ_ADVISORY_PROCESS_KEYS | TABQ_PROJECTS_DUE);
   CU_ASSERT_PTR_NULL(pl->advisory->lock);
   CU_ASSERT_PTR_NULL(pl->advisory->unlock);
   CU_ASSERT_PTR_NOT_NULL_FATAL(pl->byname);
@@ -47,7 +47,7 @@ static void test_entry(void) {
   CU_ASSERT_PTR_NOT_NULL(dia->insert_rows);
   CU_ASSERT_EQUAL(lease->size, sizeof(tabq_lease_v1));
   CU_ASSERT_EQUAL(lease->version, 1);
-  CU_ASSERT_EQUAL(lease->flags, TABQ_CLAIM_SERIAL | TABQ_CLAIM_ONE_STAMPS);
+  CU_ASSERT_EQUAL(lease->flags, TABQ_CLAIM_SERIAL | TABQ_CLAIM_ONE_STAMPS | TABQ_PROJECTS_DUE);
   CU_ASSERT_PTR_NOT_NULL(lease->stamp);
   CU_ASSERT_PTR_NOT_NULL(lease->stamp_ids);
 }
@@ -301,6 +301,22 @@ static void test_advisory(void) {
                "SELECT \"id\" FROM \"adv_jobs\" WHERE \"id\" = ?1", TABQ_P_ID, 0);
 }
 
+/* ABI 1.8: asked for the due time, every projection ends with retry_after, the text the core
+ * reads as a time. */
+static void test_project_due(void) {
+  tabq_build b = lease_of(&jobs);
+  expect_due_appended(lease->claim, &b, "\"size\"", "\"retry_after\"");
+  expect_due_appended(lease->claim_one, &b, "\"size\"", "\"retry_after\"");
+  const tabq_advisory_v1 *a = tabq_plugin_entry(&test_host, TABQ_ABI_VERSION)->advisory;
+  tabq_table t = jobs;
+  t.locked_until.name = NULL;
+  t.advisory_lock = "job-{id}";
+  b = (tabq_build){.table = &t, .form = TABQ_FORM_ADVISORY};
+  expect_due_appended(a->take, &b, "\"size\"", "\"retry_after\"");
+  t.attempt.name = NULL; /* the take that only reads */
+  expect_due_appended(a->take, &b, "\"size\"", "\"retry_after\"");
+}
+
 static void test_begin(void) {
   static const char *const want[] = {"BEGIN IMMEDIATE", "BEGIN DEFERRED", "BEGIN IMMEDIATE",
                                      "BEGIN EXCLUSIVE"};
@@ -452,6 +468,7 @@ static CU_TestInfo text_tests[] = {
     {"extend and release", test_extend_release},
     {"settlements", test_settlements},
     {"dead letter into a table", test_dead_letter_table},
+    {"the due time after the projection", test_project_due},
     {"advisory candidates and take", test_advisory},
     {"begin", test_begin},
     {"check refusals", test_check},

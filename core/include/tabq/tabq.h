@@ -323,6 +323,13 @@ typedef struct tabq_histogram {
  * does. */
 TABQ_API void tabq_subscription_handler_durations(const tabq_subscription *s, tabq_histogram *out,
                                                   size_t size);
+/* How long rows waited for a handler: from each row's due time (its retry_after column) to the
+ * call of its handler, one sample a delivery handed to a handler (a batch handler's call gives one
+ * for each of its rows), into `out` as tabq_subscription_handler_durations writes it. No samples
+ * for a table without retry_after, a row whose retry_after is NULL, a table with a fetch of its
+ * own (events.fetch), or a plugin before ABI 1.8 (docs/metrics.md). */
+TABQ_API void tabq_subscription_queue_latencies(const tabq_subscription *s, tabq_histogram *out,
+                                                size_t size);
 
 /* ---- Deliveries (valid inside the handler call) ------------------------------------------- */
 

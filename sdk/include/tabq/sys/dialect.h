@@ -42,7 +42,7 @@ extern "C" {
 #endif
 
 #define TABQ_ABI_MAJOR 1
-#define TABQ_ABI_MINOR 7
+#define TABQ_ABI_MINOR 8
 #define TABQ_ABI_VERSION ((uint32_t)(TABQ_ABI_MAJOR << 16 | TABQ_ABI_MINOR))
 #define TABQ_ABI_MAJOR_OF(v) ((uint32_t)(v) >> 16)
 #define TABQ_ABI_MINOR_OF(v) ((uint32_t)(v)&0xffffu)
@@ -152,6 +152,13 @@ typedef struct tabq_build {
    * TABQ_INSERT_ROWS_MAX). 0 for every other statement. A plugin built before 1.4 reads the
    * members above only. */
   unsigned rows;
+
+  /* ---- ABI 1.8 ---- */
+  /* The claim's rows bring their due time: every statement this build makes that returns the
+   * projection ends it with the row's retry_after (below). The core sets it only for a plugin
+   * whose form table declares TABQ_PROJECTS_DUE, on a table with a retry_after column; false for
+   * every other statement and plugin. */
+  bool project_due;
 } tabq_build;
 
 /* The most rows the core asks one Dialect.insert_rows statement to write (ABI 1.4); fewer for a
@@ -160,7 +167,11 @@ typedef struct tabq_build {
 
 /* The projection. A claim, a take and a fetch return the columns of a row in this order, each
  * only where the table has the role: id, attempt, group, partition_key, headers, payload, then the
- * data columns. A claim and a take return the attempt as stored after they counted it. */
+ * data columns. A claim and a take return the attempt as stored after they counted it. With
+ * b->project_due (ABI 1.8) the row's retry_after follows the data columns, as the driver reads a
+ * time: a TABQ_T_TIME cell, or UTC text "YYYY-MM-DD HH:MM:SS[.ffffff]"; the core measures the
+ * queue latency from it (docs/metrics.md). A statement that returns one more cell after the
+ * projection (Advisory.lock_take) returns it after the due time. */
 
 /* ---- Driver: talks to the database -------------------------------------------------------- */
 
@@ -369,6 +380,10 @@ typedef struct tabq_dialect_v1 {
  * `stamp` follows only `claim`. A dialect whose claim of many rows selects then stamps, to hand
  * the rows over in claim order, keeps its claim of one row a single statement. */
 #define TABQ_CLAIM_ONE_STAMPS 8u
+/* RowLock, Lease, Advisory (ABI 1.8): given a build with project_due, this form's statements that
+ * return the projection (claim, claim_one, take, lock_take) and Dialect.fetch end it with the
+ * row's retry_after. Without the flag the core never asks, and measures no queue latency. */
+#define TABQ_PROJECTS_DUE 16u
 
 /* ---- RowLock: FOR UPDATE SKIP LOCKED, transaction held while the handler runs --------------- */
 typedef struct tabq_rowlock_v1 {

@@ -129,6 +129,17 @@ void tabq_sqlb_projection(const tabq_sql_style *s, tabq_stmt *st, const tabq_tab
 /* "SELECT <projection> FROM T". */
 void tabq_sqlb_select_projection(const tabq_sql_style *s, tabq_stmt *st, const tabq_table *t,
                                  bool attempt_plus_one);
+/* Whether the statements of `b` end the projection with the row's due time (ABI 1.8): the core
+ * asks (b->project_due) and the table has retry_after. */
+bool tabq_sqlb_projects_due(const tabq_build *b);
+/* The projection for the statement `b` builds: tabq_sqlb_projection, then ", retry_after" where
+ * tabq_sqlb_projects_due. A dialect that declares TABQ_PROJECTS_DUE writes every projection of
+ * its claims, takes and fetch with these. */
+void tabq_sqlb_projection_for(const tabq_sql_style *s, tabq_stmt *st, const tabq_build *b,
+                              bool attempt_plus_one);
+/* "SELECT <projection for b> FROM T". */
+void tabq_sqlb_select_projection_for(const tabq_sql_style *s, tabq_stmt *st, const tabq_build *b,
+                                     bool attempt_plus_one);
 
 /* Walks an advisory_lock key template ("jobs-{id}") part by part: each literal run as it is,
  * each {column} as the column's name, `index` counting from 0. The dialect writes the parts as
