@@ -6,6 +6,8 @@
 #include <tabq/admin.h>
 #include <tabq/sys/sql.h>
 
+#include <jansson.h>
+
 typedef struct tabq_adm_sql {
   tabq_stmt st;
   const tabq_dialect_v1 *d;
@@ -43,5 +45,8 @@ bool tabq__adm_time(const tabq_value *c, int64_t *out);
  * its table (NULL when it has no dead letter). */
 const tabq_table *tabq__adm_dead_table(tabq_broker *b, const tabq_app *app, size_t i,
                                        tabq_table *as);
+
+/* admin_stats_json.c: the counts as {"time_us", "queues": [...]} (tabq_admin_stats_json). */
+json_t *tabq__admin_stats_doc(const tabq_admin_stats *s);
 
 #endif

@@ -815,6 +815,10 @@ bool tabq__cell_time(const tabq_value *v, int64_t *us);
  * latency, taken on the handler's thread right before the handler gets d. */
 void tabq__due_open(tabq_subscription *s);
 void tabq__queue_latency_add(tabq_delivery *d);
+/* A histogram summed over the subscription's delivery slots: the cells at `cells_at` in each
+ * (offsetof(tabq_delivery, handler_time) ...), into `caller`, `size` bytes of it. */
+void tabq__slots_histogram(const tabq_subscription *s, size_t cells_at, tabq_histogram *caller,
+                           size_t size);
 
 /* claim_index.c: whether build->table has an index its claims walk (docs/check.md), from the
  * dialect's catalog query (Dialect.indexes, ABI 1.7): *found, and the name of the index that

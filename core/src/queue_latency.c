@@ -26,13 +26,18 @@ void tabq__queue_latency_add(tabq_delivery *d) {
   tabq__hist_add(&d->queue_latency, tabq__now_us() - due);
 }
 
-void tabq_subscription_queue_latencies(const tabq_subscription *s, tabq_histogram *caller,
-                                       size_t size) {
+void tabq__slots_histogram(const tabq_subscription *s, size_t cells_at, tabq_histogram *caller,
+                           size_t size) {
   tabq_histogram all;
   tabq__hist_clear(&all);
   for (unsigned i = 0; i < s->nslots; i++)
-    tabq__hist_sum_into(&s->slots[i].queue_latency, &all);
+    tabq__hist_sum_into((const tabq_hist_cells *)((const char *)&s->slots[i] + cells_at), &all);
   size = size < sizeof all ? size : sizeof all;
   all.size = (uint32_t)size;
   memcpy(caller, &all, size);
+}
+
+void tabq_subscription_queue_latencies(const tabq_subscription *s, tabq_histogram *caller,
+                                       size_t size) {
+  tabq__slots_histogram(s, offsetof(tabq_delivery, queue_latency), caller, size);
 }

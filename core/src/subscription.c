@@ -386,13 +386,7 @@ void tabq_subscription_stats(const tabq_subscription *s, tabq_stats *caller, siz
 
 void tabq_subscription_handler_durations(const tabq_subscription *s, tabq_histogram *caller,
                                          size_t size) {
-  tabq_histogram all;
-  tabq__hist_clear(&all);
-  for (unsigned i = 0; i < s->nslots; i++)
-    tabq__hist_sum_into(&s->slots[i].handler_time, &all);
-  size = size < sizeof all ? size : sizeof all;
-  all.size = (uint32_t)size;
-  memcpy(caller, &all, size);
+  tabq__slots_histogram(s, offsetof(tabq_delivery, handler_time), caller, size);
 }
 
 void tabq__sub_free(tabq_subscription *s) {

@@ -8,6 +8,8 @@
 
 #include <jansson.h>
 
+#include "admin_sql.h"
+
 #define JSON_TYPE "application/json"
 
 static void send_json(tabq_http_reply *out, json_t *doc) {
@@ -37,25 +39,10 @@ void tabq__web_stats(tabq_broker *b, const tabq_app *app, tabq_http_reply *out) 
     send_failure(out, &err);
     return;
   }
-  json_t *queues = json_array();
-  for (size_t i = 0; i < tabq_admin_stats_count(s); i++) {
-    const tabq_queue_stats *q = tabq_admin_stats_get(s, i);
-    json_t *hist = json_object();
-    for (size_t k = 0; k < q->nattempts; k++) {
-      char key[24];
-      snprintf(key, sizeof key, "%lld", (long long)q->attempts[k].attempt);
-      json_object_set_new(hist, key, json_integer(q->attempts[k].rows));
-    }
-    json_array_append_new(
-        queues, json_pack("{s:s,s:s?,s:o,s:o,s:o,s:o,s:o,s:s?,s:o,s:o}", "table", q->table, "queue",
-                          q->queue, "due", count(q->due), "delayed", count(q->delayed), "in_work",
-                          count(q->in_work), "processed", count(q->processed), "dead",
-                          count(q->dead), "dead_in", q->dead_in, "oldest_due_ms",
-                          count(q->oldest_due_ms), "attempts", hist));
-  }
-  send_json(out, json_pack("{s:s,s:s,s:I,s:o}", "app", tabq_app_name(app), "dialect",
-                           tabq_dialect_name(b), "time_us", (json_int_t)tabq_admin_stats_time(s),
-                           "queues", queues));
+  json_t *doc = tabq__admin_stats_doc(s);
+  json_object_set_new(doc, "app", json_string(tabq_app_name(app)));
+  json_object_set_new(doc, "dialect", json_string(tabq_dialect_name(b)));
+  send_json(out, doc);
   tabq_admin_stats_free(s);
 }
 

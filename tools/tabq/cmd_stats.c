@@ -24,28 +24,12 @@ static void on_signal(int sig) {
   stop = 1;
 }
 
-static json_t *count(int64_t n) {
-  return n < 0 ? json_null() : json_integer(n);
-}
-
+/* The library's document of the counts (tabq_admin_stats_json), to print or to add to. */
 static json_t *as_json(const tabq_admin_stats *s) {
-  json_t *queues = json_array();
-  for (size_t i = 0; i < tabq_admin_stats_count(s); i++) {
-    const tabq_queue_stats *q = tabq_admin_stats_get(s, i);
-    json_t *hist = json_object();
-    for (size_t k = 0; k < q->nattempts; k++) {
-      char key[24];
-      snprintf(key, sizeof key, "%lld", (long long)q->attempts[k].attempt);
-      json_object_set_new(hist, key, json_integer(q->attempts[k].rows));
-    }
-    json_array_append_new(
-        queues, json_pack("{s:s,s:s?,s:o,s:o,s:o,s:o,s:o,s:s?,s:o,s:o}", "table", q->table, "queue",
-                          q->queue, "due", count(q->due), "delayed", count(q->delayed), "in_work",
-                          count(q->in_work), "processed", count(q->processed), "dead",
-                          count(q->dead), "dead_in", q->dead_in, "oldest_due_ms",
-                          count(q->oldest_due_ms), "attempts", hist));
-  }
-  return json_pack("{s:I,s:o}", "time_us", (json_int_t)tabq_admin_stats_time(s), "queues", queues);
+  char *text = tabq_admin_stats_json(s);
+  json_t *doc = text ? json_loads(text, 0, NULL) : NULL;
+  free(text);
+  return doc ? doc : json_null();
 }
 
 static void cell(int64_t n) {

@@ -60,6 +60,11 @@ TABQ_API const tabq_queue_stats *tabq_admin_stats_get(const tabq_admin_stats *s,
 /* The time the counts were read at, microseconds since 1970 UTC. */
 TABQ_API int64_t tabq_admin_stats_time(const tabq_admin_stats *s);
 TABQ_API void tabq_admin_stats_free(tabq_admin_stats *s);
+/* The counts as one JSON document (compact, malloc'd: free() it; NULL when out of memory):
+ * {"time_us": N, "queues": [{"table", "queue", "due", "delayed", "in_work", "processed", "dead",
+ * "dead_in", "oldest_due_ms", "attempts": {"1": rows, ...}}, ...]}, a count the table cannot
+ * tell as null; what `tabq stats --json` prints. */
+TABQ_API char *tabq_admin_stats_json(const tabq_admin_stats *s);
 
 /* ---- Listing a queue's rows (the dashboard, docs/dashboard.md) ---------------------------- */
 
