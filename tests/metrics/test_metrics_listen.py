@@ -19,24 +19,10 @@ from prometheus_client.parser import text_string_to_metric_families
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "support"))
 from checks import Checks, database_urls  # noqa: E402
+from metrics_tables import DDL  # noqa: E402
 
 service, description = sys.argv[1], sys.argv[2]
 work = tempfile.mkdtemp(prefix="tabq-metrics-listen.")
-DDL = {
-    "sqlite": "DROP TABLE IF EXISTS metrics_jobs;"
-              "CREATE TABLE metrics_jobs (id INTEGER PRIMARY KEY, queue TEXT NOT NULL,"
-              " attempt INTEGER NOT NULL DEFAULT 1, locked_until TEXT, retry_after TEXT,"
-              " payload BLOB NOT NULL)",
-    "postgres": "DROP TABLE IF EXISTS metrics_jobs;"
-                "CREATE TABLE metrics_jobs (id BIGSERIAL PRIMARY KEY, queue TEXT NOT NULL,"
-                " attempt INTEGER NOT NULL DEFAULT 1, locked_until TIMESTAMPTZ,"
-                " retry_after TIMESTAMPTZ, payload BYTEA NOT NULL)",
-    "mysql": "DROP TABLE IF EXISTS metrics_jobs;"
-             "CREATE TABLE metrics_jobs (id BIGINT AUTO_INCREMENT PRIMARY KEY,"
-             " queue VARCHAR(191) NOT NULL, attempt INT NOT NULL DEFAULT 1,"
-             " locked_until DATETIME(6) NULL, retry_after DATETIME(6) NULL,"
-             " payload MEDIUMBLOB NOT NULL) ENGINE=InnoDB",
-}
 urls = database_urls(f"{work}/metrics.db")
 check = Checks()
 ACKS, FAILS = 6, 2
