@@ -48,6 +48,9 @@ typedef struct tabq_publisher {
   unsigned rows[TABQ_ROWS_STEPS];
   unsigned chunk;
   unsigned notify; /* with listen_notify, else TABQ_NO_STMT */
+  /* A table with a unique_key: the query of a key's holder (Dialect.find_unique), run when the
+   * insert wrote nothing; else TABQ_NO_STMT. */
+  unsigned find_unique;
   char channel[TABQ_CHANNEL_CAP];
   char begin_sql[128]; /* tabq_publish_many's transaction, built on its first use, else "" */
   struct tabq_publisher *next;
@@ -750,6 +753,12 @@ int tabq__publisher_of(tabq_broker *b, const tabq_table *caller, tabq_pconn *on,
  * checked) on: the insert and, with listen_notify, the notify. Lists and prepares nothing. */
 int tabq__publisher_build(tabq_broker *b, const tabq_table *caller, tabq_publisher *p,
                           tabq_error *err);
+/* Runs the insert of one message's bound values on `c`. On a table with a unique_key, an insert
+ * that wrote nothing is a duplicate: TABQ_DUPLICATE with the holder's id in err (found by
+ * find_unique); the row's key was free but no row was written (MySQL's conflict on the id):
+ * TABQ_BACKEND. */
+int tabq__insert_row(tabq_broker *b, tabq_publisher *p, tabq_pconn *c, const tabq_message *m,
+                     const tabq_bind *v, tabq_error *err);
 /* The checks of one message against the table, before anything is written. */
 int tabq__message_check(const tabq_table *t, const tabq_message *m, tabq_error *err);
 /* The insert's values for a checked message: its rendered headers, and `now` for the row's
@@ -819,6 +828,34 @@ void tabq__queue_latency_add(tabq_delivery *d);
  * (offsetof(tabq_delivery, handler_time) ...), into `caller`, `size` bytes of it. */
 void tabq__slots_histogram(const tabq_subscription *s, size_t cells_at, tabq_histogram *caller,
                            size_t size);
+
+/* index_list.c: the indexes of build->table as the dialect's catalog query lists them
+ * (Dialect.indexes, ABI 1.7), read on `on` (NULL: a pooled connection), each index handed to
+ * `visit` until it returns true (*found). The
+ * columns compare without ASCII case; an expression's column reads "". `unique` is known from a
+ * plugin of ABI 1.9 on. TABQ_DIALECT, naming the plugin, its ABI and `what` was sought, without
+ * the member; the query's failure otherwise. */
+#define TABQ_INDEX_MAX_KEY 16
+#define TABQ_INDEX_NAME_CAP 256
+typedef struct tabq_index_seen {
+  char name[TABQ_INDEX_NAME_CAP];
+  char cols[TABQ_INDEX_MAX_KEY][TABQ_INDEX_NAME_CAP];
+  unsigned ncols;
+  bool partial;
+  bool unfinished_only; /* its predicate is "processed_at IS NULL" */
+  bool unique, unique_known;
+} tabq_index_seen;
+typedef bool (*tabq_index_visit)(const tabq_table *t, const tabq_index_seen *x, void *user);
+int tabq__indexes_walk(tabq_broker *b, tabq_pconn *on, const tabq_build *build, const char *what,
+                       tabq_index_visit visit, void *user, bool *found, tabq_error *err);
+
+/* unique_index.c: a table with a unique_key column (docs/unique-jobs.md). Whether the plugin
+ * serves it (ABI 1.9's Dialect.find_unique; TABQ_DIALECT naming the plugin and its ABI), then
+ * whether the catalog shows a unique index of that one column (TABQ_SCHEMA naming the table and
+ * the column otherwise). Nothing for a table without the role. */
+int tabq__unique_servable(tabq_broker *b, const tabq_table *t, tabq_error *err);
+int tabq__unique_index_check(tabq_broker *b, tabq_pconn *on, const tabq_build *build,
+                             tabq_error *err);
 
 /* claim_index.c: whether build->table has an index its claims walk (docs/check.md), from the
  * dialect's catalog query (Dialect.indexes, ABI 1.7): *found, and the name of the index that

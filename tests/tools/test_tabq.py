@@ -287,6 +287,26 @@ for db, url in urls.items():
     r = run(*pub, "--queue", "work", "--header", "novalue", "x")
     one_line_exit_2(f"{db}: publish --header without '=': exit 2", r)
 
+    # publish --unique-key on a table the schema command made with its unique index.
+    unique = os.path.join(work, "unique.tabq.json")
+    with open(unique, "w") as f:
+        json.dump({"name": "tq_unique", "id": {"column": "id", "generated": True},
+                   "group": "queue", "processed_at": "processed_at",
+                   "locked_until": "locked_until", "payload": "payload", "unique_key": "ukey"}, f)
+    sql(url, "DROP TABLE IF EXISTS tq_unique")
+    r = run("schema", "--url", url, "--table", unique, "--apply")
+    check(f"{db}: schema --apply of a unique_key table", r.returncode == 0, show(r))
+    upub = ["publish", "--url", url, "--table", unique, "--queue", "work"]
+    r = run(*upub, "--unique-key", "report:7", "first")
+    check(f"{db}: publish --unique-key: written, exit 0",
+          r.returncode == 0 and "published 1 row" in r.stdout, show(r))
+    r = run(*upub, "--unique-key", "report:7", "second", "--json")
+    doc = as_json(r) or {}
+    check(f"{db}: publish of a held key: nothing written, the holder named, exit 1",
+          r.returncode == 1 and doc.get("published") == 0 and doc.get("duplicate_of") == 1
+          and rows(url, 1, "SELECT count(*) FROM tq_unique") == [["1"]], show(r))
+    sql(url, "DROP TABLE tq_unique")
+
     # Lay out every state: a dead letter in the group, a processed row long ago, a held lease,
     # a dead letter in the table.
     sql(url, "UPDATE tq_jobs SET queue = 'work.dead', attempt = 3 WHERE id = 1;"
