@@ -203,6 +203,17 @@ static void a_key_without_its_index_is_refused(void) {
   CU_ASSERT_PTR_NOT_NULL(strstr(err.message, "unique index"));
   CU_ASSERT_STRING_EQUAL(err.table, jobs_name());
   CU_ASSERT_EQUAL(db_int("SELECT count(*) FROM {jobs}"), 0);
+  /* The statement check says the same, with the statement that creates the index. */
+  tabq_check_report *r = tabq_check_report_new();
+  CU_ASSERT_EQUAL(tabq_check_publish(b, unique_table(), r, &err), TABQ_SCHEMA);
+  bool told = false;
+  for (size_t i = 0; i < tabq_check_report_count(r); i++) {
+    const tabq_check_item *it = tabq_check_report_item(r, i);
+    told |= it->severity == TABQ_CHECK_ERROR && strstr(it->purpose, "unique key's index") &&
+            strstr(it->sql, "UNIQUE") && strstr(it->sql, "ukey");
+  }
+  CU_ASSERT(told);
+  tabq_check_report_free(r);
   /* A key on a table without the role is no key at all: refused, nothing written. */
   CU_ASSERT_EQUAL(tabq_publish(b, marked_table(), &m, &err), TABQ_INVALID);
   CU_ASSERT_PTR_NOT_NULL(strstr(err.message, "no unique_key column"));
