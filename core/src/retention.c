@@ -233,8 +233,8 @@ static int check_names(const char *table, const char *const *names, size_t n, co
   return TABQ_OK;
 }
 
-/* Every rule of the options, refused before anything is built. */
-static int check_options(const tabq_table *t, const tabq_retention_options *o, tabq_error *err) {
+int tabq__retention_check(const tabq_table *t, const tabq_retention_options *o,
+                          bool destinations_later, tabq_error *err) {
   const char *n = t->name;
   size_t ndest = o->ndead_letter_groups + o->ndead_letter_tables;
   if (o->processed_age_ms < 0 || o->processed_age_ms > MAX_AGE_MS)
@@ -255,10 +255,14 @@ static int check_options(const tabq_table *t, const tabq_retention_options *o, t
     return refuse(err, n,
                   "processed_age_ms needs a processed_at column: the table has none (its "
                   "acks delete the rows)");
-  if (o->dead_letter_age_ms && !ndest)
+  if (o->dead_letter_age_ms && !ndest && !destinations_later)
     return refuse(err, n,
                   "dead_letter_age_ms needs a dead letter destination "
                   "(dead_letter_groups or dead_letter_tables)");
+  if (destinations_later && ndest)
+    return refuse(err, n,
+                  "an app's dead letter destinations are its subscriptions': the options "
+                  "name none");
   if (!o->dead_letter_age_ms && ndest)
     return refuse(err, n, "dead letter destinations are given without dead_letter_age_ms");
   if (o->dead_letter_age_ms && !t->retry_after.name)
@@ -479,7 +483,7 @@ int tabq_retain(tabq_broker *b, const tabq_table *table, const tabq_retention_op
   if (atomic_load(&b->shut))
     return tabq__err_set(err, TABQ_CLOSED, t.name, "retain",
                          "table %s: retention: the broker is shut down", t.name);
-  if ((rc = tabq__table_rules(&t, err)) || (rc = check_options(&t, &o, err)))
+  if ((rc = tabq__table_rules(&t, err)) || (rc = tabq__retention_check(&t, &o, false, err)))
     return rc;
   const tabq_logger *outer = tabq__log_enter(&b->log);
   char version[64], database[PATH_MAX] = "";

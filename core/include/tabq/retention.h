@@ -25,6 +25,7 @@
 #ifndef TABQ_RETENTION_H
 #define TABQ_RETENTION_H
 
+#include <tabq/app.h>
 #include <tabq/tabq.h>
 
 #ifdef __cplusplus
@@ -92,6 +93,17 @@ TABQ_API int tabq_retention_stats_read(tabq_broker *b, const char *table, tabq_r
  * table. Written into `out`, `cap` bytes; TABQ_INVALID when the broker does not retain it. */
 TABQ_API int tabq_retention_key(tabq_broker *b, const char *table, char *out, size_t cap,
                                 tabq_error *err);
+
+/* ---- In an app (tabq/app.h, docs/description-files.md) -----------------------------------
+ * A table of an app carries its retention, as a description file's "retention" member does, and
+ * tabq_app_main applies it once the subscriptions are open, the dead letter destinations being
+ * those of the app's subscriptions to the table (a dead letter age with none is refused then).
+ * The options name no destination here (TABQ_INVALID); the other rules are tabq_retain's, checked
+ * now. A second call replaces the first. */
+TABQ_API int tabq_app_set_retention(tabq_app *app, const char *table,
+                                    const tabq_retention_options *options, tabq_error *err);
+/* The retention of a table of the app (full size, owned by the app), NULL when it has none. */
+TABQ_API const tabq_retention_options *tabq_app_retention(const tabq_app *app, const char *table);
 
 #ifdef __cplusplus
 }
