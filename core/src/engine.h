@@ -87,6 +87,9 @@ struct tabq_broker {
   tabq_delivery_hooks hooks;
   bool has_hooks;
   char *test_dir; /* test_drain.c: tabq_test_open's folder, removed by tabq_test_close */
+  /* retention.c: the pruner of the tables tabq_retain registered (NULL until the first), under
+   * mu; shutdown stops it before the pool closes. */
+  struct tabq_retainer *retainer;
 };
 
 /* What a settlement does with its row (settle.c). */
