@@ -77,7 +77,8 @@ static json_t *table_json(writer *w, const tabq_table *t, const char *schema) {
                {"processed_at", &t->processed_at},
                {"locked_until", &t->locked_until},
                {"headers", &t->headers},
-               {"payload", &t->payload}};
+               {"payload", &t->payload},
+               {"cancelled_at", &t->cancelled_at}};
   json_t *o = json_object();
   if (!o)
     return NULL;

@@ -49,6 +49,7 @@ static size_t collect(const tabq_table *t, named *out) {
       {"locked_until", &t->locked_until},
       {"headers", &t->headers},
       {"payload", &t->payload},
+      {"cancelled_at", &t->cancelled_at},
   };
   size_t n = 0;
   for (size_t i = 0; i < sizeof roles / sizeof roles[0]; i++)
@@ -108,7 +109,7 @@ static int check_columns(const tabq_table *t, tabq_error *err) {
              payload);
     return broken(err, t, "id and payload types", detail);
   }
-  named cols[10 + MAX_DATA_COLUMNS];
+  named cols[11 + MAX_DATA_COLUMNS];
   size_t n = collect(t, cols);
   for (size_t i = 0; i < n; i++) {
     const char *name = cols[i].col->name;
@@ -131,7 +132,7 @@ static int check_columns(const tabq_table *t, tabq_error *err) {
 }
 
 static bool described(const tabq_table *t, const char *name, size_t len) {
-  named cols[10 + MAX_DATA_COLUMNS];
+  named cols[11 + MAX_DATA_COLUMNS];
   size_t n = collect(t, cols);
   for (size_t i = 0; i < n; i++)
     if (strlen(cols[i].col->name) == len && !strncmp(cols[i].col->name, name, len))

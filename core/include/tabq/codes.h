@@ -22,7 +22,8 @@
   X(POOL_TIMEOUT, "no pooled connection became free in time")                                      \
   X(IO, "an operating system call failed")                                                         \
   X(NOMEM, "out of memory")                                                                        \
-  X(INVALID, "an argument is invalid")
+  X(INVALID, "an argument is invalid")                                                             \
+  X(NOT_FOUND, "no such row: nothing was changed")
 
 typedef enum tabq_code {
 #define TABQ_CODE_ENUM_(name, text) TABQ_##name,

@@ -119,6 +119,12 @@ typedef struct tabq_table {
   size_t ndata;
 
   tabq_events events; /* statements of the service's own */
+
+  /* Appended: a nullable time column tabq_cancel writes when it cancels a row (docs/cancel.md).
+   * With it, a row in work can be cancelled: the mark tells its handler
+   * (tabq_delivery_cancelled) and turns its settlement into a drop; without it, only rows not in
+   * work can be. */
+  tabq_col cancelled_at;
 } tabq_table;
 
 /* The size of the first tabq_table a 1.x tabq reads: a smaller `size` is refused. */
