@@ -20,7 +20,8 @@ static const char exit_codes[] =
     "    1  done, and a failure found: a statement check failed, a row or a plugin\n"
     "       was refused (said on stdout or stderr)\n"
     "    2  a usage, description or connection error, one line on "
-    "stderr\n";
+    "stderr\n"
+    "    3  cancel: no unfinished row has the id\n";
 
 static void usage(FILE *f) {
   fprintf(f, "NAME\n    tabq - operate tabq queues: their tables, rows and plugins\n\n"
