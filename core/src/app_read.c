@@ -278,11 +278,29 @@ static int read_events(reader *r, json_t *table, tabq_events *e) {
   return rc;
 }
 
-static const char *const table_members[] = {
-    "name",           "id",           "group",        "priority",    "partition_key", "retry_after",
-    "attempt",        "processed_at", "locked_until", "headers",     "payload",       "fifo",
-    "advisory_lock",  "clock",        "isolation",    "sqlite_mode", "data",          "events",
-    "payload_schema", "unique_key",   "retention",    NULL};
+static const char *const table_members[] = {"name",
+                                            "id",
+                                            "group",
+                                            "priority",
+                                            "partition_key",
+                                            "retry_after",
+                                            "attempt",
+                                            "processed_at",
+                                            "locked_until",
+                                            "headers",
+                                            "payload",
+                                            "fifo",
+                                            "advisory_lock",
+                                            "clock",
+                                            "isolation",
+                                            "sqlite_mode",
+                                            "data",
+                                            "events",
+                                            "payload_schema",
+                                            "unique_key",
+                                            "retention",
+                                            "cancelled_at",
+                                            NULL};
 
 static const choice clocks[] = {
     {"host", TABQ_CLOCK_HOST}, {"database", TABQ_CLOCK_DATABASE}, {NULL, 0}};
@@ -386,10 +404,10 @@ static int retention_destinations(reader *r) {
 static int read_table(reader *r, json_t *obj, tabq_table *t) {
   static const char *const roles[] = {"id",          "group",   "priority",     "partition_key",
                                       "retry_after", "attempt", "processed_at", "locked_until",
-                                      "headers",     "payload", "unique_key"};
+                                      "headers",     "payload", "unique_key",   "cancelled_at"};
   tabq_col *cols[] = {&t->id,          &t->group,   &t->priority,     &t->partition_key,
                       &t->retry_after, &t->attempt, &t->processed_at, &t->locked_until,
-                      &t->headers,     &t->payload, &t->unique_key};
+                      &t->headers,     &t->payload, &t->unique_key,   &t->cancelled_at};
   int rc = need_object(r, obj, NULL, "a table");
   if (!rc)
     rc = members_known(r, obj, "a table", table_members);

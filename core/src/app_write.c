@@ -99,7 +99,8 @@ static json_t *table_json(writer *w, const tabq_table *t, const char *schema,
                {"locked_until", &t->locked_until},
                {"headers", &t->headers},
                {"payload", &t->payload},
-               {"unique_key", &t->unique_key}};
+               {"unique_key", &t->unique_key},
+               {"cancelled_at", &t->cancelled_at}};
   json_t *o = json_object();
   if (!o)
     return NULL;

@@ -143,6 +143,16 @@ struct tabq_delivery {
   /* The integer id while in work (0 otherwise, or for a text id): a claim's check against the
    * rows in work here reads it without the lock, then confirms a match under it (claim.c). */
   atomic_llong work_id;
+  /* cancel.c: what the delivery knows of a cancel of its row (TABQ__CANCEL_*), under mu: the
+   * settlement of a cancelled delivery is a drop. Reset by each claim into the slot. */
+  int cancel;
+};
+
+/* What a delivery knows of a cancel of its row (cancel.c). */
+enum {
+  TABQ__CANCEL_NONE = 0,
+  TABQ__CANCEL_MARKED,   /* the row is still unfinished: the drop's statement finishes it */
+  TABQ__CANCEL_FINISHED, /* the cancel finished the row itself: the drop has nothing to change */
 };
 
 /* A subscription's statements, by what they do; TABQ_NO_STMT where it needs none. */
@@ -164,12 +174,13 @@ typedef enum tabq_sq {
   SQ_LOCK,
   SQ_UNLOCK,
   SQ_TAKE,
-  SQ_FETCH,      /* rows by ids: a fetch of the service's own, or the dialect's by a list */
-  SQ_LEASE_ONE,  /* lease form, a claim of the service's own: leases one claimed id */
-  SQ_ACK_IDS,    /* a batch's acks in one statement (ABI 1.3, optional) */
-  SQ_STAMP_IDS,  /* a claim's stamps in one statement (ABI 1.4, optional) */
-  SQ_LOCK_TAKE,  /* advisory: the lock and the take in one statement (ABI 1.5, optional) */
-  SQ_ACK_UNLOCK, /* advisory: the ack and the release in one statement (ABI 1.5, optional) */
+  SQ_FETCH,       /* rows by ids: a fetch of the service's own, or the dialect's by a list */
+  SQ_LEASE_ONE,   /* lease form, a claim of the service's own: leases one claimed id */
+  SQ_ACK_IDS,     /* a batch's acks in one statement (ABI 1.3, optional) */
+  SQ_STAMP_IDS,   /* a claim's stamps in one statement (ABI 1.4, optional) */
+  SQ_LOCK_TAKE,   /* advisory: the lock and the take in one statement (ABI 1.5, optional) */
+  SQ_ACK_UNLOCK,  /* advisory: the ack and the release in one statement (ABI 1.5, optional) */
+  SQ_CANCEL_READ, /* cancel.c: the row's cancel mark and processed_at, where it has the role */
   SQ_COUNT
 } tabq_sq;
 
@@ -299,6 +310,13 @@ typedef struct tabq_form_ops {
   /* Gives back what a delivery holds after a joined settlement, with its mu held (NULL: it
    * holds nothing). */
   bool (*release)(tabq_delivery *d);
+  /* cancel.c: whether a cancel of a row in work writes its mark into the row (lease, advisory),
+   * for the extensions and settlements to read where the table has cancelled_at; else it reaches
+   * only a delivery of the broker that cancels (row lock: the row is locked by the delivery's
+   * transaction). And whether tabq_delivery_cancelled reads the mark (one round trip) rather
+   * than what the delivery learnt already (the lease form learns at each extension). */
+  bool cancel_in_row;
+  bool cancel_check_reads;
 } tabq_form_ops;
 
 /* form_lease.c, form_rowlock.c, form_advisory.c */
@@ -742,6 +760,18 @@ int tabq__settle_logged(tabq_delivery *d, tabq_outcome outcome, tabq_error *err)
 /* A lease or advisory batch: joined where it can be (tabq__settle_joined_try), else one by one. */
 void tabq__settle_joined(tabq_delivery *const *ds, unsigned n, const tabq_outcome *outcomes,
                          tabq_batch_scratch *x, bool pooled);
+
+/* cancel_delivery.c: a cancel as the deliveries see it (docs/cancel.md). */
+/* Builds SQ_CANCEL_READ where the table has cancelled_at and the form marks rows. */
+int tabq__cancel_open(tabq_subscription *s, tabq_error *err);
+/* The outcome a settlement of d carries out: a drop when d's row was cancelled (read where the
+ * mark is in the row and d does not know yet: one round trip, only with the role), else o. */
+tabq_outcome tabq__cancel_outcome(tabq_delivery *d, tabq_outcome o);
+/* The lease extender's read of the mark after d's extension on c (only with the role). */
+void tabq__cancel_after_extension(tabq_delivery *d, tabq_pconn *c);
+/* Tells the deliveries of broker b in work on row `id` of table `name` that it is cancelled
+ * (state TABQ__CANCEL_*): how many it found. */
+unsigned tabq__cancel_tell(tabq_broker *b, const char *name, const tabq_value *id, int state);
 
 /* publish.c: what tabq_publish, tabq_publish_many and tabq_publish_tx share. */
 /* Writes message m's row on c (taken at full size by the caller), with its NOTIFY where the

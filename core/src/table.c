@@ -33,7 +33,7 @@ static bool same_name(const char *a, const char *b) {
 }
 
 /* The roles a column may play beside the data columns (collect's list). */
-#define ROLE_COLUMNS 11
+#define ROLE_COLUMNS 12
 
 typedef struct named {
   const char *role;
@@ -53,6 +53,7 @@ static size_t collect(const tabq_table *t, named *out) {
       {"headers", &t->headers},
       {"payload", &t->payload},
       {"unique_key", &t->unique_key},
+      {"cancelled_at", &t->cancelled_at},
   };
   size_t n = 0;
   for (size_t i = 0; i < sizeof roles / sizeof roles[0]; i++)

@@ -149,6 +149,7 @@ static const tabq_table compiled_in = {
     .data = contact_columns,
     .ndata = 2,
     .events = {.ack = "UPDATE crm.contacts SET done_at = now() WHERE id = :id"},
+    .cancelled_at = {.name = "cancelled_at"},
 };
 
 static bool same_table(const tabq_table *a, const tabq_table *b) {
@@ -171,6 +172,9 @@ static void prints_a_compiled_in_table(void) {
   CU_ASSERT_TRUE(back->fifo);
   CU_ASSERT_EQUAL(back->data[0].type, TABQ_T_TEXT);
   CU_ASSERT_STRING_EQUAL(back->events.ack, compiled_in.events.ack);
+  CU_ASSERT_PTR_NOT_NULL(strstr(text, "\"cancelled_at\": \"cancelled_at\""));
+  CU_ASSERT_PTR_NOT_NULL_FATAL(back->cancelled_at.name); /* read back (docs/cancel.md) */
+  CU_ASSERT_STRING_EQUAL(back->cancelled_at.name, "cancelled_at");
   CU_ASSERT_TRUE(same_table(back, &compiled_in));
   tabq_table_free(back);
   free(text);

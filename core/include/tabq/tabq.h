@@ -303,6 +303,8 @@ typedef struct tabq_stats {
   uint64_t dropped;
   uint64_t delayed;
   uint64_t claim_round_trips;
+  /* Appended: of `dropped`, the settlements a cancel turned into a drop (docs/cancel.md). */
+  uint64_t cancelled;
 } tabq_stats;
 
 /* Copies the counters into `out`, `size` bytes of it (sizeof *out as the service was compiled):
@@ -535,3 +537,4 @@ TABQ_API int tabq_subscribe_to(tabq_broker *b, const char *name,
 
 #include <tabq/schema.h>
 #include <tabq/check.h>
+#include <tabq/cancel.h>
