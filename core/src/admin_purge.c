@@ -4,83 +4,49 @@
 
 #include "admin_sql.h"
 #include "clock.h"
+#include "engine.h"
 #include "error.h"
+#include "prune.h"
 
 #define DEFAULT_BATCH 1000
 
-/* "DELETE FROM t WHERE id IN (SELECT id FROM (SELECT id FROM t WHERE time < :cutoff [AND group =
- * :dest] LIMIT :limit) tabq_batch)": the derived table lets MySQL limit a subquery on the table
- * it deletes from. */
-static void delete_batch(tabq_adm_sql *q, const tabq_table *t, const char *name,
-                         const char *time_col, bool in_group) {
-  tabq__adm_raw(q, "DELETE FROM ");
-  tabq__adm_name(q, name);
-  tabq__adm_raw(q, " WHERE ");
-  tabq__adm_name(q, t->id.name);
-  tabq__adm_raw(q, " IN (SELECT ");
-  tabq__adm_name(q, t->id.name);
-  tabq__adm_raw(q, " FROM (SELECT ");
-  tabq__adm_name(q, t->id.name);
-  tabq__adm_raw(q, " FROM ");
-  tabq__adm_name(q, name);
-  tabq__adm_raw(q, " WHERE ");
-  tabq__adm_name(q, time_col);
-  tabq__adm_raw(q, " < ");
-  tabq__adm_param(q, TABQ_P_RETRY_AT);
-  if (in_group)
-    tabq__adm_in_group(q, t, TABQ_P_DEST, true);
-  tabq__adm_raw(q, " LIMIT ");
-  tabq__adm_param(q, TABQ_P_LIMIT);
-  tabq__adm_raw(q, ") tabq_batch)");
-}
-
-static void count_old(tabq_adm_sql *q, const tabq_table *t, const char *name, const char *time_col,
-                      bool in_group) {
-  tabq__adm_raw(q, "SELECT COUNT(*) FROM ");
-  tabq__adm_name(q, name);
-  tabq__adm_raw(q, " WHERE ");
-  tabq__adm_name(q, time_col);
-  tabq__adm_raw(q, " < ");
-  tabq__adm_param(q, TABQ_P_RETRY_AT);
-  if (in_group)
-    tabq__adm_in_group(q, t, TABQ_P_DEST, true);
-}
-
-/* Deletes (or counts) the rows of `name` whose `time_col` is before the cutoff. */
+/* Deletes (or counts) the rows of `name` whose `time_col` is before the cutoff: the batches
+ * prune.c runs, the retention pruner's too, on one pooled connection. */
 static int purge(tabq_broker *b, const tabq_table *t, const char *name, const char *time_col,
                  const char *group, bool dry_run, tabq_adm_vals *v, uint64_t *total,
                  tabq_error *err) {
-  tabq_adm_sql q;
-  tabq__adm_init(&q, b);
+  tabq_adm_sql q = {.d = b->plugin.plugin->dialect}; /* its text is prune.c's */
+  tabq_prune_vals pv = {.cutoff = v->cutoff, .limit = v->limit};
   if (group)
-    v->dest = tabq_text(group, strlen(group));
-  if (dry_run)
-    count_old(&q, t, name, time_col, group != NULL);
-  else
-    delete_batch(&q, t, name, time_col, group != NULL);
-  int rc = TABQ_OK;
-  for (bool more = true; more && !rc;) {
+    v->dest = pv.dest = tabq_text(group, strlen(group));
+  int rc = tabq__prune_sql(b, t, name, time_col, group != NULL, dry_run, &q.st, err);
+  if (rc)
+    return rc;
+  if (dry_run) {
     tabq_tx *tx;
-    if ((rc = tabq_begin(b, &tx, err)))
-      break;
-    uint64_t changed = 0;
-    if (dry_run) {
-      int64_t count = 0;
+    int64_t count = 0;
+    if (!(rc = tabq_begin(b, &tx, err))) {
       rc = tabq__adm_count(tx, &q, v, &count, err);
-      changed = count > 0 ? (uint64_t)count : 0;
-      more = false;
-    } else {
-      rc = tabq__adm_exec(tx, &q, v, &changed, err);
-      more = changed == (uint64_t)v->limit;
-    }
-    tabq_error ignored;
-    if (rc || dry_run)
+      tabq_error ignored;
       tabq_rollback(tx, &ignored);
-    else
-      rc = tabq_commit(tx, err);
+    }
     if (!rc)
-      *total += changed;
+      *total += count > 0 ? (uint64_t)count : 0;
+    tabq__adm_free(&q);
+    return rc;
   }
+  char begin_sql[128];
+  tabq_pconn *c = NULL;
+  if (!(rc = tabq__prune_begin_sql(b, t, begin_sql, sizeof begin_sql, err)))
+    rc = tabq__pool_acquire(&b->pool, &c, err);
+  for (bool more = true; more && !rc;) {
+    uint64_t changed = 0;
+    rc = tabq__prune_batch(b, c, begin_sql, &q.st, &pv, name, &changed, err);
+    more = changed == (uint64_t)v->limit;
+    *total += changed;
+  }
+  if (c)
+    tabq__pool_release(&b->pool, c);
   tabq__adm_free(&q);
   return rc;
 }

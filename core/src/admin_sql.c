@@ -190,7 +190,7 @@ int tabq_admin_verify(tabq_broker *b, const tabq_table *t, const char *as, tabq_
   tabq__adm_raw(&q, "SELECT ");
   const tabq_col *roles[] = {&t->id,          &t->group,   &t->priority,     &t->partition_key,
                              &t->retry_after, &t->attempt, &t->processed_at, &t->locked_until,
-                             &t->headers,     &t->payload};
+                             &t->headers,     &t->payload, &t->cancelled_at};
   for (size_t i = 0; i < sizeof roles / sizeof roles[0]; i++)
     if (!(as && roles[i] == &t->locked_until)) /* a dead letter table needs no lease */
       column(&q, roles[i], &first);

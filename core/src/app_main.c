@@ -10,6 +10,7 @@
 
 #include "app_model.h"
 #include <tabq/asyncapi.h>
+#include <tabq/retention.h>
 #include <tabq/check.h>
 #include "error.h"
 #include "sized.h"
@@ -187,6 +188,48 @@ static int open_subscriptions(tabq_app *app, tabq_broker *b, tabq_subscription *
   return EXIT_RAN;
 }
 
+/* Whether `name` is among the first n of `names`. */
+static bool listed(const char *const *names, size_t n, const char *name) {
+  for (size_t i = 0; i < n; i++)
+    if (!strcmp(names[i], name))
+      return true;
+  return false;
+}
+
+/* Each table's retention handed to the broker's pruner (tabq/retention.h), its dead letters
+ * where the app's subscriptions to the table put them. */
+static int retain_tables(tabq_app *app, tabq_broker *b, char **argv) {
+  const char **groups = calloc(app->nsubs + 1, sizeof *groups);
+  const char **tables = calloc(app->nsubs + 1, sizeof *tables);
+  int status = groups && tables ? EXIT_RAN : usage_error(argv, "out of memory");
+  for (size_t i = 0; !status && i < app->ntables; i++) {
+    const tabq_app_desc *d = app->tables[i];
+    if (!d->has_retention)
+      continue;
+    tabq_retention_options o = d->retention;
+    size_t ng = 0, nt = 0;
+    for (size_t k = 0; o.dead_letter_age_ms && k < app->nsubs; k++) {
+      const tabq_app_sub *s = app->subs[k];
+      if (s->table != d)
+        continue;
+      if (s->o.dead_letter_group && !listed(groups, ng, s->o.dead_letter_group))
+        groups[ng++] = s->o.dead_letter_group;
+      if (s->o.dead_letter_table && !listed(tables, nt, s->o.dead_letter_table))
+        tables[nt++] = s->o.dead_letter_table;
+    }
+    o.dead_letter_groups = groups;
+    o.ndead_letter_groups = ng;
+    o.dead_letter_tables = tables;
+    o.ndead_letter_tables = nt;
+    tabq_error err;
+    if (tabq_retain(b, &d->t, &o, &err))
+      status = failed(argv, "retaining", &err);
+  }
+  free(groups);
+  free(tables);
+  return status;
+}
+
 static void *running(void *arg) {
   app_run *run = arg;
   run->pub.app->hooks.running(&run->pub);
@@ -222,6 +265,8 @@ static int run_app(tabq_app *app, const main_options *o, char **argv) {
     status = usage_error(argv, "out of memory");
   if (!status)
     status = open_subscriptions(app, b, subs, argv);
+  if (!status)
+    status = retain_tables(app, b, argv);
   pthread_t hook;
   bool hooked = false;
   if (!status) {

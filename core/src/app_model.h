@@ -5,9 +5,13 @@
 #define TABQ_APP_MODEL_H
 
 #include <tabq/app.h>
+#include <tabq/retention.h>
 
 typedef struct tabq_app_desc {
   tabq_table t; /* full size; its strings are the app's */
+  /* app_retention.c: the table's retention (full size, no destinations), when has_retention */
+  tabq_retention_options retention;
+  bool has_retention;
 } tabq_app_desc;
 
 typedef struct tabq_app_sub {

@@ -278,11 +278,29 @@ static int read_events(reader *r, json_t *table, tabq_events *e) {
   return rc;
 }
 
-static const char *const table_members[] = {
-    "name",        "id",      "group",         "priority",       "partition_key",
-    "retry_after", "attempt", "processed_at",  "locked_until",   "headers",
-    "payload",     "fifo",    "advisory_lock", "clock",          "isolation",
-    "sqlite_mode", "data",    "events",        "payload_schema", NULL};
+static const char *const table_members[] = {"name",
+                                            "id",
+                                            "group",
+                                            "priority",
+                                            "partition_key",
+                                            "retry_after",
+                                            "attempt",
+                                            "processed_at",
+                                            "locked_until",
+                                            "headers",
+                                            "payload",
+                                            "fifo",
+                                            "advisory_lock",
+                                            "clock",
+                                            "isolation",
+                                            "sqlite_mode",
+                                            "data",
+                                            "events",
+                                            "payload_schema",
+                                            "unique_key",
+                                            "retention",
+                                            "cancelled_at",
+                                            NULL};
 
 static const choice clocks[] = {
     {"host", TABQ_CLOCK_HOST}, {"database", TABQ_CLOCK_DATABASE}, {NULL, 0}};
@@ -313,13 +331,83 @@ static int read_schema(reader *r, json_t *obj, const char *table, const char *qu
   return rc ? fail_rule(r, obj, "payload_schema") : TABQ_OK;
 }
 
+/* An age in ms: a whole number from 0 (kept) on. */
+static int read_age(reader *r, json_t *obj, const char *key, int64_t *out) {
+  json_t *v = json_object_get(obj, key);
+  if (!v)
+    return TABQ_OK;
+  if (!json_is_integer(v) || json_integer_value(v) < 0)
+    return fail(r, key, "\"%s\" is a whole number of milliseconds, 0 or more", key);
+  *out = (int64_t)json_integer_value(v);
+  return TABQ_OK;
+}
+
+/* "retention": {"processed_age_ms", "dead_letter_age_ms", "batch", "interval_ms"}; the dead
+ * letter destinations are the subscriptions' (checked once they are read: retention_destinations).
+ */
+static int read_retention(reader *r, json_t *table, const char *name) {
+  json_t *v = json_object_get(table, "retention");
+  if (!v)
+    return TABQ_OK;
+  int rc = need_object(r, v, "retention", "\"retention\"");
+  if (rc)
+    return rc;
+  static const char *const known[] = {"processed_age_ms", "dead_letter_age_ms", "batch",
+                                      "interval_ms", NULL};
+  tabq_retention_options o = TABQ_RETENTION_OPTIONS_INIT;
+  enter(r, "retention", 0);
+  rc = members_known(r, v, "\"retention\"", known);
+  if (!rc)
+    rc = read_age(r, v, "processed_age_ms", &o.processed_age_ms);
+  if (!rc)
+    rc = read_age(r, v, "dead_letter_age_ms", &o.dead_letter_age_ms);
+  if (!rc)
+    rc = read_count(r, v, "batch", 100000, &o.batch);
+  if (!rc)
+    rc = read_count(r, v, "interval_ms", 86400000, &o.interval_ms);
+  if (!rc && tabq_app_set_retention(r->app, name, &o, r->err))
+    rc = fail_rule(r, v, NULL);
+  leave(r);
+  return rc;
+}
+
+/* Each table that keeps dead letters for an age has a subscription that dead-letters into a
+ * group or a table: else nothing would ever be deleted, and the file is refused. */
+static int retention_destinations(reader *r) {
+  for (size_t i = 0; i < r->app->ntables; i++) {
+    const tabq_table *t = &r->app->tables[i]->t;
+    const tabq_retention_options *o = tabq_app_retention(r->app, t->name);
+    if (!o || !o->dead_letter_age_ms)
+      continue;
+    bool found = false;
+    for (size_t k = 0; k < r->app->nsubs && !found; k++)
+      found = tabq_app_subscription_table(r->app, k) == t &&
+              (tabq_app_subscription_options(r->app, k)->dead_letter_group ||
+               tabq_app_subscription_options(r->app, k)->dead_letter_table);
+    if (found)
+      continue;
+    r->table = t->name;
+    enter(r, "tables", 0);
+    enter(r, NULL, i);
+    enter(r, "retention", 0);
+    int rc = fail(r, "dead_letter_age_ms",
+                  "table %s: retention: dead_letter_age_ms needs a dead letter destination: no "
+                  "subscription to the table has a dead_letter_group or dead_letter_table",
+                  t->name);
+    r->depth -= 3;
+    r->table = NULL;
+    return rc;
+  }
+  return TABQ_OK;
+}
+
 static int read_table(reader *r, json_t *obj, tabq_table *t) {
   static const char *const roles[] = {"id",          "group",   "priority",     "partition_key",
                                       "retry_after", "attempt", "processed_at", "locked_until",
-                                      "headers",     "payload"};
+                                      "headers",     "payload", "unique_key",   "cancelled_at"};
   tabq_col *cols[] = {&t->id,          &t->group,   &t->priority,     &t->partition_key,
                       &t->retry_after, &t->attempt, &t->processed_at, &t->locked_until,
-                      &t->headers,     &t->payload};
+                      &t->headers,     &t->payload, &t->unique_key,   &t->cancelled_at};
   int rc = need_object(r, obj, NULL, "a table");
   if (!rc)
     rc = members_known(r, obj, "a table", table_members);
@@ -367,6 +455,8 @@ static int read_tables(reader *r, json_t *doc) {
       rc = fail_rule(r, obj, "name");
     if (!rc)
       rc = read_schema(r, obj, t.name, NULL);
+    if (!rc)
+      rc = read_retention(r, obj, t.name);
     r->table = NULL;
     leave(r);
     if (rc)
@@ -532,6 +622,8 @@ static int read_app(reader *r, json_t *doc) {
     rc = read_list(r, doc, "routes", read_route);
   if (!rc)
     rc = read_list(r, doc, "subscriptions", read_sub);
+  if (!rc)
+    rc = retention_destinations(r);
   return rc;
 }
 
@@ -549,6 +641,8 @@ static int read_one_table(reader *r, json_t *doc) {
     rc = fail_rule(r, doc, NULL);
   if (!rc)
     rc = read_schema(r, doc, t.name, NULL);
+  if (!rc)
+    rc = read_retention(r, doc, t.name);
   r->app->name = t.name;
   return rc;
 }

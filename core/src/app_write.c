@@ -64,7 +64,28 @@ static void put_schema(writer *w, json_t *o, const char *text) {
     put(w, o, "payload_schema", json_loads(text, 0, NULL));
 }
 
-static json_t *table_json(writer *w, const tabq_table *t, const char *schema) {
+/* "retention": its members at their values, those at their defaults (0) left out. */
+static void put_retention(writer *w, json_t *o, const tabq_retention_options *r) {
+  if (!r)
+    return;
+  json_t *j = json_object();
+  if (!j) {
+    w->failed = true;
+    return;
+  }
+  if (r->processed_age_ms)
+    put(w, j, "processed_age_ms", json_integer(r->processed_age_ms));
+  if (r->dead_letter_age_ms)
+    put(w, j, "dead_letter_age_ms", json_integer(r->dead_letter_age_ms));
+  if (r->batch)
+    put(w, j, "batch", json_integer(r->batch));
+  if (r->interval_ms)
+    put(w, j, "interval_ms", json_integer(r->interval_ms));
+  put(w, o, "retention", j);
+}
+
+static json_t *table_json(writer *w, const tabq_table *t, const char *schema,
+                          const tabq_retention_options *retention) {
   const struct {
     const char *role;
     const tabq_col *col;
@@ -77,7 +98,9 @@ static json_t *table_json(writer *w, const tabq_table *t, const char *schema) {
                {"processed_at", &t->processed_at},
                {"locked_until", &t->locked_until},
                {"headers", &t->headers},
-               {"payload", &t->payload}};
+               {"payload", &t->payload},
+               {"unique_key", &t->unique_key},
+               {"cancelled_at", &t->cancelled_at}};
   json_t *o = json_object();
   if (!o)
     return NULL;
@@ -111,6 +134,7 @@ static json_t *table_json(writer *w, const tabq_table *t, const char *schema) {
   if (events)
     put(w, o, "events", events);
   put_schema(w, o, schema);
+  put_retention(w, o, retention);
   return o;
 }
 
@@ -187,7 +211,7 @@ int tabq_table_to_json(const tabq_table *table, char **out, tabq_error *err) {
   if (rc)
     return rc;
   writer w = {false};
-  return dump(&w, table_json(&w, &t, NULL), out, err);
+  return dump(&w, table_json(&w, &t, NULL, NULL), out, err);
 }
 
 int tabq_app_to_json(const tabq_app *app, char **out, tabq_error *err) {
@@ -209,7 +233,9 @@ int tabq_app_to_json(const tabq_app *app, char **out, tabq_error *err) {
   for (size_t i = 0; tables && i < app->ntables; i++) {
     const tabq_table *t = &app->tables[i]->t;
     const tabq_app_schema *s = tabq__app_schema_of(app, t->name, NULL);
-    if (json_array_append_new(tables, table_json(&w, t, s ? s->json : NULL)))
+    const tabq_retention_options *ret =
+        app->tables[i]->has_retention ? &app->tables[i]->retention : NULL;
+    if (json_array_append_new(tables, table_json(&w, t, s ? s->json : NULL, ret)))
       w.failed = true;
   }
   for (size_t i = 0; routes && i < app->nroutes; i++) {

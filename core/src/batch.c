@@ -32,6 +32,8 @@ void tabq__batch_run_free(tabq_batch_run *r) {
 static void settle_run(tabq_batch_run *r, const tabq_outcome *given) {
   for (unsigned k = 0; k < r->npassed; k++)
     r->outcomes[r->passed_at[k]] = given[k];
+  for (unsigned i = 0; i < r->n; i++) /* a cancelled row's settlement is a drop */
+    r->outcomes[i] = tabq__cancel_outcome(r->claimed[i], r->outcomes[i]);
   tabq_subscription *s = r->claimed[0]->sub;
   s->ops->settle_batch(r->claimed, r->n, r->outcomes, &r->scratch);
   r->settled = true;

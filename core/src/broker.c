@@ -9,6 +9,7 @@
 #include "engine.h"
 #include "error.h"
 #include "host.h"
+#include "retention_int.h"
 #include "sized.h"
 
 #define DEFAULT_POOL_SIZE 8
@@ -158,6 +159,7 @@ static void shut_down(tabq_broker *b) {
   }
   for (tabq_subscription *s = subs; s; s = s->next)
     tabq__workers_stop(s);
+  tabq__retention_stop(b);
   tabq__listener_stop(b);
 }
 
@@ -175,6 +177,7 @@ void tabq_close(tabq_broker *b) {
     free(p);
   }
   tabq__routes_free(b);
+  tabq__retention_free(b);
   tabq__txs_free(b);
   if (b->pool.slots)
     tabq__pool_destroy(&b->pool);

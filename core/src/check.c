@@ -282,6 +282,30 @@ static void check_sub(check_run *r, const tabq_table *table, const tabq_subscrip
 
 /* ---- Publishing ---------------------------------------------------------------------------- */
 
+/* The unique key's index (docs/unique-jobs.md): found, or an error with the statement that
+ * creates it, where the dialect renders one. */
+static void check_unique(check_run *r, const tabq_publisher *p, const char *prefix) {
+  char purpose[160], index[256];
+  snprintf(purpose, sizeof purpose, "%s: unique key's index", prefix);
+  tabq_build build = {.table = &p->table, .form = tabq_table_form(&p->table)};
+  tabq_error e;
+  if (!tabq__unique_index_check(r->b, r->conn, &build, &e)) {
+    add(r, p->table.name, purpose, "", TABQ_CHECK_OK, NULL);
+    return;
+  }
+  size_t schema_len;
+  snprintf(index, sizeof index, "%s_unique", tabq_sql_table_part(p->table.name, &schema_len));
+  tabq_stmt st;
+  tabq_error why;
+  bool rendered = e.code == TABQ_SCHEMA &&
+                  !tabq__schema_part(r->b, &build, TABQ_SCHEMA_UNIQUE_INDEX, TABQ_SCHEMA_ALONE,
+                                     index, &st, &why) &&
+                  st.sql;
+  add(r, p->table.name, purpose, rendered ? st.sql : "", TABQ_CHECK_ERROR, &e);
+  if (rendered)
+    tabq_sql_free(&st);
+}
+
 static void check_pub(check_run *r, const tabq_table *table, const char *prefix) {
   tabq_publisher p = {.reg = r->reg};
   tabq_error e;
@@ -292,8 +316,14 @@ static void check_pub(check_run *r, const tabq_table *table, const char *prefix)
   }
   if (take_conn(r))
     return;
+  if (p.find_unique != TABQ_NO_STMT)
+    check_unique(r, &p, prefix);
   snprintf(purpose, sizeof purpose, "%s: insert", prefix);
   check_def(r, p.insert, &p.table, purpose);
+  if (p.find_unique != TABQ_NO_STMT && !r->fatal) {
+    snprintf(purpose, sizeof purpose, "%s: find_unique", prefix);
+    check_def(r, p.find_unique, &p.table, purpose);
+  }
   /* Every size a batch writes at once, one item: the first size the database refuses, or the
    * largest. */
   unsigned failed = TABQ_NO_STMT, last = TABQ_NO_STMT, most = 0;

@@ -46,6 +46,7 @@ int tabq__delivery_fill(tabq_delivery *d, const tabq_driver_v1 *drv, tabq_prepar
   d->settled = false;
   d->gone = false;
   d->lease_lost = false;
+  d->cancel = TABQ__CANCEL_NONE;
   return TABQ_OK;
 }
 

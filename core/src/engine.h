@@ -48,6 +48,9 @@ typedef struct tabq_publisher {
   unsigned rows[TABQ_ROWS_STEPS];
   unsigned chunk;
   unsigned notify; /* with listen_notify, else TABQ_NO_STMT */
+  /* A table with a unique_key: the query of a key's holder (Dialect.find_unique), run when the
+   * insert wrote nothing; else TABQ_NO_STMT. */
+  unsigned find_unique;
   char channel[TABQ_CHANNEL_CAP];
   char begin_sql[128]; /* tabq_publish_many's transaction, built on its first use, else "" */
   struct tabq_publisher *next;
@@ -84,6 +87,9 @@ struct tabq_broker {
   tabq_delivery_hooks hooks;
   bool has_hooks;
   char *test_dir; /* test_drain.c: tabq_test_open's folder, removed by tabq_test_close */
+  /* retention.c: the pruner of the tables tabq_retain registered (NULL until the first), under
+   * mu; shutdown stops it before the pool closes. */
+  struct tabq_retainer *retainer;
 };
 
 /* What a settlement does with its row (settle.c). */
@@ -137,6 +143,16 @@ struct tabq_delivery {
   /* The integer id while in work (0 otherwise, or for a text id): a claim's check against the
    * rows in work here reads it without the lock, then confirms a match under it (claim.c). */
   atomic_llong work_id;
+  /* cancel.c: what the delivery knows of a cancel of its row (TABQ__CANCEL_*), under mu: the
+   * settlement of a cancelled delivery is a drop. Reset by each claim into the slot. */
+  int cancel;
+};
+
+/* What a delivery knows of a cancel of its row (cancel.c). */
+enum {
+  TABQ__CANCEL_NONE = 0,
+  TABQ__CANCEL_MARKED,   /* the row is still unfinished: the drop's statement finishes it */
+  TABQ__CANCEL_FINISHED, /* the cancel finished the row itself: the drop has nothing to change */
 };
 
 /* A subscription's statements, by what they do; TABQ_NO_STMT where it needs none. */
@@ -158,12 +174,13 @@ typedef enum tabq_sq {
   SQ_LOCK,
   SQ_UNLOCK,
   SQ_TAKE,
-  SQ_FETCH,      /* rows by ids: a fetch of the service's own, or the dialect's by a list */
-  SQ_LEASE_ONE,  /* lease form, a claim of the service's own: leases one claimed id */
-  SQ_ACK_IDS,    /* a batch's acks in one statement (ABI 1.3, optional) */
-  SQ_STAMP_IDS,  /* a claim's stamps in one statement (ABI 1.4, optional) */
-  SQ_LOCK_TAKE,  /* advisory: the lock and the take in one statement (ABI 1.5, optional) */
-  SQ_ACK_UNLOCK, /* advisory: the ack and the release in one statement (ABI 1.5, optional) */
+  SQ_FETCH,       /* rows by ids: a fetch of the service's own, or the dialect's by a list */
+  SQ_LEASE_ONE,   /* lease form, a claim of the service's own: leases one claimed id */
+  SQ_ACK_IDS,     /* a batch's acks in one statement (ABI 1.3, optional) */
+  SQ_STAMP_IDS,   /* a claim's stamps in one statement (ABI 1.4, optional) */
+  SQ_LOCK_TAKE,   /* advisory: the lock and the take in one statement (ABI 1.5, optional) */
+  SQ_ACK_UNLOCK,  /* advisory: the ack and the release in one statement (ABI 1.5, optional) */
+  SQ_CANCEL_READ, /* cancel.c: the row's cancel mark and processed_at, where it has the role */
   SQ_COUNT
 } tabq_sq;
 
@@ -293,6 +310,13 @@ typedef struct tabq_form_ops {
   /* Gives back what a delivery holds after a joined settlement, with its mu held (NULL: it
    * holds nothing). */
   bool (*release)(tabq_delivery *d);
+  /* cancel.c: whether a cancel of a row in work writes its mark into the row (lease, advisory),
+   * for the extensions and settlements to read where the table has cancelled_at; else it reaches
+   * only a delivery of the broker that cancels (row lock: the row is locked by the delivery's
+   * transaction). And whether tabq_delivery_cancelled reads the mark (one round trip) rather
+   * than what the delivery learnt already (the lease form learns at each extension). */
+  bool cancel_in_row;
+  bool cancel_check_reads;
 } tabq_form_ops;
 
 /* form_lease.c, form_rowlock.c, form_advisory.c */
@@ -737,6 +761,18 @@ int tabq__settle_logged(tabq_delivery *d, tabq_outcome outcome, tabq_error *err)
 void tabq__settle_joined(tabq_delivery *const *ds, unsigned n, const tabq_outcome *outcomes,
                          tabq_batch_scratch *x, bool pooled);
 
+/* cancel_delivery.c: a cancel as the deliveries see it (docs/cancel.md). */
+/* Builds SQ_CANCEL_READ where the table has cancelled_at and the form marks rows. */
+int tabq__cancel_open(tabq_subscription *s, tabq_error *err);
+/* The outcome a settlement of d carries out: a drop when d's row was cancelled (read where the
+ * mark is in the row and d does not know yet: one round trip, only with the role), else o. */
+tabq_outcome tabq__cancel_outcome(tabq_delivery *d, tabq_outcome o);
+/* The lease extender's read of the mark after d's extension on c (only with the role). */
+void tabq__cancel_after_extension(tabq_delivery *d, tabq_pconn *c);
+/* Tells the deliveries of broker b in work on row `id` of table `name` that it is cancelled
+ * (state TABQ__CANCEL_*): how many it found. */
+unsigned tabq__cancel_tell(tabq_broker *b, const char *name, const tabq_value *id, int state);
+
 /* publish.c: what tabq_publish, tabq_publish_many and tabq_publish_tx share. */
 /* Writes message m's row on c (taken at full size by the caller), with its NOTIFY where the
  * broker listens; `headers` is the caller's buffer for their JSON. Wakes nobody. */
@@ -750,6 +786,12 @@ int tabq__publisher_of(tabq_broker *b, const tabq_table *caller, tabq_pconn *on,
  * checked) on: the insert and, with listen_notify, the notify. Lists and prepares nothing. */
 int tabq__publisher_build(tabq_broker *b, const tabq_table *caller, tabq_publisher *p,
                           tabq_error *err);
+/* Runs the insert of one message's bound values on `c`. On a table with a unique_key, an insert
+ * that wrote nothing is a duplicate: TABQ_DUPLICATE with the holder's id in err (found by
+ * find_unique); the row's key was free but no row was written (MySQL's conflict on the id):
+ * TABQ_BACKEND. */
+int tabq__insert_row(tabq_broker *b, tabq_publisher *p, tabq_pconn *c, const tabq_message *m,
+                     const tabq_bind *v, tabq_error *err);
 /* The checks of one message against the table, before anything is written. */
 int tabq__message_check(const tabq_table *t, const tabq_message *m, tabq_error *err);
 /* The insert's values for a checked message: its rendered headers, and `now` for the row's
@@ -819,6 +861,34 @@ void tabq__queue_latency_add(tabq_delivery *d);
  * (offsetof(tabq_delivery, handler_time) ...), into `caller`, `size` bytes of it. */
 void tabq__slots_histogram(const tabq_subscription *s, size_t cells_at, tabq_histogram *caller,
                            size_t size);
+
+/* index_list.c: the indexes of build->table as the dialect's catalog query lists them
+ * (Dialect.indexes, ABI 1.7), read on `on` (NULL: a pooled connection), each index handed to
+ * `visit` until it returns true (*found). The
+ * columns compare without ASCII case; an expression's column reads "". `unique` is known from a
+ * plugin of ABI 1.9 on. TABQ_DIALECT, naming the plugin, its ABI and `what` was sought, without
+ * the member; the query's failure otherwise. */
+#define TABQ_INDEX_MAX_KEY 16
+#define TABQ_INDEX_NAME_CAP 256
+typedef struct tabq_index_seen {
+  char name[TABQ_INDEX_NAME_CAP];
+  char cols[TABQ_INDEX_MAX_KEY][TABQ_INDEX_NAME_CAP];
+  unsigned ncols;
+  bool partial;
+  bool unfinished_only; /* its predicate is "processed_at IS NULL" */
+  bool unique, unique_known;
+} tabq_index_seen;
+typedef bool (*tabq_index_visit)(const tabq_table *t, const tabq_index_seen *x, void *user);
+int tabq__indexes_walk(tabq_broker *b, tabq_pconn *on, const tabq_build *build, const char *what,
+                       tabq_index_visit visit, void *user, bool *found, tabq_error *err);
+
+/* unique_index.c: a table with a unique_key column (docs/unique-jobs.md). Whether the plugin
+ * serves it (ABI 1.9's Dialect.find_unique; TABQ_DIALECT naming the plugin and its ABI), then
+ * whether the catalog shows a unique index of that one column (TABQ_SCHEMA naming the table and
+ * the column otherwise). Nothing for a table without the role. */
+int tabq__unique_servable(tabq_broker *b, const tabq_table *t, tabq_error *err);
+int tabq__unique_index_check(tabq_broker *b, tabq_pconn *on, const tabq_build *build,
+                             tabq_error *err);
 
 /* claim_index.c: whether build->table has an index its claims walk (docs/check.md), from the
  * dialect's catalog query (Dialect.indexes, ABI 1.7): *found, and the name of the index that

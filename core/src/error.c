@@ -68,6 +68,7 @@ int tabq__err_set(tabq_error *e, int code, const char *table, const char *statem
   e->sqlstate[0] = '\0';
   e->native = 0;
   e->position = 0;
+  e->duplicate_id = 0;
   set_place(e, table, statement);
   return code;
 }
@@ -91,6 +92,7 @@ int tabq__err_from_plugin(tabq_error *e, int code, const char *table, const char
   last_report.code = 0;
   last_report.message[0] = '\0';
   last_report.position = 0;
+  e->duplicate_id = 0;
   set_place(e, table, statement);
   return code;
 }

@@ -428,4 +428,6 @@ const tabq_form_ops tabq_advisory_ops = {
     .stopping = tabq__advisory_release_all,
     .release = tabq__advisory_release,
     .tx_open = tx_open,
+    .cancel_in_row = true, /* the row is not locked: the mark is written */
+    .cancel_check_reads = true,
 };

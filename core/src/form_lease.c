@@ -121,7 +121,8 @@ static void extend_all(tabq_subscription *s) {
     /* A claim here may have handed the running delivery a newer lease meanwhile
      * (tabq__claim_dedup): then this round's result is stale. */
     bool current = d->in_work && d->token == v.token;
-    if (current && !rc && changed == 1) {
+    bool extended = current && !rc && changed == 1;
+    if (extended) {
       d->token = v.lease_until;
       tabq__count(&d->counts, TABQ__N_EXTENSIONS, 1);
     } else if (current && !rc) {
@@ -136,6 +137,8 @@ static void extend_all(tabq_subscription *s) {
                  tabq_code_name(err.code), err.message);
     }
     pthread_mutex_unlock(&d->mu);
+    if (extended)
+      tabq__cancel_after_extension(d, c); /* learnt here, where the table has cancelled_at */
   }
   tabq__pool_release(&b->pool, c);
 }
@@ -357,4 +360,6 @@ const tabq_form_ops tabq_lease_ops = {
     .tx_skip = tx_skip,
     .start = tabq__lease_extender_start,
     .stop = tabq__lease_extender_stop,
+    .cancel_in_row = true,       /* the mark is written beside the lease */
+    .cancel_check_reads = false, /* learnt at each extension */
 };

@@ -272,4 +272,5 @@ const tabq_form_ops tabq_rowlock_ops = {
     .tx_open = tx_open,
     .tx_undo = tx_undo,
     .tx_end = tx_end,
+    .cancel_in_row = false, /* the delivery's transaction locks the row */
 };

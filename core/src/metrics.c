@@ -11,6 +11,7 @@
 
 #include "engine.h"
 #include "error.h"
+#include "retention_int.h"
 
 /* A label value, escaped as the format asks: backslash, double quote and newline. */
 static void label(FILE *f, const char *v) {
@@ -170,6 +171,7 @@ static void write_all(FILE *f, tabq_broker *b, const sub_counters *subs, size_t 
   histogram(f, "tabq_queue_latency_seconds",
             "How long rows waited, from their due time (retry_after) to their handler's call.",
             subs, n, offsetof(sub_counters, latency));
+  tabq__retention_metrics(b, f, label);
   tabq_pool_stats pool;
   tabq_broker_pool_stats(b, &pool, sizeof pool);
   gauge(f, "tabq_pool_connections", "The connection pool's size.", pool.connections);

@@ -19,10 +19,16 @@ int tabq__publisher_build(tabq_broker *b, const tabq_table *caller, tabq_publish
   if (rc)
     return rc;
   tabq_build build = {.table = t, .form = tabq_table_form(t)};
+  p->find_unique = TABQ_NO_STMT;
   rc = tabq__form_servable(b, &build, err);
+  if (!rc)
+    rc = tabq__unique_servable(b, t, err);
   if (!rc)
     rc = tabq__stmt_build(p->reg, b->host, b->plugin.plugin->dialect->insert, &build, "insert",
                           &p->insert, err);
+  if (!rc && t->unique_key.name)
+    rc = tabq__stmt_build(p->reg, b->host, b->plugin.plugin->dialect->find_unique, &build,
+                          "find_unique", &p->find_unique, err);
   if (!rc)
     tabq__rows_init(b, p);
   if (!rc && b->listen_notify && !(rc = tabq__channel_of(b, t, p->channel, sizeof p->channel, err)))
@@ -49,9 +55,18 @@ int tabq__publisher_of(tabq_broker *b, const tabq_table *caller, tabq_pconn *on,
     rc = tabq__pool_acquire(&b->pool, &c, err);
   if (!rc) {
     tabq_prepared *prepared;
-    rc = tabq__stmt_prepare(&b->stmts, b->drv, c, p->insert, &prepared, err);
+    /* The key's index first: without it the database refuses the insert's ON CONFLICT in its
+     * own words, which would not name the rule. */
+    if (p->find_unique != TABQ_NO_STMT) {
+      tabq_build build = {.table = &p->table, .form = tabq_table_form(&p->table)};
+      rc = tabq__unique_index_check(b, c, &build, err);
+    }
+    if (!rc)
+      rc = tabq__stmt_prepare(&b->stmts, b->drv, c, p->insert, &prepared, err);
     if (!rc && p->notify != TABQ_NO_STMT)
       rc = tabq__stmt_prepare(&b->stmts, b->drv, c, p->notify, &prepared, err);
+    if (!rc && p->find_unique != TABQ_NO_STMT)
+      rc = tabq__stmt_prepare(&b->stmts, b->drv, c, p->find_unique, &prepared, err);
     if (!on)
       tabq__pool_release(&b->pool, c);
   }
@@ -107,6 +122,14 @@ int tabq__message_check(const tabq_table *t, const tabq_message *m, tabq_error *
     return tabq__err_set(err, TABQ_INVALID, t->name, "insert",
                          "table %s has no retry_after column, so a publish cannot delay the row",
                          t->name);
+  if (m->unique_key && !t->unique_key.name)
+    return tabq__err_set(err, TABQ_INVALID, t->name, "insert",
+                         "table %s has no unique_key column; the message's key '%s' cannot be "
+                         "written",
+                         t->name, m->unique_key);
+  if (m->unique_key && u8_check((const uint8_t *)m->unique_key, strlen(m->unique_key)))
+    return tabq__err_set(err, TABQ_INVALID, t->name, "insert",
+                         "table %s: the message's unique key is not valid UTF-8", t->name);
   if (m->ndata > t->ndata)
     return tabq__err_set(err, TABQ_INVALID, t->name, "insert",
                          "the message has %zu data values; table %s describes %zu data columns",
@@ -146,9 +169,77 @@ tabq_bind tabq__message_bind(const tabq_table *t, const tabq_message *m, const c
                  .data = m->data,
                  .ndata = m->ndata,
                  .now = now};
+  /* unique_key sits after ndata: a message of a program built before 1.9 was taken at full size
+   * (TABQ_TAKE), its key NULL. */
+  v.unique_key = text_or_null(m->unique_key);
   v.headers = (tabq_value){.type = TABQ_T_JSON, .u.buf = {headers, headers_len}};
   v.retry_at = now + (int64_t)m->delay_ms * 1000;
   return v;
+}
+
+/* The id as text for a message, and as an integer where it is one. */
+static void id_text(const tabq_value *id, char *out, size_t cap, int64_t *as_int) {
+  *as_int = 0;
+  if (id->type == TABQ_T_INT) {
+    *as_int = id->u.i;
+    snprintf(out, cap, "%lld", (long long)id->u.i);
+  } else if (tabq__has_buffer(id->type)) {
+    snprintf(out, cap, "%.*s", (int)id->u.buf.len, (const char *)id->u.buf.ptr);
+  } else {
+    snprintf(out, cap, "?");
+  }
+}
+
+/* The holder of the message's key, read on the same connection right after the insert (inside
+ * the caller's transaction, where there is one): its id as text in `id`, as an integer in
+ * *as_int where it is one. *row false: no row holds the key now. */
+static int find_holder(tabq_broker *b, tabq_publisher *p, tabq_pconn *c, const tabq_bind *v,
+                       bool *row, char *id, size_t cap, int64_t *as_int, tabq_error *err) {
+  tabq_prepared *st = NULL;
+  *row = false;
+  int rc = tabq__stmt_run(&b->stmts, b->drv, c, p->find_unique, v, &st, err);
+  if (rc)
+    return rc;
+  tabq_value holder = tabq_null();
+  rc = b->drv->next(st, row);
+  if (!rc && *row)
+    rc = b->drv->cell(st, 0, &holder);
+  if (!rc && *row)
+    id_text(&holder, id, cap, as_int);
+  b->drv->reset(st);
+  return rc ? tabq__err_from_plugin(err, rc, p->table.name, "find_unique") : TABQ_OK;
+}
+
+int tabq__insert_row(tabq_broker *b, tabq_publisher *p, tabq_pconn *c, const tabq_message *m,
+                     const tabq_bind *v, tabq_error *err) {
+  const tabq_table *t = &p->table;
+  /* Twice at most: a holder finished and deleted between the insert and the query frees the
+   * key, and the second insert then writes the row. */
+  for (int round = 0; round < 2; round++) {
+    uint64_t changed = 0;
+    int rc = tabq__stmt_change(&b->stmts, b->drv, c, p->insert, v, &changed, err);
+    if (rc || changed || p->find_unique == TABQ_NO_STMT)
+      return rc;
+    bool row = false;
+    char id[64];
+    int64_t as_int = 0;
+    if (m->unique_key && (rc = find_holder(b, p, c, v, &row, id, sizeof id, &as_int, err)))
+      return rc;
+    if (row) {
+      tabq__err_set(err, TABQ_DUPLICATE, t->name, "insert",
+                    "table %s: unique key '%s' is held by row %s; nothing was written", t->name,
+                    m->unique_key, id);
+      if (err)
+        err->duplicate_id = as_int;
+      return TABQ_DUPLICATE;
+    }
+    if (!m->unique_key)
+      break;
+  }
+  return tabq__err_set(err, TABQ_BACKEND, t->name, "insert",
+                       "table %s: the insert wrote no row, and no row holds its unique key: "
+                       "another unique column (the id?) holds one of the message's values",
+                       t->name);
 }
 
 /* NOTIFY the row just written, on the connection that wrote it; a failure only warns. */
@@ -177,8 +268,7 @@ int tabq__publish_on(tabq_broker *b, tabq_publisher *p, tabq_pconn *c, const tab
   if (rc)
     return rc;
   tabq_bind v = tabq__message_bind(t, m, headers->p, headers->len, tabq__now_us());
-  uint64_t changed;
-  rc = tabq__stmt_change(&b->stmts, b->drv, c, p->insert, &v, &changed, err);
+  rc = tabq__insert_row(b, p, c, m, &v, err);
   if (!rc && p->notify != TABQ_NO_STMT)
     announce(b, t, p, c, m->group);
   return rc;

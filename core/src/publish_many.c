@@ -20,6 +20,15 @@ typedef struct batch_groups {
   const char *one;
 } batch_groups;
 
+/* Each message's fate on a table with a unique key: where the caller wants it, and the first
+ * duplicate's details for the call's own report. */
+typedef struct batch_fate {
+  int *codes;
+  int64_t *ids;
+  size_t duplicates, first;
+  tabq_error first_err;
+} batch_fate;
+
 /* What a call binds its statements of many rows with, allocated once per call: the values of
  * the widest statement, and where each of its rows' headers start in the headers buffer. */
 typedef struct batch_space {
@@ -125,9 +134,9 @@ static int announce_all(tabq_broker *b, tabq_publisher *p, tabq_pconn *c, const 
   return TABQ_OK;
 }
 
-/* One message, one insert. */
+/* One message, one insert. A duplicate key is the message's fate, not the batch's failure. */
 static int write_one(tabq_broker *b, tabq_publisher *p, tabq_pconn *c, const tabq_message *msg,
-                     tabq_buf *headers, int64_t now, tabq_error *err) {
+                     size_t i, tabq_buf *headers, int64_t now, batch_fate *f, tabq_error *err) {
   const tabq_table *t = &p->table;
   tabq_message m;
   int rc = TABQ_TAKE(msg, &m, TABQ_MESSAGE_SIZE_1_0, t->name, err);
@@ -139,9 +148,25 @@ static int write_one(tabq_broker *b, tabq_publisher *p, tabq_pconn *c, const tab
     json = headers->p;
     json_len = headers->len;
   }
-  uint64_t changed;
+  if (rc)
+    return rc;
   tabq_bind v = tabq__message_bind(t, &m, json, json_len, now);
-  return rc ? rc : tabq__stmt_change(&b->stmts, b->drv, c, p->insert, &v, &changed, err);
+  tabq_error dup;
+  rc = tabq__insert_row(b, p, c, &m, &v, &dup);
+  if (rc == TABQ_DUPLICATE) {
+    if (f->codes)
+      f->codes[i] = TABQ_DUPLICATE;
+    if (f->ids)
+      f->ids[i] = dup.duplicate_id;
+    if (!f->duplicates++) {
+      f->first = i;
+      f->first_err = dup;
+    }
+    return TABQ_OK;
+  }
+  if (rc && err)
+    *err = dup;
+  return rc;
 }
 
 /* "{}" after what `headers` holds: a message without headers, without building a JSON object. */
@@ -191,13 +216,13 @@ static int write_rows(tabq_broker *b, tabq_publisher *p, tabq_pconn *c,
  * batch: its rows are due together, in the order given. */
 static int write_all(tabq_broker *b, tabq_publisher *p, tabq_pconn *c,
                      const tabq_message *const *msgs, size_t n, const batch_groups *g,
-                     tabq_buf *headers, const batch_space *x, tabq_error *err) {
+                     tabq_buf *headers, const batch_space *x, batch_fate *f, tabq_error *err) {
   int64_t now = tabq__now_us();
   for (size_t i = 0; i < n;) {
     unsigned stmt, bad;
     unsigned rows = tabq__rows_next(p, n - i, &stmt);
     int rc;
-    if (rows == 1 && (rc = write_one(b, p, c, msgs[i], headers, now, err)))
+    if (rows == 1 && (rc = write_one(b, p, c, msgs[i], i, headers, now, f, err)))
       return at_index(err, rc, i, n);
     if (rows > 1 && (rc = write_rows(b, p, c, msgs + i, rows, stmt, headers, x, now, &bad, err)))
       return bad < rows ? at_index(err, rc, i + bad, n) : at_range(err, rc, i, i + rows - 1, n);
@@ -208,7 +233,7 @@ static int write_all(tabq_broker *b, tabq_publisher *p, tabq_pconn *c,
 
 static int in_transaction(tabq_broker *b, tabq_publisher *p, const tabq_message *const *msgs,
                           size_t n, const batch_groups *g, tabq_buf *headers, const batch_space *x,
-                          tabq_error *err) {
+                          batch_fate *f, tabq_error *err) {
   const tabq_table *t = &p->table;
   tabq_pconn *c;
   int rc = tabq__pool_acquire(&b->pool, &c, err);
@@ -218,13 +243,31 @@ static int in_transaction(tabq_broker *b, tabq_publisher *p, const tabq_message 
     tabq__pool_release(&b->pool, c);
     return rc;
   }
-  rc = tabq__txn_end(b, t->name, c, write_all(b, p, c, msgs, n, g, headers, x, err), err);
+  rc = tabq__txn_end(b, t->name, c, write_all(b, p, c, msgs, n, g, headers, x, f, err), err);
   tabq__pool_release(&b->pool, c);
   return rc;
 }
 
+/* The call's report of its duplicates, once the others are committed. */
+static int report_duplicates(const tabq_table *t, const batch_fate *f, size_t n, tabq_error *err) {
+  if (!f->duplicates)
+    return TABQ_OK;
+  if (err) {
+    *err = f->first_err;
+    char reason[sizeof err->message];
+    memcpy(reason, err->message, sizeof reason);
+    if (snprintf(err->message, sizeof err->message,
+                 "%zu of %zu messages held keys already and were not written (the others were); "
+                 "the first, message %zu: %s",
+                 f->duplicates, n, f->first, reason) < 0)
+      err->message[0] = '\0';
+  }
+  (void)t;
+  return TABQ_DUPLICATE;
+}
+
 static int publish_many(tabq_broker *b, const tabq_table *table, const tabq_message *const *msgs,
-                        size_t n, tabq_error *err) {
+                        size_t n, batch_fate *f, tabq_error *err) {
   if (!table)
     return tabq__err_set(err, TABQ_INVALID, NULL, "insert", "tabq_publish_many needs a table");
   if (n == 0)
@@ -253,7 +296,11 @@ static int publish_many(tabq_broker *b, const tabq_table *table, const tabq_mess
        !(x.json_at = malloc(most_rows * sizeof *x.json_at))))
     rc = tabq__err_set(err, TABQ_NOMEM, t->name, "insert", "cannot bind %zu values", most_values);
   if (!rc && !(rc = distinct_groups(t, msgs, n, &g, err))) {
-    rc = in_transaction(b, p, msgs, n, &g, &headers, &x, err);
+    for (size_t i = 0; f->codes && i < n; i++)
+      f->codes[i] = TABQ_OK;
+    for (size_t i = 0; f->ids && i < n; i++)
+      f->ids[i] = 0;
+    rc = in_transaction(b, p, msgs, n, &g, &headers, &x, f, err);
     for (size_t i = 0; !rc && i < g.n; i++)
       tabq__publish_wake(b, t, g.v[i]);
     if (g.v != &g.one)
@@ -262,7 +309,7 @@ static int publish_many(tabq_broker *b, const tabq_table *table, const tabq_mess
   free(x.values);
   free(x.json_at);
   tabq__buf_free(&headers);
-  return rc;
+  return rc ? rc : report_duplicates(t, f, n, err);
 }
 
 int tabq_publish_many(tabq_broker *b, const tabq_table *table, const tabq_message *const *msgs,
@@ -271,7 +318,25 @@ int tabq_publish_many(tabq_broker *b, const tabq_table *table, const tabq_messag
   if (!b)
     return tabq__err_set(err, TABQ_INVALID, NULL, "insert", "tabq_publish_many needs a broker");
   const tabq_logger *outer = tabq__log_enter(&b->log);
-  int rc = publish_many(b, table, msgs, n, err);
+  batch_fate f = {0};
+  int rc = publish_many(b, table, msgs, n, &f, err);
+  tabq__log_leave(outer);
+  return rc;
+}
+
+int tabq_publish_many_results(tabq_broker *b, const tabq_table *table,
+                              const tabq_message *const *msgs, size_t n, int *codes, int64_t *ids,
+                              tabq_error *err) {
+  tabq__err_clear(err);
+  if (!b)
+    return tabq__err_set(err, TABQ_INVALID, NULL, "insert",
+                         "tabq_publish_many_results needs a broker");
+  if (n && !codes)
+    return tabq__err_set(err, TABQ_INVALID, table ? table->name : NULL, "insert",
+                         "tabq_publish_many_results needs an array of %zu codes", n);
+  const tabq_logger *outer = tabq__log_enter(&b->log);
+  batch_fate f = {.codes = codes, .ids = ids};
+  int rc = publish_many(b, table, msgs, n, &f, err);
   tabq__log_leave(outer);
   return rc;
 }

@@ -20,7 +20,8 @@ void tabq__rows_init(tabq_broker *b, tabq_publisher *p) {
   p->chunk = 0;
   const tabq_dialect_v1 *dl = b->plugin.plugin->dialect;
   unsigned np = p->reg->defs[p->insert].nparams;
-  if (!TABQ_HAS_MEMBER(dl, tabq_dialect_v1, insert_rows))
+  /* A unique key's conflict is told row by row: one insert each. */
+  if (!TABQ_HAS_MEMBER(dl, tabq_dialect_v1, insert_rows) || p->table.unique_key.name)
     return;
   unsigned chunk = TABQ_INSERT_ROWS_MAX;
   while (chunk > 1 && chunk * np > ROWS_MAX_PARAMS)

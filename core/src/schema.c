@@ -18,6 +18,7 @@ static const struct {
     {TABQ_SCHEMA_TABLE, "schema: table"},
     {TABQ_SCHEMA_INDEX, "schema: index"},
     {TABQ_SCHEMA_FINISHED_INDEX, "schema: finished index"},
+    {TABQ_SCHEMA_UNIQUE_INDEX, "schema: unique index"},
     {TABQ_SCHEMA_SETTINGS, "schema: settings"},
     {TABQ_SCHEMA_DEAD_TABLE, "schema: dead letter table"},
 };
@@ -100,6 +101,7 @@ typedef struct schema_call {
   tabq_schema_options o;
   char index[256];
   char finished[256]; /* "<table>_finished" */
+  char unique[256];   /* "<table>_unique" */
   char version_text[64];
   tabq_build build;
 } schema_call;
@@ -123,18 +125,23 @@ static int prepare_call(tabq_broker *b, const tabq_table *table, const tabq_sche
   size_t schema_len;
   snprintf(c->finished, sizeof c->finished, "%s_finished",
            tabq_sql_table_part(c->t.name, &schema_len));
+  snprintf(c->unique, sizeof c->unique, "%s_unique", tabq_sql_table_part(c->t.name, &schema_len));
   c->build = (tabq_build){.table = &c->t,
                           .form = tabq_table_form(&c->t),
                           .dead_letter_table = c->o.dead_letter_table,
                           .server_version_text = c->version_text};
   rc = tabq__pool_server(&b->pool, c->t.name, c->version_text, sizeof c->version_text,
                          &c->build.server_version, NULL, 0, err);
+  if (!rc)
+    rc = tabq__unique_servable(b, &c->t, err);
   return rc ? rc : check_form(b, &c->build, err);
 }
 
 /* The index a part writes: the finished rows' for its part, else the claim-order index. */
 static const char *index_of(const schema_call *c, tabq_schema_part part) {
-  return part == TABQ_SCHEMA_FINISHED_INDEX ? c->finished : c->index;
+  return part == TABQ_SCHEMA_FINISHED_INDEX ? c->finished
+         : part == TABQ_SCHEMA_UNIQUE_INDEX ? c->unique
+                                            : c->index;
 }
 
 static uint32_t flags_of(const schema_call *c) {

@@ -11,6 +11,7 @@ int tabq__settle(tabq_delivery *d, tabq_outcome o, tabq_error *err) {
   tabq_action a = ACT_RELEASE;
   int rc = TABQ_OK;
   bool settled = false;
+  o = tabq__cancel_outcome(d, o); /* a cancelled row's settlement is a drop (cancel_delivery.c) */
   if (s->coalescer.ready && tabq__choose(d, o) == ACT_ACK) {
     a = ACT_ACK;
     rc = tabq__ack_coalesced(d, o, &settled, err);

@@ -126,8 +126,8 @@ int tabq__run_action(tabq_delivery *d, tabq_action a, tabq_outcome o, tabq_pconn
   if (a == ACT_DEAD && s->dead_letter_table)
     return dead_letter_table(s, c, &v, in_txn, err);
   int rc = tabq__stmt_change(&b->stmts, b->drv, c, s->st[stmt_of[a]], &v, &changed, err);
-  if (!rc)
-    rc = tabq__expect_one(s, changed, name_of[a], err);
+  if (!rc && !(a == ACT_DISCARD && !changed && d->cancel == TABQ__CANCEL_FINISHED))
+    rc = tabq__expect_one(s, changed, name_of[a], err); /* a cancel may have finished it first */
   return rc;
 }
 
@@ -141,6 +141,8 @@ void tabq__settle_count(tabq_delivery *d, tabq_action a, int rc) {
                      : a == ACT_DEAD        ? TABQ__N_DEAD_LETTERED
                                             : TABQ__N_RELEASED;
   tabq__count(&d->counts, which, 1);
+  if (which == TABQ__N_DROPPED && d->cancel)
+    tabq__count(&d->counts, TABQ__N_CANCELLED, 1);
   d->settled_as = a;
   d->settled_rc = rc;
 }

@@ -148,6 +148,8 @@ static tabq_value value_of(const tabq_bind *v, uint16_t param) {
     return tabq_int(v->attempt);
   case TABQ_P_CHANNEL:
     return v->channel;
+  case TABQ_P_UNIQUE_KEY:
+    return v->unique_key;
   default:
     if (param >= TABQ_P_DATA && (size_t)(param - TABQ_P_DATA) < v->ndata)
       return v->data[param - TABQ_P_DATA];

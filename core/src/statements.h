@@ -30,7 +30,7 @@ typedef struct tabq_registry {
 
 /* The values a statement's parameters take, by id. Buffers must outlive the execution. */
 typedef struct tabq_bind {
-  tabq_value id, ids, group, dest, key, partition_key, headers, payload, channel;
+  tabq_value id, ids, group, dest, key, partition_key, headers, payload, channel, unique_key;
   int64_t now, lease_until, token, retry_at, limit, priority, attempt;
   const tabq_value *data;
   size_t ndata;

@@ -256,6 +256,8 @@ static int open_built(tabq_broker *b, const tabq_table *table,
   if (!rc)
     rc = s->ops->open(s, err);
   if (!rc)
+    rc = tabq__cancel_open(s, err);
+  if (!rc)
     rc = tabq__custom_after_open(s, err);
   if (!rc)
     rc = build_settlements(s, err);

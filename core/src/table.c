@@ -32,6 +32,9 @@ static bool same_name(const char *a, const char *b) {
   return order == 0;
 }
 
+/* The roles a column may play beside the data columns (collect's list). */
+#define ROLE_COLUMNS 12
+
 typedef struct named {
   const char *role;
   const tabq_col *col;
@@ -49,6 +52,8 @@ static size_t collect(const tabq_table *t, named *out) {
       {"locked_until", &t->locked_until},
       {"headers", &t->headers},
       {"payload", &t->payload},
+      {"unique_key", &t->unique_key},
+      {"cancelled_at", &t->cancelled_at},
   };
   size_t n = 0;
   for (size_t i = 0; i < sizeof roles / sizeof roles[0]; i++)
@@ -108,7 +113,7 @@ static int check_columns(const tabq_table *t, tabq_error *err) {
              payload);
     return broken(err, t, "id and payload types", detail);
   }
-  named cols[10 + MAX_DATA_COLUMNS];
+  named cols[ROLE_COLUMNS + MAX_DATA_COLUMNS];
   size_t n = collect(t, cols);
   for (size_t i = 0; i < n; i++) {
     const char *name = cols[i].col->name;
@@ -131,7 +136,7 @@ static int check_columns(const tabq_table *t, tabq_error *err) {
 }
 
 static bool described(const tabq_table *t, const char *name, size_t len) {
-  named cols[10 + MAX_DATA_COLUMNS];
+  named cols[ROLE_COLUMNS + MAX_DATA_COLUMNS];
   size_t n = collect(t, cols);
   for (size_t i = 0; i < n; i++)
     if (strlen(cols[i].col->name) == len && !strncmp(cols[i].col->name, name, len))
@@ -190,6 +195,9 @@ static int check_form(const tabq_table *t, tabq_error *err) {
   if (t->locked_until.name && t->locked_until.generated)
     return broken(err, t, "locked_until is written by tabq",
                   "the locked_until column cannot be generated");
+  if (t->unique_key.name && t->unique_key.generated)
+    return broken(err, t, "unique_key is written by the publish",
+                  "the unique_key column cannot be generated: each message brings its key");
   if (t->advisory_lock)
     return check_key_template(t, err);
   return TABQ_OK;
@@ -281,6 +289,7 @@ const char *tabq__table_rule_member(const tabq_error *err) {
       {"(a lease on the database clock)", "clock"},
       {"(isolation or mode)", "sqlite_mode"},
       {"(locked_until is written by tabq)", "locked_until"},
+      {"(unique_key is written by the publish)", "unique_key"},
       {"(custom events)", "events"},
       {"(custom lock without custom unlock)", "events"},
       {"(lock and unlock are advisory events)", "events"},

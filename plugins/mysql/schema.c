@@ -48,7 +48,7 @@ int tabq_my_schema(const tabq_build *b, const tabq_schema_spec *spec, tabq_stmt 
 int tabq_my_indexes(const tabq_build *b, tabq_stmt *out) {
   size_t schema_len;
   const char *table = tabq_sql_table_part(b->table->name, &schema_len);
-  tabq_sql_raw(out, "SELECT INDEX_NAME, SEQ_IN_INDEX, COLUMN_NAME, NULL FROM "
+  tabq_sql_raw(out, "SELECT INDEX_NAME, SEQ_IN_INDEX, COLUMN_NAME, NULL, NON_UNIQUE = 0 FROM "
                     "information_schema.STATISTICS WHERE TABLE_SCHEMA = ");
   if (schema_len)
     tabq_my_literal(out, b->table->name, schema_len);

@@ -36,6 +36,7 @@ static const tabq_sql_style style = {
     .db_now = "UTC_TIMESTAMP(6)",
     .empty_insert = " () VALUES ()", /* MySQL has no DEFAULT VALUES */
     .product = "MySQL/MariaDB",
+    .insert_ignore = true,
 };
 
 const tabq_sql_style *tabq_my_style(void) {
@@ -189,6 +190,7 @@ static int quote(tabq_stmt *out, const char *name) {
 }
 
 TABQ_SQLB_MEMBER(style, insert)
+TABQ_SQLB_MEMBER(style, find_unique)
 TABQ_SQLB_MEMBER(style, insert_rows)
 TABQ_SQLB_MEMBER(style, ack)
 TABQ_SQLB_MEMBER(style, discard)
@@ -350,6 +352,7 @@ const tabq_dialect_v1 tabq_my_dialect = {
     .savepoint = savepoint,
     .schema = tabq_my_schema,
     .indexes = tabq_my_indexes,
+    .find_unique = find_unique,
 };
 
 /* ---- RowLock ------------------------------------------------------------------------------ */

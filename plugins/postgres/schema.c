@@ -68,7 +68,8 @@ int tabq_pg_indexes(const tabq_build *b, tabq_stmt *out) {
   tabq_sql_init(&name, out->host);
   tabq_sqlb_table(tabq_pg_style(), &name, b->table->name);
   tabq_sql_raw(out, "SELECT c.relname::text, k.n, a.attname::text, "
-                    "pg_catalog.pg_get_expr(x.indpred, x.indrelid) FROM pg_catalog.pg_index x "
+                    "pg_catalog.pg_get_expr(x.indpred, x.indrelid), x.indisunique::int FROM "
+                    "pg_catalog.pg_index x "
                     "JOIN pg_catalog.pg_class c ON c.oid = x.indexrelid CROSS JOIN LATERAL "
                     "unnest(x.indkey::int2[]) WITH ORDINALITY AS k(attnum, n) LEFT JOIN "
                     "pg_catalog.pg_attribute a ON a.attrelid = x.indrelid AND a.attnum = "

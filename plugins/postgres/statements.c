@@ -163,6 +163,7 @@ static int quote(tabq_stmt *out, const char *name) {
 }
 
 TABQ_SQLB_MEMBER(style, insert)
+TABQ_SQLB_MEMBER(style, find_unique)
 TABQ_SQLB_MEMBER(style, insert_rows)
 TABQ_SQLB_MEMBER(style, ack)
 TABQ_SQLB_MEMBER(style, discard)
@@ -306,6 +307,7 @@ const tabq_dialect_v1 tabq_pg_dialect = {
     .savepoint = savepoint,
     .schema = tabq_pg_schema,
     .indexes = tabq_pg_indexes,
+    .find_unique = find_unique,
 };
 
 /* ---- RowLock ------------------------------------------------------------------------------ */

@@ -53,13 +53,15 @@ int tabq_sqlite_indexes(const tabq_build *b, tabq_stmt *out) {
     tabq_sqlb_name(tabq_sqlite_style(), out, name, schema_len);
     tabq_sql_raw(out, ".");
   }
-  tabq_sql_raw(out, "sqlite_master AS m WHERE m.type = 'index' AND m.name = il.name)) END FROM "
-                    "pragma_index_list(");
+  tabq_sql_raw(
+      out,
+      "sqlite_master AS m WHERE m.type = 'index' AND m.name = il.name)) END, il.\"unique\" FROM "
+      "pragma_index_list(");
   tabq_sqlite_literal(out, table, strlen(table));
   in_schema(out, name, schema_len);
   tabq_sql_raw(out, ") AS il, pragma_index_info(il.name");
   in_schema(out, name, schema_len);
-  tabq_sql_raw(out, ") AS ii UNION ALL SELECT 'rowid', 1, p.name, NULL FROM pragma_table_info(");
+  tabq_sql_raw(out, ") AS ii UNION ALL SELECT 'rowid', 1, p.name, NULL, 1 FROM pragma_table_info(");
   tabq_sqlite_literal(out, table, strlen(table));
   in_schema(out, name, schema_len);
   tabq_sql_raw(out, ") AS p WHERE p.pk = 1 AND upper(p.type) = 'INTEGER' AND (SELECT count(*) "

@@ -68,6 +68,7 @@ static int quote(tabq_stmt *out, const char *name) {
 }
 
 TABQ_SQLB_MEMBER(style, insert)
+TABQ_SQLB_MEMBER(style, find_unique)
 TABQ_SQLB_MEMBER(style, insert_rows)
 TABQ_SQLB_MEMBER(style, ack)
 TABQ_SQLB_MEMBER(style, discard)
@@ -157,6 +158,7 @@ const tabq_dialect_v1 tabq_sqlite_dialect = {
     .insert_rows = insert_rows,
     .schema = tabq_sqlite_schema,
     .indexes = tabq_sqlite_indexes,
+    .find_unique = find_unique,
 };
 
 /* ---- Lease -------------------------------------------------------------------------------- */

@@ -272,7 +272,7 @@ int tabq_sqlb_key_template(const tabq_sql_style *s, const tabq_build *b, tabq_st
 /* ---- Builders: tabq_dialect_v1 ------------------------------------------------------------ */
 
 /* The role columns an insert may write. */
-enum { INSERT_ROLES = 8 };
+enum { INSERT_ROLES = 9 };
 
 /* Column i of an insert, counting the roles then the data columns, and the parameter it binds;
  * NULL where the table has no such column or it is generated (the insert leaves it out). */
@@ -289,6 +289,7 @@ static const tabq_col *inserted(const tabq_table *t, size_t i, tabq_param *id) {
       {&t->attempt, TABQ_P_ATTEMPT},
       {&t->headers, TABQ_P_HEADERS},
       {&t->payload, TABQ_P_PAYLOAD},
+      {&t->unique_key, TABQ_P_UNIQUE_KEY},
   };
   const tabq_col *c = i < INSERT_ROLES ? roles[i].col : &t->data[i - INSERT_ROLES];
   *id = i < INSERT_ROLES ? roles[i].id : (tabq_param)(TABQ_P_DATA + (i - INSERT_ROLES));
@@ -309,7 +310,7 @@ static bool inserts_any(const tabq_table *t) {
 
 /* "INSERT INTO T (cols)", or "INSERT INTO T" and the empty insert's end without a column. */
 static void insert_head(const tabq_sql_style *s, tabq_stmt *st, const tabq_table *t) {
-  tabq_sql_raw(st, "INSERT INTO ");
+  tabq_sql_raw(st, s->insert_ignore && t->unique_key.name ? "INSERT IGNORE INTO " : "INSERT INTO ");
   tabq_sqlb_table(s, st, t->name);
   if (!inserts_any(t)) {
     tabq_sql_raw(st, s->empty_insert ? s->empty_insert : " DEFAULT VALUES");
@@ -342,6 +343,25 @@ static void insert_tuple(const tabq_sql_style *s, tabq_stmt *st, const tabq_tabl
   tabq_sql_raw(st, ")");
 }
 
+/* A key a row holds writes nothing and changes 0 rows: " ON CONFLICT (k)[ WHERE processed_at IS
+ * NULL] DO NOTHING" (the predicate lets PostgreSQL and SQLite infer a partial unique index over
+ * the unfinished rows, and any unique index of k satisfies it). MySQL writes "INSERT IGNORE"
+ * instead (insert_head): its ON DUPLICATE KEY UPDATE counts a row left as it was as changed
+ * when the connection counts found rows, as tabq's does. */
+static void unique_conflict(const tabq_sql_style *s, tabq_stmt *st, const tabq_table *t) {
+  if (s->insert_ignore)
+    return;
+  tabq_sql_raw(st, " ON CONFLICT (");
+  tabq_sqlb_col(s, st, &t->unique_key);
+  tabq_sql_raw(st, ")");
+  if (t->processed_at.name) {
+    tabq_sql_raw(st, " WHERE ");
+    tabq_sqlb_col(s, st, &t->processed_at);
+    tabq_sql_raw(st, " IS NULL");
+  }
+  tabq_sql_raw(st, " DO NOTHING");
+}
+
 int tabq_sqlb_insert(const tabq_sql_style *s, const tabq_build *b, tabq_stmt *out) {
   const tabq_table *t = b->table;
   insert_head(s, out, t);
@@ -349,15 +369,39 @@ int tabq_sqlb_insert(const tabq_sql_style *s, const tabq_build *b, tabq_stmt *ou
     tabq_sql_raw(out, " VALUES ");
     insert_tuple(s, out, t, 0);
   }
+  if (t->unique_key.name)
+    unique_conflict(s, out, t);
   return tabq_sqlb_finish(s, b, out, "insert");
+}
+
+int tabq_sqlb_find_unique(const tabq_sql_style *s, const tabq_build *b, tabq_stmt *out) {
+  const tabq_table *t = b->table;
+  if (!t->unique_key.name)
+    return s->host()->fail(TABQ_DECLARATION, NULL, 0, "table %s has no unique_key column", t->name);
+  tabq_sql_raw(out, "SELECT ");
+  tabq_sqlb_col(s, out, &t->id);
+  tabq_sql_raw(out, " FROM ");
+  tabq_sqlb_table(s, out, t->name);
+  tabq_sql_raw(out, " WHERE ");
+  tabq_sqlb_col(s, out, &t->unique_key);
+  tabq_sql_raw(out, " = ");
+  tabq_sqlb_param(s, out, TABQ_P_UNIQUE_KEY);
+  if (t->processed_at.name) {
+    tabq_sql_raw(out, " ORDER BY CASE WHEN ");
+    tabq_sqlb_col(s, out, &t->processed_at);
+    tabq_sql_raw(out, " IS NULL THEN 0 ELSE 1 END");
+  }
+  tabq_sql_raw(out, " LIMIT 1");
+  return tabq_sqlb_finish(s, b, out, "find_unique");
 }
 
 int tabq_sqlb_insert_rows(const tabq_sql_style *s, const tabq_build *b, tabq_stmt *out) {
   const tabq_table *t = b->table;
   if (b->rows == 0)
     return s->host()->fail(TABQ_INVALID, NULL, 0, "table %s: insert_rows for 0 rows", t->name);
-  /* "DEFAULT VALUES" writes one row: such a table's rows go one insert each. */
-  if (!inserts_any(t))
+  /* "DEFAULT VALUES" writes one row: such a table's rows go one insert each; so do a unique key's,
+   * whose conflicts are told row by row. */
+  if (!inserts_any(t) || t->unique_key.name)
     return TABQ_OK;
   insert_head(s, out, t);
   tabq_sql_raw(out, " VALUES ");
@@ -487,9 +531,9 @@ int tabq_sqlb_dead_letter_group(const tabq_sql_style *s, const tabq_build *b, ta
 /* Every role but the lease (it means nothing in the other table), then the data columns,
  * generated ones too since their values are copied. */
 static void copied_columns(const tabq_sql_style *s, tabq_stmt *st, const tabq_table *t) {
-  const tabq_col *roles[] = {&t->id,          &t->group,   &t->priority,     &t->partition_key,
-                             &t->retry_after, &t->attempt, &t->processed_at, &t->headers,
-                             &t->payload};
+  const tabq_col *roles[] = {&t->id,          &t->group,     &t->priority,     &t->partition_key,
+                             &t->retry_after, &t->attempt,   &t->processed_at, &t->headers,
+                             &t->payload,     &t->unique_key};
   bool first = true;
   for (size_t i = 0; i < sizeof roles / sizeof roles[0]; i++)
     if (roles[i]->name) {

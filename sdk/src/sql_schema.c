@@ -138,6 +138,10 @@ static void create_table(const tabq_sql_style *s, const tabq_sql_schema *k, cons
   column(s, st, &first, &t->locked_until, or_else(k->lease_time, k->time), NULL);
   column(s, st, &first, &t->headers, k->json, NULL);
   column(s, st, &first, &t->payload, payload_type(k, t), " NOT NULL");
+  /* A database whose indexes live inside CREATE TABLE holds the key unique there, over every
+   * row: it has no partial index. */
+  column(s, st, &first, &t->unique_key, or_else(k->key_text, k->text),
+         k->inline_index && !dead ? " UNIQUE" : NULL);
   for (size_t i = 0; i < t->ndata; i++)
     column(s, st, &first, &t->data[i], tabq_sqlb_column_type(k, t->data[i].type), NULL);
   if (!dead && k->inline_index && !key_is_the_id(s, k, t)) {
@@ -153,8 +157,8 @@ static void create_table(const tabq_sql_style *s, const tabq_sql_schema *k, cons
 
 /* "CREATE INDEX [IF NOT EXISTS] [schema.]name ON table " for the index spec names; TABQ_DIALECT
  * where the database has no CREATE INDEX IF NOT EXISTS and it is asked for. */
-static int index_head(const tabq_sql_style *s, const tabq_sql_schema *k, const tabq_table *t,
-                      const tabq_schema_spec *spec, tabq_stmt *st) {
+static int index_head_of(const tabq_sql_style *s, const tabq_sql_schema *k, const tabq_table *t,
+                         const tabq_schema_spec *spec, tabq_stmt *st, bool unique) {
   bool if_not_exists = spec->flags & TABQ_SCHEMA_IF_NOT_EXISTS;
   if (if_not_exists && !k->index_if_not_exists)
     return s->host()->fail(TABQ_DIALECT, NULL, 0,
@@ -163,7 +167,7 @@ static int index_head(const tabq_sql_style *s, const tabq_sql_schema *k, const t
                            t->name, s->product);
   size_t schema_len;
   const char *table = tabq_sql_table_part(t->name, &schema_len);
-  tabq_sql_raw(st, "CREATE INDEX ");
+  tabq_sql_raw(st, unique ? "CREATE UNIQUE INDEX " : "CREATE INDEX ");
   if (if_not_exists)
     tabq_sql_raw(st, "IF NOT EXISTS ");
   if (k->index_in_schema && schema_len) {
@@ -177,6 +181,33 @@ static int index_head(const tabq_sql_style *s, const tabq_sql_schema *k, const t
   else
     tabq_sqlb_table(s, st, t->name);
   tabq_sql_raw(st, " ");
+  return TABQ_OK;
+}
+
+static int index_head(const tabq_sql_style *s, const tabq_sql_schema *k, const tabq_table *t,
+                      const tabq_schema_spec *spec, tabq_stmt *st) {
+  return index_head_of(s, k, t, spec, st, false);
+}
+
+/* "CREATE UNIQUE INDEX name ON table (unique_key)[ WHERE processed_at IS NULL]": the key held by
+ * the unfinished rows alone where the database has partial indexes, so a finished job's key is
+ * free again; an inline database holds it in CREATE TABLE unless asked for the index ALONE. */
+static int unique_index(const tabq_sql_style *s, const tabq_sql_schema *k, const tabq_build *b,
+                        const tabq_schema_spec *spec, tabq_stmt *st) {
+  const tabq_table *t = b->table;
+  if (!t->unique_key.name || (k->inline_index && !(spec->flags & TABQ_SCHEMA_ALONE)))
+    return TABQ_OK;
+  int rc = index_head_of(s, k, t, spec, st, true);
+  if (rc)
+    return rc;
+  tabq_sql_raw(st, "(");
+  tabq_sqlb_col(s, st, &t->unique_key);
+  tabq_sql_raw(st, ")");
+  if (t->processed_at.name && k->partial_index) {
+    tabq_sql_raw(st, " WHERE ");
+    tabq_sqlb_col(s, st, &t->processed_at);
+    tabq_sql_raw(st, " IS NULL");
+  }
   return TABQ_OK;
 }
 
@@ -233,6 +264,10 @@ int tabq_sqlb_schema(const tabq_sql_style *s, const tabq_sql_schema *k, const ta
     if ((rc = finished_index(s, k, b, spec, out)))
       return rc;
     return tabq_sqlb_finish(s, b, out, "schema: finished index");
+  case TABQ_SCHEMA_UNIQUE_INDEX:
+    if ((rc = unique_index(s, k, b, spec, out)))
+      return rc;
+    return tabq_sqlb_finish(s, b, out, "schema: unique index");
   case TABQ_SCHEMA_DEAD_TABLE:
     if (!b->dead_letter_table)
       return TABQ_OK;

@@ -130,7 +130,7 @@ expect fail broker_options_appended_in_tail_padding \
   bool appended;
 } tabq_broker_options;"'
 expect fail error_grown \
-  'edit tabq.h "  char reserved_[60]; /* zero;" "  char reserved_[61]; /* zero;"'
+  'edit tabq.h "  char reserved_[48]; /* zero;" "  char reserved_[49]; /* zero;"'
 expect fail stmt_grown \
   'edit sys/dialect.h "  int status; /*" "  int appended;
   int status; /*"'

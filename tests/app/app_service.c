@@ -1,13 +1,14 @@
 /* A service run by tabq_app_main, for test_app_main.py: its description from a file, its table
  * made by the connected hook, its jobs published there.
  *
- *   app_service FILE.tabq.json [tabq_app_main's options] JOBS [wait]
+ *   app_service FILE.tabq.json [tabq_app_main's options] JOBS [wait | pruned]
  *
  * It publishes JOBS rows into queue "work"; the handler "work" sleeps SLOW_MS (environment)
- * and acks. Without "wait" it stops itself once every job is handled; with it, it runs until a
- * signal. Then it prints "handled H remaining R peak P" (P: the most handlers at once). With
- * UNBOUND set it binds no handler. APP_DDL (environment) is the table's SQL, statements
- * separated by ';', run first. */
+ * and acks. Without "wait" it stops itself once every job is handled (with "pruned", once the
+ * table is empty too, or 20 s on: the retention the file gives deletes the finished rows); with
+ * it, it runs until a signal. Then it prints "handled H remaining R peak P" (P: the most handlers
+ * at once). With UNBOUND set it binds no handler. APP_DDL (environment) is the table's SQL,
+ * statements separated by ';', run first. */
 #ifndef _DEFAULT_SOURCE
 #define _DEFAULT_SOURCE /* usleep */
 #endif
@@ -68,22 +69,30 @@ static int count_row(void *user, const tabq_value *cells, unsigned n) {
   return 0;
 }
 
+static long long rows(tabq_broker *b) {
+  long long n = -1;
+  tabq_tx *tx;
+  tabq_error err;
+  if (!tabq_begin(b, &tx, &err)) {
+    tabq_tx_query(tx, "SELECT count(*) FROM app_jobs", NULL, 0, 1, count_row, &n, &err);
+    tabq_rollback(tx, &err);
+  }
+  return n;
+}
+
 static void running(tabq_app_run *run) {
   bool wait = run->argc > 2 && !strcmp(run->argv[2], "wait");
+  bool pruned = run->argc > 2 && !strcmp(run->argv[2], "pruned");
   printf("running\n");
   fflush(stdout);
   while (!tabq_app_stopping(run) && (wait || atomic_load(&handled) < jobs))
     usleep(10 * 1000);
+  for (int waited = 0; pruned && waited < 20000 && rows(run->broker) != 0; waited += 50)
+    usleep(50 * 1000);
   tabq_stop(run->broker);
   while (!tabq_app_stopping(run))
     usleep(10 * 1000);
-  long long remaining = -1;
-  tabq_tx *tx;
-  tabq_error err;
-  if (!tabq_begin(run->broker, &tx, &err)) {
-    tabq_tx_query(tx, "SELECT count(*) FROM app_jobs", NULL, 0, 1, count_row, &remaining, &err);
-    tabq_rollback(tx, &err);
-  }
+  long long remaining = rows(run->broker);
   printf("handled %d remaining %lld peak %d\n", atomic_load(&handled), remaining,
          atomic_load(&peak));
 }

@@ -91,6 +91,38 @@ for db, url in urls.items():
           r.returncode == 2 and "bind 'work'" in r.stderr and len(r.stderr.splitlines()) == 1,
           f"exit {r.returncode}\n{r.stderr}")
 
+# A table's retention (docs/retention.md): the run prunes the finished rows the acks mark, and a
+# description naming a processed_at column the table lacks ends the run: exit 2, naming it.
+RETAINED_DDL = {
+    "sqlite": "DROP TABLE IF EXISTS app_jobs;" + DDL["sqlite"].replace("payload BLOB", "done_at TEXT, payload BLOB"),
+    "postgres": DDL["postgres"].replace("payload BYTEA", "done_at TIMESTAMPTZ, payload BYTEA"),
+    "mysql": DDL["mysql"].replace("payload MEDIUMBLOB", "done_at DATETIME(6) NULL, payload MEDIUMBLOB"),
+}
+with open(description) as f:
+    app_doc = json.load(f)
+app_doc["tables"][0]["processed_at"] = "done_at"
+app_doc["tables"][0]["retention"] = {"processed_age_ms": 100, "interval_ms": 50, "batch": 7}
+retained = os.path.join(work, "retained.tabq.json")
+with open(retained, "w") as f:
+    json.dump(app_doc, f)
+app_doc["tables"][0]["processed_at"] = "finished_at"
+wrong = os.path.join(work, "retained-wrong.tabq.json")
+with open(wrong, "w") as f:
+    json.dump(app_doc, f)
+for db, url in urls.items():
+    e = dict(os.environ, APP_DDL=RETAINED_DDL[db])
+    e.pop("TABQ_URL", None)
+    r = subprocess.run([service, retained, "--url", url, "20", "pruned"], capture_output=True,
+                       text=True, env=e, timeout=60)
+    check(f"{db}: the file's retention prunes the 20 finished rows, exit 0",
+          r.returncode == 0 and (summary(r.stdout) or (0, -1))[:2] == (20, 0),
+          f"exit {r.returncode}\n{r.stdout}{r.stderr}")
+    r = subprocess.run([service, wrong, "--url", url, "3"], capture_output=True, text=True,
+                       env=e, timeout=60)
+    check(f"{db}: a retained table without its processed_at column: exit 2, naming it",
+          r.returncode == 2 and "finished_at" in r.stderr
+          and len(r.stderr.splitlines()) == 1, f"exit {r.returncode}\n{r.stdout}{r.stderr}")
+
 # The one-shot modes. The table exists (the runs above made it, without a claim-order index).
 broken = os.path.join(work, "broken.tabq.json")
 with open(description) as f:

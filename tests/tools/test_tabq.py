@@ -137,8 +137,8 @@ def free_port():
 
 
 # ---- Every subcommand: its manual page, exit 0 --------------------------------------------
-commands = ["schema", "check", "plugins", "publish", "stats", "requeue", "purge", "asyncapi",
-            "web"]
+commands = ["schema", "check", "plugins", "publish", "stats", "requeue", "purge", "cancel",
+            "asyncapi", "web"]
 r = run("--help")
 check("tabq --help lists every subcommand and the exit codes",
       r.returncode == 0 and all(c in r.stdout for c in commands) and "EXIT STATUS" in r.stdout,
@@ -287,6 +287,26 @@ for db, url in urls.items():
     r = run(*pub, "--queue", "work", "--header", "novalue", "x")
     one_line_exit_2(f"{db}: publish --header without '=': exit 2", r)
 
+    # publish --unique-key on a table the schema command made with its unique index.
+    unique = os.path.join(work, "unique.tabq.json")
+    with open(unique, "w") as f:
+        json.dump({"name": "tq_unique", "id": {"column": "id", "generated": True},
+                   "group": "queue", "processed_at": "processed_at",
+                   "locked_until": "locked_until", "payload": "payload", "unique_key": "ukey"}, f)
+    sql(url, "DROP TABLE IF EXISTS tq_unique")
+    r = run("schema", "--url", url, "--table", unique, "--apply")
+    check(f"{db}: schema --apply of a unique_key table", r.returncode == 0, show(r))
+    upub = ["publish", "--url", url, "--table", unique, "--queue", "work"]
+    r = run(*upub, "--unique-key", "report:7", "first")
+    check(f"{db}: publish --unique-key: written, exit 0",
+          r.returncode == 0 and "published 1 row" in r.stdout, show(r))
+    r = run(*upub, "--unique-key", "report:7", "second", "--json")
+    doc = as_json(r) or {}
+    check(f"{db}: publish of a held key: nothing written, the holder named, exit 1",
+          r.returncode == 1 and doc.get("published") == 0 and doc.get("duplicate_of") == 1
+          and rows(url, 1, "SELECT count(*) FROM tq_unique") == [["1"]], show(r))
+    sql(url, "DROP TABLE tq_unique")
+
     # Lay out every state: a dead letter in the group, a processed row long ago, a held lease,
     # a dead letter in the table.
     sql(url, "UPDATE tq_jobs SET queue = 'work.dead', attempt = 3 WHERE id = 1;"
@@ -394,6 +414,26 @@ for db, url in urls.items():
     dead = rows(url, 1, "SELECT id FROM tq_jobs_dead ORDER BY id")
     check(f"{db}: purge kept what is newer and what is unfinished",
           [g[0] for g in got] == ["1", "4", "5", "100"] and dead == [["102"]], (got, dead))
+    # cancel: a queued row finished, then not found (exit 3), nothing changed by a refusal
+    sql(url, "INSERT INTO tq_jobs (id, queue, attempt, retry_after, payload)"
+             " VALUES (200, 'work', 1, '2020-01-01 00:00:00', 'cancel me')")
+    r = run("cancel", *base, "--in", "tq_jobs", "200")
+    check(f"{db}: cancel finishes a queued row (processed_at set), exit 0",
+          r.returncode == 0 and "cancelled row 200 of table tq_jobs" in r.stdout and
+          rows(url, 1, "SELECT COUNT(*) FROM tq_jobs WHERE id = 200 AND processed_at IS NOT NULL")
+          == [["1"]], show(r))
+    before = rows(url, 2, "SELECT COUNT(*), COUNT(processed_at) FROM tq_jobs")
+    r = run("cancel", *base, "--in", "tq_jobs", "200", "--json")
+    check(f"{db}: cancel of a finished row: not found, exit 3, nothing changed",
+          r.returncode == 3 and "NOT_FOUND" in r.stderr and
+          rows(url, 2, "SELECT COUNT(*), COUNT(processed_at) FROM tq_jobs") == before, show(r))
+    r = run("cancel", *base, "--in", "tq_jobs", "987654")
+    check(f"{db}: cancel of an unknown id: exit 3", r.returncode == 3, show(r))
+    r = run("cancel", *base, "200")
+    one_line_exit_2(f"{db}: cancel without --in where the file has two tables: exit 2", r)
+    r = run("cancel", *base, "--in", "tq_jobs", "twelve")
+    one_line_exit_2(f"{db}: cancel of an id that is no integer: exit 2", r)
+    sql(url, "DELETE FROM tq_jobs WHERE id = 200")
     # A row lock table without a group, processed_at or dead letter: what it cannot tell is
     # null, not a guess; purge finds nothing to delete, requeue nothing to move.
     sql(url, "DROP TABLE IF EXISTS tq_plain;"

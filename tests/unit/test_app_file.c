@@ -5,6 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <tabq/app.h>
+#include <tabq/retention.h>
 #include <unistd.h>
 
 #include "cunit_main.h"
@@ -148,6 +149,7 @@ static const tabq_table compiled_in = {
     .data = contact_columns,
     .ndata = 2,
     .events = {.ack = "UPDATE crm.contacts SET done_at = now() WHERE id = :id"},
+    .cancelled_at = {.name = "cancelled_at"},
 };
 
 static bool same_table(const tabq_table *a, const tabq_table *b) {
@@ -170,6 +172,9 @@ static void prints_a_compiled_in_table(void) {
   CU_ASSERT_TRUE(back->fifo);
   CU_ASSERT_EQUAL(back->data[0].type, TABQ_T_TEXT);
   CU_ASSERT_STRING_EQUAL(back->events.ack, compiled_in.events.ack);
+  CU_ASSERT_PTR_NOT_NULL(strstr(text, "\"cancelled_at\": \"cancelled_at\""));
+  CU_ASSERT_PTR_NOT_NULL_FATAL(back->cancelled_at.name); /* read back (docs/cancel.md) */
+  CU_ASSERT_STRING_EQUAL(back->cancelled_at.name, "cancelled_at");
   CU_ASSERT_TRUE(same_table(back, &compiled_in));
   tabq_table_free(back);
   free(text);
@@ -319,6 +324,27 @@ static const bad_case bad_cases[] = {
      "test.json:1:", "tables[0].payload_schema", "JSON Schema object"},
     {"a NUL in a name", "{\"name\": \"a\\u0000b\", \"tables\": []}", "test.json:1:", NULL,
      "not a JSON document"},
+    {"a processed age without processed_at",
+     T("j", "\"id\": \"id\", \"retention\": {\"processed_age_ms\": 1000}"),
+     "test.json:1:", "tables[0].retention.processed_age_ms", "needs a processed_at column"},
+    {"a negative age",
+     T("j", "\"id\": \"id\", \"processed_at\": \"p\", \"retention\": {\"processed_age_ms\": -1}"),
+     "test.json:1:", "tables[0].retention.processed_age_ms", "0 or more"},
+    {"a retention that deletes nothing",
+     T("j", "\"id\": \"id\", \"processed_at\": \"p\", \"retention\": {\"batch\": 10}"),
+     "test.json:1:", "tables[0].retention", "nothing would ever be deleted"},
+    {"a misspelt retention member",
+     T("j", "\"id\": \"id\", \"processed_at\": \"p\", \"retention\": {\"procesed_age_ms\": 1}"),
+     "test.json:1:", "tables[0].retention.procesed_age_ms", "did you mean \"processed_age_ms\""},
+    {"an interval too short",
+     T("j", "\"id\": \"id\", \"processed_at\": \"p\", \"retention\": {\"processed_age_ms\": 5, "
+            "\"interval_ms\": 3}"),
+     "test.json:1:", "tables[0].retention.interval_ms", "at least 10"},
+    {"a dead letter age without a dead letter",
+     "{\"name\": \"a\", \"tables\": [{\"name\": \"j\", \"id\": \"id\", \"group\": \"g\",\n"
+     " \"retry_after\": \"r\", \"retention\": {\"dead_letter_age_ms\": 1000}}],\n"
+     " \"subscriptions\": [{\"table\": \"j\", \"queue\": \"q\"}]}",
+     "test.json:2:", "tables[0].retention.dead_letter_age_ms", "needs a dead letter destination"},
 };
 
 static void refuses_malformed_files(void) {
@@ -347,6 +373,52 @@ static void refuses_malformed_files(void) {
 }
 
 /* Every JSON example in docs/description-files.md reads (the schema check is tools/). */
+/* A table's retention: read, applied to the app, written back the same; set in C too. */
+static void carries_a_retention(void) {
+  const char *text =
+      "{\"name\": \"a\", \"tables\": [{\"name\": \"j\", \"id\": \"id\", \"group\": \"g\",\n"
+      " \"retry_after\": \"r\", \"processed_at\": \"p\", \"attempt\": \"a\",\n"
+      " \"retention\": {\"processed_age_ms\": 604800000, \"dead_letter_age_ms\": 2592000000,\n"
+      " \"batch\": 200, \"interval_ms\": 30000}}],\n"
+      " \"subscriptions\": [{\"table\": \"j\", \"queue\": \"q\", \"max_attempts\": 5,\n"
+      " \"dead_letter_group\": \"q.dead\"}]}";
+  tabq_app *app = parse(text);
+  CU_ASSERT_PTR_NOT_NULL_FATAL(app);
+  const tabq_retention_options *o = tabq_app_retention(app, "j");
+  CU_ASSERT_PTR_NOT_NULL_FATAL(o);
+  CU_ASSERT_EQUAL(o->processed_age_ms, 604800000);
+  CU_ASSERT_EQUAL(o->dead_letter_age_ms, 2592000000LL);
+  CU_ASSERT_EQUAL(o->batch, 200);
+  CU_ASSERT_EQUAL(o->interval_ms, 30000);
+  CU_ASSERT_PTR_NULL(tabq_app_retention(app, "nope"));
+  char *first = NULL, *second = NULL;
+  CU_ASSERT_EQUAL_FATAL(tabq_app_to_json(app, &first, &err), TABQ_OK);
+  CU_ASSERT_PTR_NOT_NULL(strstr(first, "\"retention\": {\n"));
+  CU_ASSERT_PTR_NOT_NULL(strstr(first, "\"dead_letter_age_ms\": 2592000000"));
+  tabq_app *again = parse(first);
+  CU_ASSERT_PTR_NOT_NULL_FATAL(again);
+  CU_ASSERT_EQUAL(tabq_app_to_json(again, &second, &err), TABQ_OK);
+  CU_ASSERT_STRING_EQUAL(first, second);
+  /* In C: the same rules; destinations are the subscriptions', never the options'. */
+  tabq_retention_options c = TABQ_RETENTION_OPTIONS_INIT;
+  c.processed_age_ms = 1000;
+  CU_ASSERT_EQUAL(tabq_app_set_retention(again, "nope", &c, &err), TABQ_INVALID);
+  CU_ASSERT_PTR_NOT_NULL(strstr(err.message, "no such table"));
+  c.dead_letter_age_ms = 1000;
+  c.dead_letter_groups = (const char *[]){"q.dead"};
+  c.ndead_letter_groups = 1;
+  CU_ASSERT_EQUAL(tabq_app_set_retention(again, "j", &c, &err), TABQ_INVALID);
+  CU_ASSERT_PTR_NOT_NULL(strstr(err.message, "the options name none"));
+  CU_ASSERT_EQUAL(tabq_app_retention(again, "j")->processed_age_ms, 604800000); /* unchanged */
+  c.ndead_letter_groups = 0;
+  CU_ASSERT_EQUAL(tabq_app_set_retention(again, "j", &c, &err), TABQ_OK);
+  CU_ASSERT_EQUAL(tabq_app_retention(again, "j")->processed_age_ms, 1000);
+  free(first);
+  free(second);
+  tabq_app_free(again);
+  tabq_app_free(app);
+}
+
 static void reads_the_docs_examples(void) {
   FILE *f = fopen(TABQ_SOURCE_DIR "/docs/description-files.md", "r");
   CU_ASSERT_PTR_NOT_NULL_FATAL(f);
@@ -383,6 +455,7 @@ int register_tests(void) {
       {"malformed files are refused with file, line, column, member and rule",
        refuses_malformed_files},
       {"the docs' examples read", reads_the_docs_examples},
+      {"a table's retention is read, written back and set in C", carries_a_retention},
       CU_TEST_INFO_NULL,
   };
   static CU_SuiteInfo suites[] = {{"description files", NULL, NULL, NULL, NULL, tests},

@@ -135,6 +135,16 @@ static void generated_lease(void) {
   refused(&t, "locked_until is written by tabq");
 }
 
+static void generated_unique_key(void) {
+  tabq_table t = lease_table;
+  t.unique_key = (tabq_col){.name = "ukey", .generated = true};
+  refused(&t, "unique_key is written by the publish");
+  t.unique_key.generated = false;
+  CU_ASSERT_EQUAL(tabq_table_check(&t, &err), TABQ_OK);
+  t.unique_key.name = t.payload.name;
+  CU_ASSERT_EQUAL(tabq_table_check(&t, &err), TABQ_DECLARATION);
+}
+
 static void data_without_array(void) {
   tabq_table t = lease_table;
   t.ndata = 2;
@@ -189,6 +199,7 @@ int register_tests(void) {
       {"advisory key template", advisory_template},
       {"isolation and mode together", isolation_and_mode},
       {"generated locked_until", generated_lease},
+      {"generated unique_key, and one column for two roles", generated_unique_key},
       {"custom event rules", custom_event_rules},
       {"data count without columns", data_without_array},
       {"NULL description", null_description},

@@ -17,6 +17,7 @@ static const tabq_opt opts[] = {
     {"delay", "DURATION", "due after DURATION (90s, 15m, 2h; needs retry_after)", false},
     {"priority", "N", "the priority (smaller claimed first; needs a priority column)", false},
     {"partition-key", "KEY", "the partition key (needs a partition_key column)", false},
+    {"unique-key", "KEY", "the job's unique key (needs a unique_key column)", false},
     {NULL, NULL, NULL, false},
 };
 
@@ -128,13 +129,25 @@ static int run(tabq_args *a) {
   if (!rc) {
     m.group = opt(a, "queue");
     m.partition_key = opt(a, "partition-key");
+    m.unique_key = opt(a, "unique-key");
     m.payload = payload;
     m.payload_len = len;
     m.headers = headers;
     m.nheaders = nh;
     tabq_error err;
     progress(a, "publishing into %s", t->name);
-    if (tabq_publish(b, t, &m, &err))
+    int code = tabq_publish(b, t, &m, &err);
+    if (code == TABQ_DUPLICATE) {
+      /* Nothing written, and nothing wrong with the command: the key's job is there. */
+      progress_done(a);
+      if (a->json)
+        print_json(json_pack("{s:s,s:s?,s:s,s:I,s:i}", "table", t->name, "queue", m.group,
+                             "unique_key", m.unique_key, "duplicate_of",
+                             (json_int_t)err.duplicate_id, "published", 0));
+      else
+        printf("not published: %s\n", err.message);
+      rc = EXIT_FOUND;
+    } else if (code)
       rc =
           fail_err(a, err.code == TABQ_BACKEND || err.code == TABQ_SCHEMA ? EXIT_FOUND : EXIT_USAGE,
                    "publishing", &err);
@@ -160,13 +173,16 @@ const tabq_cmd tabq_cmd_publish = {
     .summary = "write one row into a queue table",
     .synopsis = "tabq publish --url URL --table FILE [--queue QUEUE] [--header NAME=VALUE]...\n"
                 "               [--delay DURATION] [--priority N] [--partition-key KEY]\n"
+                "               [--unique-key KEY]\n"
                 "               [PAYLOAD | --file FILE | < FILE]",
     .description =
         "    Writes one row into the table the description file describes, as tabq_publish()\n"
         "    does: the payload from the argument, from --file, or from stdin when neither is\n"
         "    given and stdin is not a terminal. A table with a group column needs --queue.\n"
         "    The library's rules apply: --delay needs a retry_after column, --priority a\n"
-        "    priority column; a refusal names the table and the rule.\n",
+        "    priority column; a refusal names the table and the rule. With --unique-key, a\n"
+        "    key a row holds already writes nothing: the command says which row holds it\n"
+        "    and exits 1.\n",
     .opts = opts,
     .max_operands = 1,
     .run = run,

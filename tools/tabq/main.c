@@ -9,8 +9,8 @@
 
 /* Every subcommand, in the order `tabq --help` lists them: a new one is a file and a line. */
 static const tabq_cmd *const commands[] = {
-    &tabq_cmd_schema,  &tabq_cmd_check, &tabq_cmd_plugins,  &tabq_cmd_publish, &tabq_cmd_stats,
-    &tabq_cmd_requeue, &tabq_cmd_purge, &tabq_cmd_asyncapi, &tabq_cmd_web,
+    &tabq_cmd_schema,  &tabq_cmd_check, &tabq_cmd_plugins, &tabq_cmd_publish,  &tabq_cmd_stats,
+    &tabq_cmd_requeue, &tabq_cmd_purge, &tabq_cmd_cancel,  &tabq_cmd_asyncapi, &tabq_cmd_web,
 };
 #define NCOMMANDS (sizeof commands / sizeof commands[0])
 
@@ -20,7 +20,8 @@ static const char exit_codes[] =
     "    1  done, and a failure found: a statement check failed, a row or a plugin\n"
     "       was refused (said on stdout or stderr)\n"
     "    2  a usage, description or connection error, one line on "
-    "stderr\n";
+    "stderr\n"
+    "    3  cancel: no unfinished row has the id\n";
 
 static void usage(FILE *f) {
   fprintf(f, "NAME\n    tabq - operate tabq queues: their tables, rows and plugins\n\n"

@@ -79,7 +79,9 @@ TABQ_API int tabq_check_subscription(tabq_broker *b, const tabq_table *table,
                                      const tabq_subscription_options *options,
                                      tabq_check_report *report, tabq_error *err);
 /* What tabq_publish and tabq_publish_many would prepare: the insert, the insert of many rows
- * (each power of two a batch writes, one item), and the notify with listen_notify. */
+ * (each power of two a batch writes, one item), and the notify with listen_notify; on a table
+ * with a unique_key, the key's unique index (an error whose `sql` creates it when it is missing,
+ * docs/unique-jobs.md) and the query of a key's holder. */
 TABQ_API int tabq_check_publish(tabq_broker *b, const tabq_table *table, tabq_check_report *report,
                                 tabq_error *err);
 /* What tabq_route(b, name, table) would accept, and then what a subscription by name

@@ -22,7 +22,9 @@
   X(POOL_TIMEOUT, "no pooled connection became free in time")                                      \
   X(IO, "an operating system call failed")                                                         \
   X(NOMEM, "out of memory")                                                                        \
-  X(INVALID, "an argument is invalid")
+  X(INVALID, "an argument is invalid")                                                             \
+  X(DUPLICATE, "a row holds the message's unique key already, so nothing was written")             \
+  X(NOT_FOUND, "no such row: nothing was changed")
 
 typedef enum tabq_code {
 #define TABQ_CODE_ENUM_(name, text) TABQ_##name,

@@ -119,6 +119,17 @@ typedef struct tabq_table {
   size_t ndata;
 
   tabq_events events; /* statements of the service's own */
+
+  /* ---- 1.9 ---- */
+  /* Unique jobs (docs/unique-jobs.md): the text column that holds a message's unique_key, under
+   * a unique index of that one column (the whole table's, or on PostgreSQL and SQLite a partial
+   * one over the unfinished rows, "WHERE processed_at IS NULL"). A publish whose key a row holds
+   * already writes nothing and reports TABQ_DUPLICATE with that row's id. Needs plugin ABI 1.9. */
+  tabq_col unique_key;
+  /* A nullable time column tabq_cancel writes when it cancels a row (docs/cancel.md). With it,
+   * a row in work can be cancelled: the mark tells its handler (tabq_delivery_cancelled) and turns
+   * its settlement into a drop; without it, only rows not in work can be. */
+  tabq_col cancelled_at;
 } tabq_table;
 
 /* The size of the first tabq_table a 1.x tabq reads: a smaller `size` is refused. */

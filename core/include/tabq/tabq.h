@@ -72,7 +72,11 @@ typedef struct tabq_error {
   /* ABI 1.7: where in the statement the database says the failure is, the character counted
    * from 1 (PostgreSQL and SQLite tell it for most syntax errors and unknown names); else 0. */
   uint32_t position;
-  char reserved_[60]; /* zero; room for details a later 1.x adds */
+  char reserved_pad_[4]; /* zero */
+  /* 1.9: TABQ_DUPLICATE on a table whose id holds integers: the id of the row that holds the
+   * message's unique key (the message names it whatever the id's type); else 0. */
+  int64_t duplicate_id;
+  char reserved_[48]; /* zero; room for details a later 1.x adds */
 } tabq_error;
 
 /* "LEASE_LOST", "SCHEMA", ... */
@@ -299,6 +303,8 @@ typedef struct tabq_stats {
   uint64_t dropped;
   uint64_t delayed;
   uint64_t claim_round_trips;
+  /* Appended: of `dropped`, the settlements a cancel turned into a drop (docs/cancel.md). */
+  uint64_t cancelled;
 } tabq_stats;
 
 /* Copies the counters into `out`, `size` bytes of it (sizeof *out as the service was compiled):
@@ -405,12 +411,19 @@ typedef struct tabq_message {
   tabq_value id;          /* when the id column is not generated */
   const tabq_value *data; /* row mode: one value per data column, in description order */
   size_t ndata;
+  /* 1.9, where the table has a unique_key column: the job's key, UTF-8 (NULL: none, the column
+   * is left NULL and the row is not unique). A key a row holds already writes nothing and the
+   * publish returns TABQ_DUPLICATE (docs/unique-jobs.md). */
+  const char *unique_key;
 } tabq_message;
 
 #define TABQ_MESSAGE_INIT TABQ_SIZED_INIT(tabq_message)
 #define TABQ_MESSAGE_SIZE_1_0 (offsetof(tabq_message, ndata) + sizeof(size_t))
 
-/* Writes one row and wakes this process's subscriptions of its table (and group). */
+/* Writes one row and wakes this process's subscriptions of its table (and group). On a table
+ * with a unique_key column, a message whose key a row holds already writes nothing and returns
+ * TABQ_DUPLICATE, err->duplicate_id and err->message naming the holder; concurrent publishers of
+ * one key write exactly one row (the database's unique index decides). */
 TABQ_API int tabq_publish(tabq_broker *b, const tabq_table *table, const tabq_message *m,
                           tabq_error *err);
 /* Writes n rows in one transaction on one connection: all of them or none. Every message is
@@ -427,6 +440,17 @@ TABQ_API int tabq_publish(tabq_broker *b, const tabq_table *table, const tabq_me
  * program compiled against an older tabq works as it is. */
 TABQ_API int tabq_publish_many(tabq_broker *b, const tabq_table *table,
                                const tabq_message *const *msgs, size_t n, tabq_error *err);
+/* tabq_publish_many for a table with a unique_key column, telling each message's fate: codes[i]
+ * gets TABQ_OK (written) or TABQ_DUPLICATE (its key was held: nothing written for it), and
+ * ids[i], when `ids` is not NULL, the holder's id for a duplicate on a table of integer ids (0
+ * otherwise). The messages whose keys were free are written and committed together; the call
+ * returns TABQ_OK when every message was written, TABQ_DUPLICATE when some were not (err names
+ * how many and the first), or a failure as tabq_publish_many's, with nothing written. Each row is
+ * one insert here (a key's conflict is told row by row). On a table without unique_key it is
+ * tabq_publish_many, every code TABQ_OK. */
+TABQ_API int tabq_publish_many_results(tabq_broker *b, const tabq_table *table,
+                                       const tabq_message *const *msgs, size_t n, int *codes,
+                                       int64_t *ids, tabq_error *err);
 /* The insert the broker's dialect renders for `table`, as SQL text. */
 TABQ_API int tabq_insert_sql(tabq_broker *b, const tabq_table *table, char *buf, size_t cap,
                              tabq_error *err);
@@ -454,7 +478,8 @@ typedef int (*tabq_row_fn)(void *user, const tabq_value *cells, unsigned ncols);
 TABQ_API int tabq_tx_query(tabq_tx *tx, const char *sql, const tabq_value *params, unsigned n,
                            unsigned ncols, tabq_row_fn row, void *user, tabq_error *err);
 /* Writes a message's row in the transaction, as tabq_publish writes it; its wake-up waits for
- * the commit and is dropped by a rollback. */
+ * the commit and is dropped by a rollback. A duplicate unique key (TABQ_DUPLICATE) writes
+ * nothing and leaves the transaction usable: the service decides whether to commit. */
 TABQ_API int tabq_publish_tx(tabq_tx *tx, const tabq_table *table, const tabq_message *m,
                              tabq_error *err);
 /* Commits (a failed commit rolls back) and ends the transaction, then wakes the subscriptions of
@@ -512,3 +537,4 @@ TABQ_API int tabq_subscribe_to(tabq_broker *b, const char *name,
 
 #include <tabq/schema.h>
 #include <tabq/check.h>
+#include <tabq/cancel.h>

@@ -42,7 +42,7 @@ extern "C" {
 #endif
 
 #define TABQ_ABI_MAJOR 1
-#define TABQ_ABI_MINOR 8
+#define TABQ_ABI_MINOR 9
 #define TABQ_ABI_VERSION ((uint32_t)(TABQ_ABI_MAJOR << 16 | TABQ_ABI_MINOR))
 #define TABQ_ABI_MAJOR_OF(v) ((uint32_t)(v) >> 16)
 #define TABQ_ABI_MINOR_OF(v) ((uint32_t)(v)&0xffffu)
@@ -118,6 +118,7 @@ typedef enum tabq_param {
   TABQ_P_PAYLOAD,       /* insert: the payload (TABQ_T_BYTES) */
   TABQ_P_ATTEMPT,       /* insert: the first attempt */
   TABQ_P_CHANNEL,       /* notify: the table's notification channel (text) */
+  TABQ_P_UNIQUE_KEY,    /* ABI 1.9, insert and find_unique: the message's unique key (text) */
   TABQ_P_DATA = 256,    /* insert: data column n is TABQ_P_DATA + n */
 } tabq_param;
 
@@ -251,6 +252,10 @@ typedef enum tabq_schema_part {
    * age and stats' processed counts walk. Rendered after the claim-order index; a dialect that
    * renders nothing for it (out->sql left NULL) leaves it out. */
   TABQ_SCHEMA_FINISHED_INDEX,
+  /* ABI 1.9: the unique index of a table's unique_key column (index_name "jobs_unique"), over the
+   * unfinished rows where the database has partial indexes and the table has processed_at, else
+   * over every row. Nothing for a table without the role. */
+  TABQ_SCHEMA_UNIQUE_INDEX,
 } tabq_schema_part;
 
 /* tabq_schema_spec.flags. */
@@ -360,6 +365,18 @@ typedef struct tabq_dialect_v1 {
    * one of them (on SQLite the rowid of an INTEGER PRIMARY KEY too). No row: no index, or no such
    * table. With it the statement check tells whether the claims have an index to walk. */
   tabq_build_fn indexes;
+
+  /* ---- ABI 1.9 ---- */
+  /* Unique jobs (tabq_table.unique_key, docs/unique-jobs.md). A 1.9 dialect's `insert`, for a
+   * table with a unique_key column, writes that column (UNIQUE_KEY, NULL when the message has no
+   * key) and, when a row holds the key already, writes nothing without failing: the statement
+   * changes 0 rows (PostgreSQL and SQLite: ON CONFLICT (key) DO NOTHING; MySQL: INSERT IGNORE). The
+   * core then runs find_unique, and never asks insert_rows for such a table. A plugin that sets
+   * find_unique returns a fifth cell from its `indexes` query, 1 when the index is unique (0
+   * otherwise), which the core reads to check the key's unique index at open. find_unique:
+   * UNIQUE_KEY -> the id of a row that holds the key, an unfinished one first (no row when none
+   * does). Without it the core refuses a table with a unique_key column. */
+  tabq_build_fn find_unique;
 } tabq_dialect_v1;
 
 /* ---- Capability flags, every one in this one place ------------------------------------------

@@ -55,11 +55,14 @@ typedef struct tabq_sql_style {
    * then gives that order, where a planner that does not take "IS NULL" for a constant
    * (PostgreSQL) would take the primary key's id order instead and walk the finished rows. */
   bool order_by_processed_at;
+  /* ABI 1.9: a unique key's insert is "INSERT IGNORE" (MySQL), not the "ON CONFLICT (k) DO
+   * NOTHING" of PostgreSQL and SQLite. */
+  bool insert_ignore;
 } tabq_sql_style;
 
 /* Defines `static int name(const tabq_build *b, tabq_stmt *out)` as tabq_sqlb_<name> in `style`,
  * a vtable member: TABQ_SQLB_MEMBER(pg_style, ack) then `.ack = ack`. For insert, insert_rows,
- * ack, discard, retry, retry_after, dead_letter_group, lease_extend, lease_release,
+ * find_unique, ack, discard, retry, retry_after, dead_letter_group, lease_extend, lease_release,
  * count_attempt_row, lease_one and lease_stamp. */
 #define TABQ_SQLB_MEMBER(style, name)                                                              \
   static int name(const tabq_build *b, tabq_stmt *out) {                                           \
@@ -155,14 +158,20 @@ int tabq_sqlb_key_template(const tabq_sql_style *s, const tabq_build *b, tabq_st
 /* "INSERT INTO T (cols) VALUES (params)": every role column that is not generated, in the order
  * id, group, priority, partition_key, retry_after, attempt, headers, payload, binding ID, GROUP,
  * PRIORITY, PARTITION_KEY, RETRY_AT, ATTEMPT, HEADERS, PAYLOAD; then the data columns that are
- * not generated, column n binding TABQ_P_DATA + n. No column: "INSERT INTO T" and empty_insert. */
+ * not generated, column n binding TABQ_P_DATA + n; then unique_key binding UNIQUE_KEY (ABI 1.9),
+ * followed by " ON CONFLICT (unique_key)[ WHERE processed_at IS NULL] DO NOTHING" (or, with the
+ * style's insert_ignore, "INSERT IGNORE INTO"), so a key a row holds changes no row. No column:
+ * "INSERT INTO T" and empty_insert. */
 int tabq_sqlb_insert(const tabq_sql_style *s, const tabq_build *b, tabq_stmt *out);
 /* insert_rows (ABI 1.4): insert's "INSERT INTO T (cols) VALUES (params)" with b->rows tuples of
  * params, ", " between them, row k's placeholders the k-th copy of insert's list
  * (tabq_sqlb_param_row): "VALUES ($1, $2), ($3, $4)". out->params holds insert's list once.
- * Declines (no SQL, TABQ_OK) a table whose insert writes no column; TABQ_INVALID when b->rows is
- * 0. */
+ * Declines (no SQL, TABQ_OK) a table whose insert writes no column, and one with a unique_key;
+ * TABQ_INVALID when b->rows is 0. */
 int tabq_sqlb_insert_rows(const tabq_sql_style *s, const tabq_build *b, tabq_stmt *out);
+/* find_unique (ABI 1.9): "SELECT id FROM T WHERE unique_key = :UNIQUE_KEY[ ORDER BY CASE WHEN
+ * processed_at IS NULL THEN 0 ELSE 1 END] LIMIT 1". */
+int tabq_sqlb_find_unique(const tabq_sql_style *s, const tabq_build *b, tabq_stmt *out);
 /* ack and discard: the row is finished. With processed_at "UPDATE T SET processed_at = now[,
  * locked_until = NULL]", else "DELETE FROM T"; then where_row. */
 int tabq_sqlb_ack(const tabq_sql_style *s, const tabq_build *b, tabq_stmt *out);
@@ -284,6 +293,10 @@ typedef struct tabq_sql_schema {
  * - TABQ_SCHEMA_INDEX: "CREATE INDEX [IF NOT EXISTS] name ON T (key)[ WHERE processed_at IS
  *   NULL]" (tabq_sqlb_claim_key); no SQL where the key is the id alone (the primary key gives
  *   that order) or the index is inline and not asked ALONE.
+ * - TABQ_SCHEMA_UNIQUE_INDEX (ABI 1.9): "CREATE UNIQUE INDEX [IF NOT EXISTS] name ON T
+ *   (unique_key)[ WHERE processed_at IS NULL]", partial with partial_index; inline (the column
+ *   " UNIQUE" in CREATE TABLE) where the claim index is, unless asked ALONE. Nothing without the
+ *   role. The table's unique_key column is key_text.
  * - TABQ_SCHEMA_DEAD_TABLE: b->dead_letter_table, the table's columns (its id the id's type as
  *   the PRIMARY KEY, never generated: the dead letter's copy writes it), no index; no SQL
  *   without a name.
