@@ -147,6 +147,8 @@ void tabq_shutdown(tabq_broker *b) {
 static void shut_down(tabq_broker *b) {
   if (atomic_exchange(&b->shut, true))
     return;
+  /* No slot is published once shutdown begins: the other processes of a job publish them. */
+  tabq__scheduler_stop(b);
   pthread_mutex_lock(&b->mu);
   tabq_subscription *subs = b->subs;
   pthread_mutex_unlock(&b->mu);
@@ -168,6 +170,7 @@ void tabq_close(tabq_broker *b) {
     return;
   const tabq_logger *outer = tabq__log_enter(&b->log);
   shut_down(b);
+  tabq__scheduler_free(b);
   for (tabq_subscription *s = b->subs, *next; s; s = next) {
     next = s->next;
     tabq__sub_free(s);

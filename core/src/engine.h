@@ -90,7 +90,14 @@ struct tabq_broker {
   /* retention.c: the pruner of the tables tabq_retain registered (NULL until the first), under
    * mu; shutdown stops it before the pool closes. */
   struct tabq_retainer *retainer;
+  /* schedule.c: the periodic jobs and their thread, made by the first tabq_schedule */
+  struct tabq_scheduler *scheduler;
 };
+
+/* schedule.c: stops and joins the scheduler thread (tabq_shutdown); frees it (tabq_close). */
+typedef struct tabq_scheduler tabq_scheduler;
+void tabq__scheduler_stop(tabq_broker *b);
+void tabq__scheduler_free(tabq_broker *b);
 
 /* What a settlement does with its row (settle.c). */
 typedef enum tabq_action {
