@@ -9,7 +9,7 @@
 - two processes with the catch-up policy publish the latest missed slot of an hourly job once
   between them;
 - a table without a unique_key column and a spec that does not parse are refused (exit 2),
-  naming the rule.
+  naming the rule; --next prints slots and keys without a database.
 
 usage: test_schedule_live.py TABQ SQL_RUN DESCRIPTION_FILE"""
 import os
@@ -179,7 +179,26 @@ def caught_up(db, url):
         check(f"{db}: skip publishes nothing of an hourly job mid-hour", not got, got)
 
 
+def next_slots():
+    r = subprocess.run([tabq, "schedule", "--next", "3", "--cron", "30 2 * * *", "--zone",
+                        "Europe/Berlin", "--name", "nightly", "--after", "2027-03-26T12:00:00Z"],
+                       capture_output=True, text=True, timeout=60)
+    want = ("2027-03-27T01:30:00Z  nightly:2027-03-27T01:30Z\n"
+            "2027-03-28T01:00:00Z  nightly:2027-03-28T01:00Z\n"
+            "2027-03-29T00:30:00Z  nightly:2027-03-29T00:30Z\n")
+    check("--next prints the slots over a clock change and their keys",
+          r.returncode == 0 and r.stdout == want, r.stdout + r.stderr)
+    r = subprocess.run([tabq, "schedule", "--next", "1", "--every", "1h", "--after", "3601",
+                        "--json"], capture_output=True, text=True, timeout=60)
+    check("--next --json", r.returncode == 0 and '"unix": 7200' in r.stdout, r.stdout + r.stderr)
+    r = subprocess.run([tabq, "schedule", "--next", "1", "--cron", "* * * * 8"],
+                       capture_output=True, text=True, timeout=60)
+    check("--next refuses a bad expression with its position", r.returncode == 2 and
+          "field 5 (day of week), position 9: 8 is out of 0-7" in r.stderr, r.stderr)
+
+
 def main():
+    next_slots()
     for db, url in urls.items():
         sql(url, DDL[db])
         refusals(db, url)

@@ -1,5 +1,6 @@
 /* tabq schedule: publishes a periodic job's slots until Ctrl-C, as tabq_schedule does in a
  * service; or, with --next, prints the slots a spec gives, without a database. */
+#define _GNU_SOURCE /* strptime, timegm */
 #include <errno.h>
 #include <pthread.h>
 #include <signal.h>
@@ -25,6 +26,7 @@ static const tabq_opt opts[] = {
     {"header", "NAME=VALUE", "a header of each row (repeatable)", true},
     {"lead", "DURATION", "write each row this long before its slot (default 5s)", false},
     {"next", "N", "print the next N slots and their keys instead, without a database", false},
+    {"after", "TIME", "with --next: from TIME (2027-03-26T12:00:00Z, or Unix seconds)", false},
     {NULL, NULL, NULL, false},
 };
 
@@ -55,10 +57,19 @@ static int print_next(tabq_args *a, const char *spec, const char *zone) {
   long n = strtol(opt(a, "next"), &end, 10);
   if (errno || *end || n < 1 || n > 10000)
     return fail(a, EXIT_USAGE, "--next %s: write a count from 1 to 10000", opt(a, "next"));
-  const char *name = opt(a, "name");
+  const char *name = opt(a, "name"), *after = opt(a, "after");
   struct timespec now;
   clock_gettime(CLOCK_REALTIME, &now);
   int64_t t = (int64_t)now.tv_sec * 1000000 + now.tv_nsec / 1000;
+  if (after) {
+    struct tm tm = {0};
+    const char *rest = strptime(after, "%Y-%m-%dT%H:%M:%SZ", &tm);
+    errno = 0;
+    long long secs = rest && !*rest ? (long long)timegm(&tm) : strtoll(after, &end, 10);
+    if ((!rest || *rest) && (errno || *end || end == after))
+      return fail(a, EXIT_USAGE, "--after %s: write 2027-03-26T12:00:00Z or Unix seconds", after);
+    t = secs * 1000000;
+  }
   json_t *slots = a->json ? json_array() : NULL;
   for (long i = 0; i < n; i++) {
     tabq_error err;
@@ -172,8 +183,9 @@ const tabq_cmd tabq_cmd_schedule = {
         "    slot's unique key, NAME:2026-12-04T12:00Z, so any number of these (and of\n"
         "    services scheduling the same job) publish each slot exactly once; the table\n"
         "    needs a unique_key column. The payload, queue and headers are every row's.\n"
-        "    With --next, prints the next N slots in UTC (and with --name their keys) and\n"
-        "    touches no database: a way to check an expression and its zone.\n",
+        "    With --next, prints the next N slots in UTC after now (or --after TIME), and\n"
+        "    with --name their keys, touching no database: a way to check an expression\n"
+        "    and its zone.\n",
     .opts = opts,
     .max_operands = 1,
     .run = run,
