@@ -11,6 +11,7 @@
 #include "app_model.h"
 #include <tabq/asyncapi.h>
 #include <tabq/retention.h>
+#include <tabq/schedule.h>
 #include <tabq/check.h>
 #include "error.h"
 #include "sized.h"
@@ -230,6 +231,16 @@ static int retain_tables(tabq_app *app, tabq_broker *b, char **argv) {
   return status;
 }
 
+/* Each of the app's periodic jobs on the broker's scheduler (tabq/schedule.h). */
+static int schedule_jobs(tabq_app *app, tabq_broker *b, char **argv) {
+  for (size_t i = 0; i < app->nscheds; i++) {
+    tabq_error err;
+    if (tabq_schedule(b, &app->scheds[i]->table->t, &app->scheds[i]->o, &err))
+      return failed(argv, "scheduling", &err);
+  }
+  return EXIT_RAN;
+}
+
 static void *running(void *arg) {
   app_run *run = arg;
   run->pub.app->hooks.running(&run->pub);
@@ -267,6 +278,8 @@ static int run_app(tabq_app *app, const main_options *o, char **argv) {
     status = open_subscriptions(app, b, subs, argv);
   if (!status)
     status = retain_tables(app, b, argv);
+  if (!status)
+    status = schedule_jobs(app, b, argv);
   pthread_t hook;
   bool hooked = false;
   if (!status) {

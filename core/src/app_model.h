@@ -6,6 +6,7 @@
 
 #include <tabq/app.h>
 #include <tabq/retention.h>
+#include <tabq/schedule.h>
 
 typedef struct tabq_app_desc {
   tabq_table t; /* full size; its strings are the app's */
@@ -27,6 +28,13 @@ typedef struct tabq_app_route {
   const tabq_app_desc *table;
 } tabq_app_route;
 
+/* app_schedule.c: a periodic job of the app (tabq/schedule.h), its strings the app's. */
+typedef struct tabq_app_sched {
+  const tabq_app_desc *table;
+  tabq_schedule_options o; /* full size; o.message is &m */
+  tabq_message m;          /* full size: group, payload, priority, partition key, headers */
+} tabq_app_sched;
+
 typedef struct tabq_app_schema {
   const char *table, *queue; /* queue NULL: the table's */
   const char *json;
@@ -42,8 +50,10 @@ struct tabq_app {
   size_t nroutes;
   tabq_app_schema **schemas;
   size_t nschemas;
-  tabq_app_hooks hooks; /* tabq_app_main's, full size */
-  void **owned;         /* every allocation above, freed with the app */
+  tabq_app_hooks hooks;    /* tabq_app_main's, full size */
+  tabq_app_sched **scheds; /* app_schedule.c */
+  size_t nscheds;
+  void **owned; /* every allocation above, freed with the app */
   size_t nowned, owned_cap;
 };
 

@@ -580,6 +580,97 @@ static int read_sub(reader *r, json_t *obj) {
   return read_schema(r, obj, t->name, route ? route : o.queue);
 }
 
+static const choice missed_policies[] = {
+    {"skip", TABQ_MISSED_SKIP}, {"catch-up", TABQ_MISSED_CATCH_UP}, {NULL, 0}};
+
+/* A schedule's "headers": an object of string values. */
+static int read_headers(reader *r, json_t *obj, tabq_header *out, size_t cap, size_t *n) {
+  json_t *h = json_object_get(obj, "headers");
+  *n = 0;
+  if (!h)
+    return TABQ_OK;
+  if (!json_is_object(h) || json_object_size(h) > cap)
+    return fail(r, "headers", "\"headers\" is an object of at most %zu string values", cap);
+  const char *key;
+  json_t *v;
+  json_object_foreach(h, key, v) {
+    if (!json_is_string(v)) {
+      enter(r, "headers", 0);
+      int rc = fail(r, key, "a header's value is a string");
+      leave(r);
+      return rc;
+    }
+    out[*n].name = key;
+    out[(*n)++].value = json_string_value(v);
+  }
+  return TABQ_OK;
+}
+
+/* "schedules": [{"name", "table", "cron" or "every", "zone", "missed", "lead_ms", "queue",
+ * "payload", "partition_key", "headers"}] (docs/schedule.md). */
+static int read_schedule(reader *r, json_t *obj) {
+  static const char *const known[] = {"name",    "table",   "cron",          "every",
+                                      "zone",    "missed",  "lead_ms",       "queue",
+                                      "payload", "headers", "partition_key", NULL};
+  tabq_schedule_options o = TABQ_SCHEDULE_OPTIONS_INIT;
+  tabq_message m = TABQ_MESSAGE_INIT;
+  tabq_header headers[64];
+  const char *table = NULL, *cron = NULL, *every = NULL, *payload = NULL;
+  int rc = need_object(r, obj, NULL, "a schedule");
+  if (!rc)
+    rc = members_known(r, obj, "a schedule", known);
+  if (!rc)
+    rc = read_string(r, obj, "name", true, &o.name);
+  if (!rc)
+    rc = read_string(r, obj, "table", true, &table);
+  if (!rc)
+    rc = read_string(r, obj, "cron", false, &cron);
+  if (!rc)
+    rc = read_string(r, obj, "every", false, &every);
+  if (!rc && !cron == !every)
+    rc = fail(r, cron ? "every" : NULL,
+              "a schedule's slots are a \"cron\" expression or an \"every\" interval: give "
+              "exactly one");
+  if (!rc)
+    rc = read_string(r, obj, "zone", false, &o.zone);
+  if (!rc)
+    rc = read_choice(r, obj, "missed", missed_policies, (int *)&o.missed);
+  if (!rc)
+    rc = read_count(r, obj, "lead_ms", 3600000, &o.lead_ms);
+  if (!rc)
+    rc = read_string(r, obj, "queue", false, &m.group);
+  if (!rc)
+    rc = read_string(r, obj, "partition_key", false, &m.partition_key);
+  if (!rc)
+    rc = read_string(r, obj, "payload", false, &payload);
+  if (!rc)
+    rc = read_headers(r, obj, headers, sizeof headers / sizeof headers[0], &m.nheaders);
+  if (rc)
+    return rc;
+  char spec[512];
+  snprintf(spec, sizeof spec, "%s%s", cron ? "" : "every ", cron ? cron : every);
+  o.spec = spec;
+  m.payload = payload;
+  m.payload_len = payload ? strlen(payload) : 0;
+  m.headers = headers;
+  o.message = &m;
+  r->table = table;
+  if (tabq_app_add_schedule(r->app, table, &o, r->err)) {
+    const char *said = r->err->message;
+    const char *member = strstr(said, "spec") || strstr(said, "interval")
+                             ? (cron ? "cron" : "every")
+                         : strstr(said, "zone")                                    ? "zone"
+                         : strstr(said, "catch-up")                                ? "missed"
+                         : strstr(said, "schedule name") || strstr(said, "a name") ? "name"
+                         : strstr(said, "header")                                  ? "headers"
+                         : strstr(said, "partition")                               ? "partition_key"
+                         : strstr(said, "group")                                   ? "queue"
+                                                                                   : "table";
+    return fail_rule(r, obj, member);
+  }
+  return TABQ_OK;
+}
+
 static int read_list(reader *r, json_t *doc, const char *key, int (*read)(reader *, json_t *)) {
   json_t *list = json_object_get(doc, key);
   if (!list)
@@ -603,8 +694,9 @@ static int read_list(reader *r, json_t *doc, const char *key, int (*read)(reader
 }
 
 static int read_app(reader *r, json_t *doc) {
-  static const char *const known[] = {"$schema", "name",          "version", "description",
-                                      "tables",  "subscriptions", "routes",  NULL};
+  static const char *const known[] = {"$schema",     "name",      "version",
+                                      "description", "tables",    "subscriptions",
+                                      "routes",      "schedules", NULL};
   int rc = members_known(r, doc, "an app", known);
   const char *schema = NULL, *description = NULL;
   if (!rc)
@@ -624,12 +716,15 @@ static int read_app(reader *r, json_t *doc) {
     rc = read_list(r, doc, "subscriptions", read_sub);
   if (!rc)
     rc = retention_destinations(r);
+  if (!rc)
+    rc = read_list(r, doc, "schedules", read_schedule);
   return rc;
 }
 
 /* A file of one table: an app of that table alone, named after it. */
 static int read_one_table(reader *r, json_t *doc) {
-  static const char *const app_only[] = {"tables", "subscriptions", "routes", "version", NULL};
+  static const char *const app_only[] = {"tables",  "subscriptions", "routes",
+                                         "version", "schedules",     NULL};
   for (const char *const *k = app_only; *k; k++)
     if (json_object_get(doc, *k))
       return fail(r, *k,

@@ -214,6 +214,38 @@ int tabq_table_to_json(const tabq_table *table, char **out, tabq_error *err) {
   return dump(&w, table_json(&w, &t, NULL, NULL), out, err);
 }
 
+/* A schedule as the file's "schedules" hold it: an interval as "every", anything else "cron". */
+static json_t *sched_json(writer *w, const tabq_app_sched *s) {
+  const tabq_schedule_options *o = &s->o;
+  const tabq_message *m = &s->m;
+  json_t *j = json_object();
+  if (!j)
+    return NULL;
+  put(w, j, "name", json_string(o->name));
+  put(w, j, "table", json_string(s->table->t.name));
+  bool every = !strncmp(o->spec, "every ", 6);
+  put(w, j, every ? "every" : "cron", json_string(every ? o->spec + 6 : o->spec));
+  if (o->zone)
+    put(w, j, "zone", json_string(o->zone));
+  if (o->missed == TABQ_MISSED_CATCH_UP)
+    put(w, j, "missed", json_string("catch-up"));
+  if (o->lead_ms)
+    put(w, j, "lead_ms", json_integer(o->lead_ms));
+  if (m->group)
+    put(w, j, "queue", json_string(m->group));
+  if (m->partition_key)
+    put(w, j, "partition_key", json_string(m->partition_key));
+  if (m->payload)
+    put(w, j, "payload", json_stringn(m->payload, m->payload_len));
+  if (m->nheaders) {
+    json_t *h = json_object();
+    for (size_t i = 0; h && i < m->nheaders; i++)
+      put(w, h, m->headers[i].name, json_string(m->headers[i].value));
+    put(w, j, "headers", h);
+  }
+  return j;
+}
+
 int tabq_app_to_json(const tabq_app *app, char **out, tabq_error *err) {
   tabq__err_clear(err);
   if (!app || !out)
@@ -261,6 +293,13 @@ int tabq_app_to_json(const tabq_app *app, char **out, tabq_error *err) {
       put(&w, doc, "routes", json_incref(routes));
     if (app->nsubs)
       put(&w, doc, "subscriptions", json_incref(subs));
+    if (app->nscheds) {
+      json_t *scheds = json_array();
+      for (size_t i = 0; scheds && i < app->nscheds; i++)
+        if (json_array_append_new(scheds, sched_json(&w, app->scheds[i])))
+          w.failed = true;
+      put(&w, doc, "schedules", scheds);
+    }
   }
   json_decref(routes);
   json_decref(subs);

@@ -10,6 +10,7 @@
 #include "clock.h"
 #include "engine.h"
 #include "error.h"
+#include "schedule_int.h"
 #include "schedule_slots.h"
 #include "sized.h"
 
@@ -295,6 +296,22 @@ static int check_template(const tabq_schedule_options *o, const tabq_table *t,
                            "schedule %s: the template's header %zu has no name or no value",
                            o->name, i);
   return tabq__message_check(t, m, err);
+}
+
+int tabq__schedule_check(const tabq_table *t, const tabq_schedule_options *o, const tabq_message *m,
+                         tabq_error *err) {
+  tabq_cron cron;
+  tabq_zone zone;
+  int rc = check_options(o, t, err);
+  if (!rc)
+    rc = tabq__spec_parse(o->spec, o->zone, &cron, err);
+  if (!rc && !(rc = tabq__zone_open(o->zone, &zone, err)))
+    tabq__zone_close(&zone);
+  if (!rc && m)
+    rc = check_template(o, t, m, err);
+  if (rc && err && !err->table[0])
+    snprintf(err->table, sizeof err->table, "%s", t->name);
+  return rc;
 }
 
 static int start_thread(tabq_broker *b, tabq_error *err) {

@@ -9,7 +9,8 @@
 - two processes with the catch-up policy publish the latest missed slot of an hourly job once
   between them;
 - a table without a unique_key column and a spec that does not parse are refused (exit 2),
-  naming the rule; --next prints slots and keys without a database.
+  naming the rule; --next prints slots and keys without a database;
+- a description file's "schedules" run in two processes, one row per slot.
 
 usage: test_schedule_live.py TABQ SQL_RUN DESCRIPTION_FILE"""
 import os
@@ -197,6 +198,23 @@ def next_slots():
           "field 5 (day of week), position 9: 8 is out of 0-7" in r.stderr, r.stderr)
 
 
+def from_the_file(db, url):
+    argv = [tabq, "schedule", "--url", url, "--table", desc]
+    procs = [Scheduler(argv) for _ in range(2)]
+    check(f"{db}: the file's schedule runs in two processes",
+          all(p.line.startswith("scheduling filetick (every 1s) into sched_jobs")
+              for p in procs), [p.line for p in procs])
+    time.sleep(3)
+    results = [p.stop() for p in procs]
+    got = keys(url, "filetick")
+    payloads = rows(url, 1, "SELECT DISTINCT payload FROM sched_jobs WHERE slot_key LIKE "
+                            "'filetick:%'")
+    check(f"{db}: the file's schedule writes one row per slot, its payload the file's",
+          all(rc == 0 for rc, _ in results) and len(got) >= 2 and
+          all(n == 1 for n in got.values()) and payloads == [["from the file"]],
+          f"{results} {got} {payloads}")
+
+
 def main():
     next_slots()
     for db, url in urls.items():
@@ -205,6 +223,7 @@ def main():
         last = side_by_side(db, url)
         skipped_while_down(db, url, last)
         caught_up(db, url)
+        from_the_file(db, url)
     check.finish("schedule across processes")
 
 

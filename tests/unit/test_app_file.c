@@ -6,6 +6,7 @@
 #include <string.h>
 #include <tabq/app.h>
 #include <tabq/retention.h>
+#include <tabq/schedule.h>
 #include <unistd.h>
 
 #include "cunit_main.h"
@@ -246,6 +247,11 @@ typedef struct bad_case {
 } bad_case;
 
 #define T(name, rest) "{\"name\": \"app\", \"tables\": [{\"name\": \"" name "\", " rest "}]}"
+#define SCHED_APP(sched)                                                                           \
+  "{\"name\": \"a\", \"tables\": [{\"name\": \"j\", \"id\": {\"column\": \"id\", \"generated\": "  \
+  "true},\n \"processed_at\": \"p\", \"headers\": \"hd\", \"unique_key\": \"k\"}, {\"name\": "     \
+  "\"n\", \"id\": "                                                                                \
+  "{\"column\": \"id\", \"generated\": true}}],\n \"schedules\": [" sched "]}"
 
 static const bad_case bad_cases[] = {
     {"bad JSON", "{\"name\": \"app\",\n \"tables\": [}", "test.json:2:13", NULL,
@@ -340,6 +346,35 @@ static const bad_case bad_cases[] = {
      T("j", "\"id\": \"id\", \"processed_at\": \"p\", \"retention\": {\"processed_age_ms\": 5, "
             "\"interval_ms\": 3}"),
      "test.json:1:", "tables[0].retention.interval_ms", "at least 10"},
+    {"a schedule's cron expression that does not parse",
+     SCHED_APP("{\"name\": \"s\", \"table\": \"j\", \"cron\": \"0 25 * * *\"}"),
+     "test.json:3:", "schedules[0].cron", "field 2 (hour), position 3: 25 is out of 0-23"},
+    {"a schedule with both cron and every",
+     SCHED_APP("{\"name\": \"s\", \"table\": \"j\", \"cron\": \"@daily\", \"every\": \"5m\"}"),
+     "test.json:3:", "schedules[0].every", "give exactly one"},
+    {"a schedule of an unknown zone",
+     SCHED_APP(
+         "{\"name\": \"s\", \"table\": \"j\", \"cron\": \"@daily\", \"zone\": \"Mars/Base\"}"),
+     "test.json:3:", "schedules[0].zone", "zone 'Mars/Base' is not a zone"},
+    {"a schedule into a table without unique_key",
+     SCHED_APP("{\"name\": \"s\", \"table\": \"n\", \"every\": \"5m\"}"),
+     "test.json:3:", "schedules[0].table", "table n has no unique_key column"},
+    {"a schedule name with ':'",
+     SCHED_APP("{\"name\": \"a:b\", \"table\": \"j\", \"every\": \"5m\"}"),
+     "test.json:3:", "schedules[0].name", "holds a ':'"},
+    {"two schedules of one name",
+     SCHED_APP("{\"name\": \"s\", \"table\": \"j\", \"every\": \"5m\"}, {\"name\": \"s\", "
+               "\"table\": \"j\", \"every\": \"1m\"}"),
+     "test.json:3:", "schedules[1]", "the app has a schedule of that name already"},
+    {"a misspelt schedule member",
+     SCHED_APP("{\"name\": \"s\", \"table\": \"j\", \"every\": \"5m\", \"zome\": \"UTC\"}"),
+     "test.json:3:", "schedules[0].zome", "did you mean \"zone\""},
+    {"a partition key into a table without the column",
+     SCHED_APP("{\"name\": \"s\", \"table\": \"j\", \"every\": \"5m\", \"partition_key\": \"k\"}"),
+     "test.json:3:", "schedules[0].partition_key", "table j has no partition_key column"},
+    {"an unknown missed policy",
+     SCHED_APP("{\"name\": \"s\", \"table\": \"j\", \"every\": \"5m\", \"missed\": \"all\"}"),
+     "test.json:3:", "schedules[0].missed", "skip"},
     {"a dead letter age without a dead letter",
      "{\"name\": \"a\", \"tables\": [{\"name\": \"j\", \"id\": \"id\", \"group\": \"g\",\n"
      " \"retry_after\": \"r\", \"retention\": {\"dead_letter_age_ms\": 1000}}],\n"
@@ -373,6 +408,59 @@ static void refuses_malformed_files(void) {
 }
 
 /* Every JSON example in docs/description-files.md reads (the schema check is tools/). */
+/* An app's schedules: read, written back the same; added in C with tabq_schedule's rules. */
+static void carries_schedules(void) {
+  const char *text = SCHED_APP(
+      "{\"name\": \"nightly\", \"table\": \"j\", \"cron\": \"30 2 * * *\", \"zone\": "
+      "\"Europe/Berlin\",\n \"missed\": \"catch-up\", \"lead_ms\": 2000, \"payload\": \"{}\", "
+      "\"headers\": {\"h\": \"v\"}},\n {\"name\": \"tick\", \"table\": \"j\", \"every\": "
+      "\"30s\"}");
+  tabq_app *app = parse(text);
+  CU_ASSERT_PTR_NOT_NULL_FATAL(app);
+  CU_ASSERT_EQUAL_FATAL(tabq_app_schedule_count(app), 2);
+  const tabq_schedule_options *o = tabq_app_schedule_options(app, 0);
+  CU_ASSERT_STRING_EQUAL(o->name, "nightly");
+  CU_ASSERT_STRING_EQUAL(o->spec, "30 2 * * *");
+  CU_ASSERT_STRING_EQUAL(o->zone, "Europe/Berlin");
+  CU_ASSERT_EQUAL(o->missed, TABQ_MISSED_CATCH_UP);
+  CU_ASSERT_EQUAL(o->lead_ms, 2000);
+  CU_ASSERT_EQUAL(o->message->payload_len, 2);
+  CU_ASSERT_EQUAL(o->message->nheaders, 1);
+  CU_ASSERT_STRING_EQUAL(o->message->headers[0].value, "v");
+  CU_ASSERT_STRING_EQUAL(tabq_app_schedule_table(app, 0)->name, "j");
+  CU_ASSERT_STRING_EQUAL(tabq_app_schedule_options(app, 1)->spec, "every 30s");
+  CU_ASSERT_PTR_NULL(tabq_app_schedule_options(app, 2));
+  char *first = NULL, *second = NULL;
+  CU_ASSERT_EQUAL_FATAL(tabq_app_to_json(app, &first, &err), TABQ_OK);
+  CU_ASSERT_PTR_NOT_NULL(strstr(first, "\"every\": \"30s\""));
+  CU_ASSERT_PTR_NOT_NULL(strstr(first, "\"missed\": \"catch-up\""));
+  tabq_app *again = parse(first);
+  CU_ASSERT_PTR_NOT_NULL_FATAL(again);
+  CU_ASSERT_EQUAL(tabq_app_to_json(again, &second, &err), TABQ_OK);
+  CU_ASSERT_STRING_EQUAL(first, second);
+  /* In C: the same rules, nothing added on a refusal; the template copied. */
+  tabq_schedule_options c = TABQ_SCHEDULE_OPTIONS_INIT;
+  c.name = "c";
+  c.spec = "*/61 * * * *";
+  CU_ASSERT_EQUAL(tabq_app_add_schedule(again, "j", &c, &err), TABQ_INVALID);
+  CU_ASSERT_PTR_NOT_NULL(strstr(err.message, "field 1 (minute), position 3"));
+  CU_ASSERT_EQUAL(tabq_app_add_schedule(again, "nope", &c, &err), TABQ_INVALID);
+  CU_ASSERT_EQUAL(tabq_app_schedule_count(again), 2);
+  char payload[] = "abc";
+  tabq_message m = TABQ_MESSAGE_INIT;
+  m.payload = payload;
+  m.payload_len = 3;
+  c.spec = "@hourly";
+  c.message = &m;
+  CU_ASSERT_EQUAL(tabq_app_add_schedule(again, "j", &c, &err), TABQ_OK);
+  payload[0] = 'x';
+  CU_ASSERT_EQUAL(memcmp(tabq_app_schedule_options(again, 2)->message->payload, "abc", 3), 0);
+  free(first);
+  free(second);
+  tabq_app_free(again);
+  tabq_app_free(app);
+}
+
 /* A table's retention: read, applied to the app, written back the same; set in C too. */
 static void carries_a_retention(void) {
   const char *text =
@@ -456,6 +544,7 @@ int register_tests(void) {
        refuses_malformed_files},
       {"the docs' examples read", reads_the_docs_examples},
       {"a table's retention is read, written back and set in C", carries_a_retention},
+      {"an app's schedules are read, written back and added in C", carries_schedules},
       CU_TEST_INFO_NULL,
   };
   static CU_SuiteInfo suites[] = {{"description files", NULL, NULL, NULL, NULL, tests},

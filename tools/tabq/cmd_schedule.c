@@ -93,8 +93,60 @@ static int print_next(tabq_args *a, const char *spec, const char *zone) {
   return EXIT_DONE;
 }
 
+static void block_stops(sigset_t *stop) {
+  sigemptyset(stop);
+  sigaddset(stop, SIGINT);
+  sigaddset(stop, SIGTERM);
+  pthread_sigmask(SIG_BLOCK, stop, NULL);
+}
+
+/* The description file's own schedules (its "schedules"), or the one --name picks. */
+static int run_file(tabq_args *a) {
+  sigset_t stop;
+  block_stops(&stop);
+  tabq_app *app = NULL;
+  tabq_broker *b = NULL;
+  const char *only = opt(a, "name");
+  size_t started = 0;
+  int rc = load_tables(a, &app);
+  if (!rc && !tabq_app_schedule_count(app))
+    rc = fail(a, EXIT_USAGE,
+              "give the job's slots with --cron EXPR or --every INTERVAL (%s has no schedules)",
+              opt(a, "table"));
+  if (!rc)
+    rc = connect_url(a, &b);
+  for (size_t i = 0; !rc && i < tabq_app_schedule_count(app); i++) {
+    const tabq_schedule_options *o = tabq_app_schedule_options(app, i);
+    if (only && strcmp(only, o->name))
+      continue;
+    tabq_error err;
+    if (tabq_schedule(b, tabq_app_schedule_table(app, i), o, &err))
+      rc = fail_err(a, EXIT_USAGE, "scheduling", &err);
+    else if (!a->json)
+      printf("scheduling %s (%s%s%s) into %s\n", o->name, o->spec, o->zone ? ", zone " : "",
+             o->zone ? o->zone : "", tabq_app_schedule_table(app, i)->name);
+    started++;
+  }
+  if (!rc && !started)
+    rc = fail(a, EXIT_USAGE, "%s has no schedule named %s", opt(a, "table"), only);
+  if (!rc) {
+    if (a->json)
+      print_json(json_pack("{s:I}", "schedules", (json_int_t)started));
+    else
+      printf("%zu schedule%s running; Ctrl-C stops\n", started, started == 1 ? "" : "s");
+    fflush(stdout);
+    tabq_run(b);
+  }
+  if (b)
+    tabq_close(b);
+  tabq_app_free(app);
+  return rc;
+}
+
 static int run(tabq_args *a) {
   const char *cron = opt(a, "cron"), *every = opt(a, "every");
+  if (!cron && !every && !opt(a, "next"))
+    return run_file(a);
   if (!cron == !every)
     return fail(a, EXIT_USAGE, "give the job's slots with --cron EXPR or --every INTERVAL");
   char spec[256];
@@ -137,10 +189,7 @@ static int run(tabq_args *a) {
   o.message = &m;
   /* Ctrl-C and TERM are taken by tabq_run: blocked before any thread starts. */
   sigset_t stop;
-  sigemptyset(&stop);
-  sigaddset(&stop, SIGINT);
-  sigaddset(&stop, SIGTERM);
-  pthread_sigmask(SIG_BLOCK, &stop, NULL);
+  block_stops(&stop);
   tabq_app *app = NULL;
   tabq_broker *b = NULL;
   const tabq_table *t = NULL;
@@ -183,6 +232,8 @@ const tabq_cmd tabq_cmd_schedule = {
         "    slot's unique key, NAME:2026-12-04T12:00Z, so any number of these (and of\n"
         "    services scheduling the same job) publish each slot exactly once; the table\n"
         "    needs a unique_key column. The payload, queue and headers are every row's.\n"
+        "    Without --cron and --every, runs the file's own \"schedules\" (or the one\n"
+        "    --name names).\n"
         "    With --next, prints the next N slots in UTC after now (or --after TIME), and\n"
         "    with --name their keys, touching no database: a way to check an expression\n"
         "    and its zone.\n",

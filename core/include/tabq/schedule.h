@@ -23,6 +23,7 @@
 #ifndef TABQ_SCHEDULE_H
 #define TABQ_SCHEDULE_H
 
+#include <tabq/app.h>
 #include <tabq/tabq.h>
 
 #ifdef __cplusplus
@@ -78,6 +79,19 @@ TABQ_API int tabq_schedule_next(const char *spec, const char *zone, int64_t afte
  * length (a longer key than cap - 1 is cut, as snprintf cuts), or -1 for a refused spec. */
 TABQ_API int tabq_schedule_key(const char *name, const char *spec, int64_t slot_us, char *buf,
                                size_t cap);
+
+/* ---- Schedules of an app (docs/description-files.md, "schedules") ------------------------
+ * A description file's "schedules" become these; tabq_app_main schedules each on its broker.
+ * Adding one checks it as tabq_schedule does, against the app's table of that name, and copies
+ * the options and the template (its group, payload, priority, partition key and headers; a
+ * template with data values or an id is refused). Names are unique within the app. */
+TABQ_API int tabq_app_add_schedule(tabq_app *app, const char *table,
+                                   const tabq_schedule_options *options, tabq_error *err);
+TABQ_API size_t tabq_app_schedule_count(const tabq_app *app);
+/* The app's copy of the i-th schedule's table and options (options->message its template);
+ * NULL past the end. */
+TABQ_API const tabq_table *tabq_app_schedule_table(const tabq_app *app, size_t i);
+TABQ_API const tabq_schedule_options *tabq_app_schedule_options(const tabq_app *app, size_t i);
 
 #ifdef __cplusplus
 }
