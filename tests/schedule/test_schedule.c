@@ -4,7 +4,9 @@
  * thread. Rows are read with SQLite's own library, never through tabq. The processes side by
  * side on the three databases are test_schedule_live.py's. */
 #define _GNU_SOURCE /* strptime, timegm */
+#include <signal.h>
 #include <sqlite3.h>
+#include <sys/wait.h>
 #include <stdio.h>
 #include <string.h>
 #include <tabq/schedule.h>
@@ -301,6 +303,39 @@ static void the_key_is_the_slot_in_utc_whatever_the_zone(void) {
   tabq_test_close(b);
 }
 
+/* tabq_app_main schedules an app's schedules: a service process (forked) runs until TERM. */
+static void tabq_app_main_runs_the_apps_schedules(void) {
+  tabq_broker *b = open_broker();
+  sqlite3 *db = db_of(b);
+  char url[600];
+  snprintf(url, sizeof url, "sqlite:%s/queue.db", tabq_test_folder(b));
+  fflush(NULL);
+  pid_t child = fork();
+  CU_ASSERT_FATAL(child >= 0);
+  if (child == 0) {
+    tabq_app *app = NULL;
+    tabq_error e;
+    tabq_schedule_options o = options("app-tick", "every 1s");
+    o.lead_ms = 300;
+    if (tabq_app_new("scheduler", NULL, &app, &e) || tabq_app_add_table(app, &jobs, &e) ||
+        tabq_app_add_schedule(app, "jobs", &o, &e))
+      _exit(3);
+    char *argv[] = {"scheduler", "--url", url, NULL};
+    _exit(tabq_app_main(app, 3, argv));
+  }
+  long long rows =
+      wait_for(db, "SELECT COUNT(*) FROM jobs WHERE slot_key LIKE 'app-tick:%'", 2, 10000);
+  kill(child, SIGTERM);
+  int status = -1;
+  waitpid(child, &status, 0);
+  CU_ASSERT(WIFEXITED(status) && WEXITSTATUS(status) == 0);
+  CU_ASSERT(rows >= 2);
+  CU_ASSERT_EQUAL(query_int(db, "SELECT COUNT(*) FROM jobs"),
+                  query_int(db, "SELECT COUNT(DISTINCT slot_key) FROM jobs"));
+  sqlite3_close(db);
+  tabq_test_close(b);
+}
+
 int register_tests(void) {
   static CU_TestInfo tests[] = {
       {"every misuse is refused by name", every_misuse_is_refused_by_name},
@@ -308,6 +343,7 @@ int register_tests(void) {
        rows_are_written_ahead_and_due_at_their_slot},
       {"the key is the slot in UTC whatever the zone",
        the_key_is_the_slot_in_utc_whatever_the_zone},
+      {"tabq_app_main runs the app's schedules", tabq_app_main_runs_the_apps_schedules},
       CU_TEST_INFO_NULL,
   };
   ADD_SUITE("tabq_schedule", NULL, NULL, tests);
