@@ -77,8 +77,7 @@ int tabq__deadline_mount_rule(const tabq_table *t, const tabq_subscription_optio
     return refuse(err, t, "retry_after needs its column",
                   "the policy retry_after needs a retry_after column (without one the row would "
                   "come back at once, and run out of time again)");
-  if (o->on_deadline == TABQ_DEADLINE_DEAD_LETTER && !o->dead_letter_group &&
-      !o->dead_letter_table)
+  if (o->on_deadline == TABQ_DEADLINE_DEAD_LETTER && !o->dead_letter_group && !o->dead_letter_table)
     return refuse(err, t, "dead_letter needs a dead letter",
                   "the policy dead_letter needs the mount's dead letter (max_attempts with a "
                   "dead letter group or table)");
