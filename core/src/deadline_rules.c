@@ -64,14 +64,15 @@ int tabq__deadline_mount_rule(const tabq_table *t, const tabq_subscription_optio
   if (o->deadline_ms > MAX_DEADLINE_MS)
     return refuse(err, t, "deadline_ms", "deadline_ms is at most 604,800,000 (seven days)");
   if (o->transactional)
-    return refuse(err, t, "not in transactional mode",
-                  "the handler's own transaction runs on its thread, which C cannot stop, and "
-                  "holds what the core would settle the row with (the row lock form's very "
-                  "row, SQLite's write lock): the core cannot settle the row at the deadline "
-                  "while it is open");
+    return refuse(
+        err, t, "not in transactional mode",
+        "transactional: the handler's own transaction runs on its thread, which C cannot stop, and "
+        "holds what the core would settle the row with (the row lock form's very "
+        "row, SQLite's write lock): the core cannot settle the row at the deadline "
+        "while it is open");
   if (o->batch_handler)
     return refuse(err, t, "a handler of one delivery",
-                  "a deadline budgets a handler of one delivery; a batch handler's rows "
+                  "a deadline budgets a handler of one delivery; a batch handler's rows (batch) "
                   "settle together");
   if (o->on_deadline == TABQ_DEADLINE_RETRY_AFTER && !t->retry_after.name)
     return refuse(err, t, "retry_after needs its column",

@@ -7,7 +7,9 @@
  * the database's client library, never through tabq. */
 #include <pthread.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
+#include <tabq/metrics.h>
 #include <sys/time.h>
 
 #include "cunit_main.h"
@@ -142,6 +144,13 @@ static void a_sleeper_past_its_deadline_is_retried_after_the_delay_once(void) {
   CU_ASSERT_EQUAL(st.delayed, 1);
   CU_ASSERT_EQUAL(st.acked, 0);
   CU_ASSERT_EQUAL(st.lease_lost, 0); /* the handler's refused ack is no lost lease */
+  char *text = NULL;
+  CU_ASSERT_EQUAL_FATAL(tabq_metrics_write(b, &text, &err), TABQ_OK);
+  CU_ASSERT_PTR_NOT_NULL(
+      strstr(text, "tabq_deadline_expired_total{table=\"jobs\",queue=\"q\"} 1\n"));
+  CU_ASSERT_PTR_NOT_NULL(strstr(
+      text, "tabq_deliveries_total{table=\"jobs\",queue=\"q\",outcome=\"retry_after\"} 1\n"));
+  free(text);
   /* The row is still there, hidden, its attempt spent once. */
   CU_ASSERT_EQUAL(testdb_int(&db, "SELECT count(*) FROM jobs"), 1);
   CU_ASSERT_EQUAL(testdb_int(&db, "SELECT attempt FROM jobs"), 2);

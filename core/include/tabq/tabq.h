@@ -283,8 +283,9 @@ typedef struct tabq_subscription_options {
    * false; the handler's own settlement then fails with TABQ_LEASE_LOST): C cannot stop the
    * handler's thread, which stays busy until the handler returns. A lease is not extended past
    * the deadline. Not with transactional nor a batch handler. deadline_retry_ms: the delay of
-   * TABQ_DEADLINE_RETRY_AFTER, default 1000. */
-  uint32_t deadline_ms;
+   * TABQ_DEADLINE_RETRY_AFTER, default 1000. deadline_ms is 64 bits wide so that it starts on
+   * the struct's alignment (at most seven days all the same). */
+  uint64_t deadline_ms;
   tabq_deadline_policy on_deadline;
   uint32_t deadline_retry_ms;
 } tabq_subscription_options;
