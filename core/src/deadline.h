@@ -24,7 +24,7 @@ static inline bool tabq__deadline_used(const tabq_table *t, const tabq_subscript
 /* deadline_slot.c: what the settlements and the lease extender ask of a delivery. */
 /* True on the watchdog's thread while it settles a delivery whose deadline passed: a
  * delivery's leaving work (tabq__leave_work) records it in d->by_deadline. */
-extern __thread bool tabq__deadline_settling;
+extern __thread bool tabq__deadline_settling __attribute__((tls_model("initial-exec")));
 /* The lease extender, with d->mu held: caps the expiry *until it would write at the deadline
  * plus a guard of one second (so the core's settlement at the deadline runs under the
  * delivery's own token); true when that leaves nothing to extend (skip the row). */

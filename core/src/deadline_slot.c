@@ -3,7 +3,7 @@
 #include "deadline.h"
 #include "engine.h"
 
-__thread bool tabq__deadline_settling;
+__thread bool tabq__deadline_settling __attribute__((tls_model("initial-exec")));
 
 /* The guard past the deadline: the lease still holds while the watchdog settles the row, so
  * no other claim can take it between the deadline and that settlement. */
