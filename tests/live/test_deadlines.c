@@ -319,6 +319,53 @@ static void the_lease_is_not_extended_past_the_deadline(void) {
   testdb_remove(&db);
 }
 
+/* job-0 sleeps past its deadline; every other row is acked at once. */
+static tabq_outcome first_sleeps(tabq_delivery *d, void *user) {
+  if (index_of(d) == 0)
+    return sleeper(d, user);
+  pthread_mutex_lock(&mu);
+  seen.calls++;
+  pthread_mutex_unlock(&mu);
+  return tabq_ack();
+}
+
+/* Lease form with coalesce_acks: the acks of the handlers in time settle together, the sleeper's
+ * row by the policy, and the sleeper's late ack (which goes through the coalescer) is refused. */
+static void coalesced_acks_and_a_deadline(void) {
+  if (test_form() != TABQ_FORM_LEASE)
+    return;
+  testdb_create(&db);
+  reset();
+  tabq_broker *b = connect_broker(&db, 50);
+  publish_n(b, "q", 6);
+  tabq_subscription_options o = TABQ_SUBSCRIPTION_OPTIONS_INIT;
+  o.queue = "q";
+  o.handler = first_sleeps;
+  o.user = (void *)(intptr_t)6000;
+  o.workers = 3;
+  o.coalesce_acks = true;
+  o.coalesce_window_us = 2000;
+  o.deadline_ms = 500;
+  o.deadline_retry_ms = 60000;
+  tabq_subscription *s = subscribe(b, jobs_table(), &o);
+  CU_ASSERT_TRUE(wait_returned(1, 10000));
+  CU_ASSERT_TRUE(wait_count(&db, "SELECT count(*) FROM jobs", 1, 10000));
+  sleep_ms(300);
+  tabq_stats st = {0};
+  tabq_subscription_stats(s, &st, sizeof st);
+  CU_ASSERT_EQUAL(st.acked, 5);
+  CU_ASSERT_EQUAL(st.deadline_expired, 1);
+  CU_ASSERT_EQUAL(st.delayed, 1);
+  CU_ASSERT_EQUAL(st.lease_lost + st.failed, 0);
+  pthread_mutex_lock(&mu);
+  CU_ASSERT_EQUAL(seen.calls, 6);
+  CU_ASSERT_TRUE(seen.saw_deadline_gone);
+  CU_ASSERT_EQUAL(seen.settle_rc, TABQ_LEASE_LOST);
+  pthread_mutex_unlock(&mu);
+  tabq_close(b);
+  testdb_remove(&db);
+}
+
 static tabq_outcome never(tabq_delivery *d, void *user) {
   (void)d;
   (void)user;
@@ -406,6 +453,7 @@ int register_tests(void) {
       {"handlers that return in time are unaffected", handlers_that_return_in_time_are_unaffected},
       {"a row's own smaller budget wins", a_rows_own_smaller_budget_wins},
       {"the lease is not extended past the deadline", the_lease_is_not_extended_past_the_deadline},
+      {"coalesced acks and a deadline", coalesced_acks_and_a_deadline},
       {"misuse is refused at subscribe", misuse_is_refused_at_subscribe},
       CU_TEST_INFO_NULL,
   };
