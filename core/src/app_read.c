@@ -278,30 +278,13 @@ static int read_events(reader *r, json_t *table, tabq_events *e) {
   return rc;
 }
 
-static const char *const table_members[] = {"name",
-                                            "id",
-                                            "group",
-                                            "priority",
-                                            "partition_key",
-                                            "retry_after",
-                                            "attempt",
-                                            "processed_at",
-                                            "locked_until",
-                                            "headers",
-                                            "payload",
-                                            "fifo",
-                                            "advisory_lock",
-                                            "clock",
-                                            "isolation",
-                                            "sqlite_mode",
-                                            "data",
-                                            "events",
-                                            "payload_schema",
-                                            "unique_key",
-                                            "retention",
-                                            "cancelled_at",
-                                            "deadline_column",
-                                            NULL};
+static const char *const table_members[] = {
+    "name",          "id",           "group",           "priority",
+    "partition_key", "retry_after",  "attempt",         "processed_at",
+    "locked_until",  "headers",      "payload",         "fifo",
+    "advisory_lock", "clock",        "isolation",       "sqlite_mode",
+    "data",          "events",       "payload_schema",  "unique_key",
+    "retention",     "cancelled_at", "deadline_column", NULL};
 
 static const choice clocks[] = {
     {"host", TABQ_CLOCK_HOST}, {"database", TABQ_CLOCK_DATABASE}, {NULL, 0}};
