@@ -80,6 +80,8 @@ int tabq__app_copy_table(tabq_app *app, const tabq_table *in, tabq_table *out, t
     ok = ok && copy_col(app, from[i], roles[i]);
   out->advisory_lock = tabq__app_strdup(app, in->advisory_lock);
   ok = ok && (!in->advisory_lock || out->advisory_lock);
+  out->deadline_column = tabq__app_strdup(app, in->deadline_column);
+  ok = ok && (!in->deadline_column || out->deadline_column);
   if (in->ndata) {
     tabq_col *data = tabq__app_alloc(app, in->ndata * sizeof *data);
     ok = ok && data;

@@ -278,29 +278,13 @@ static int read_events(reader *r, json_t *table, tabq_events *e) {
   return rc;
 }
 
-static const char *const table_members[] = {"name",
-                                            "id",
-                                            "group",
-                                            "priority",
-                                            "partition_key",
-                                            "retry_after",
-                                            "attempt",
-                                            "processed_at",
-                                            "locked_until",
-                                            "headers",
-                                            "payload",
-                                            "fifo",
-                                            "advisory_lock",
-                                            "clock",
-                                            "isolation",
-                                            "sqlite_mode",
-                                            "data",
-                                            "events",
-                                            "payload_schema",
-                                            "unique_key",
-                                            "retention",
-                                            "cancelled_at",
-                                            NULL};
+static const char *const table_members[] = {
+    "name",          "id",           "group",           "priority",
+    "partition_key", "retry_after",  "attempt",         "processed_at",
+    "locked_until",  "headers",      "payload",         "fifo",
+    "advisory_lock", "clock",        "isolation",       "sqlite_mode",
+    "data",          "events",       "payload_schema",  "unique_key",
+    "retention",     "cancelled_at", "deadline_column", NULL};
 
 static const choice clocks[] = {
     {"host", TABQ_CLOCK_HOST}, {"database", TABQ_CLOCK_DATABASE}, {NULL, 0}};
@@ -434,6 +418,8 @@ static int read_table(reader *r, json_t *obj, tabq_table *t) {
     rc = read_data(r, obj, t);
   if (!rc)
     rc = read_events(r, obj, &t->events);
+  if (!rc)
+    rc = read_string(r, obj, "deadline_column", false, &t->deadline_column);
   if (!rc && tabq__table_rules(t, r->err))
     rc = fail_rule(r, obj, tabq__table_rule_member(r->err));
   return rc;
@@ -502,6 +488,9 @@ static const char *const sub_members[] = {"table",
                                           "on_decode_failure",
                                           "decode_retry_ms",
                                           "prefetch",
+                                          "deadline_ms",
+                                          "on_deadline",
+                                          "deadline_retry_ms",
                                           "payload_schema",
                                           NULL};
 
@@ -509,6 +498,9 @@ static const choice policies[] = {{"drop", TABQ_DECODE_DROP},
                                   {"retry_after", TABQ_DECODE_RETRY_AFTER},
                                   {"dead_letter", TABQ_DECODE_DEAD_LETTER},
                                   {NULL, 0}};
+static const choice deadline_policies[] = {{"retry_after", TABQ_DEADLINE_RETRY_AFTER},
+                                           {"dead_letter", TABQ_DEADLINE_DEAD_LETTER},
+                                           {NULL, 0}};
 
 static int read_options(reader *r, json_t *obj, tabq_subscription_options *o) {
   const struct {
@@ -522,10 +514,14 @@ static int read_options(reader *r, json_t *obj, tabq_subscription_options *o) {
                 {"coalesce_window_us", 1000000, &o->coalesce_window_us},
                 {"workers_by_key", 1000, &o->workers_by_key},
                 {"decode_retry_ms", 86400000, &o->decode_retry_ms},
-                {"prefetch", 1000, &o->prefetch}};
+                {"prefetch", 1000, &o->prefetch},
+                {"deadline_retry_ms", 86400000, &o->deadline_retry_ms}};
   int rc = TABQ_OK;
   for (size_t i = 0; !rc && i < sizeof counts / sizeof counts[0]; i++)
     rc = read_count(r, obj, counts[i].key, counts[i].max, counts[i].out);
+  unsigned deadline_ms = 0;
+  if (!rc && !(rc = read_count(r, obj, "deadline_ms", 604800000, &deadline_ms)))
+    o->deadline_ms = deadline_ms;
   if (!rc)
     rc = read_string(r, obj, "queue", false, &o->queue);
   if (!rc)
@@ -538,6 +534,8 @@ static int read_options(reader *r, json_t *obj, tabq_subscription_options *o) {
     rc = read_bool(r, obj, "transactional", &o->transactional);
   if (!rc)
     rc = read_choice(r, obj, "on_decode_failure", policies, (int *)&o->on_decode_failure);
+  if (!rc)
+    rc = read_choice(r, obj, "on_deadline", deadline_policies, (int *)&o->on_deadline);
   const char *codec = NULL;
   if (!rc)
     rc = read_string(r, obj, "codec", false, &codec);

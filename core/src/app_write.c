@@ -133,12 +133,15 @@ static json_t *table_json(writer *w, const tabq_table *t, const char *schema,
     }
   if (events)
     put(w, o, "events", events);
+  if (t->deadline_column)
+    put(w, o, "deadline_column", json_string(t->deadline_column));
   put_schema(w, o, schema);
   put_retention(w, o, retention);
   return o;
 }
 
 static const char *const policy_names[] = {"drop", "retry_after", "dead_letter"};
+static const char *const deadline_policy_names[] = {"retry_after", "dead_letter"};
 
 static json_t *sub_json(writer *w, const tabq_app *app, const tabq_app_sub *s) {
   const tabq_subscription_options *o = &s->o;
@@ -164,7 +167,9 @@ static json_t *sub_json(writer *w, const tabq_app *app, const tabq_app_sub *s) {
                 {"coalesce_window_us", o->coalesce_window_us},
                 {"workers_by_key", o->workers_by_key},
                 {"decode_retry_ms", o->decode_retry_ms},
-                {"prefetch", o->prefetch}};
+                {"prefetch", o->prefetch},
+                {"deadline_ms", (unsigned)o->deadline_ms}, /* at most seven days */
+                {"deadline_retry_ms", o->deadline_retry_ms}};
   for (size_t i = 0; i < sizeof counts / sizeof counts[0]; i++)
     if (counts[i].value)
       put(w, j, counts[i].key, json_integer(counts[i].value));
@@ -179,6 +184,7 @@ static json_t *sub_json(writer *w, const tabq_app *app, const tabq_app_sub *s) {
   if (o->codec)
     put(w, j, "codec", json_string(o->codec->name ? o->codec->name : "json"));
   put_name(w, j, "on_decode_failure", policy_names, 3, o->on_decode_failure);
+  put_name(w, j, "on_deadline", deadline_policy_names, 2, o->on_deadline);
   const char *queue = s->route ? s->route : o->queue;
   const tabq_app_schema *schema = queue ? tabq__app_schema_of(app, s->table->t.name, queue) : NULL;
   put_schema(w, j, schema ? schema->json : NULL);

@@ -153,6 +153,12 @@ struct tabq_delivery {
   /* cancel.c: what the delivery knows of a cancel of its row (TABQ__CANCEL_*), under mu: the
    * settlement of a cancelled delivery is a drop. Reset by each claim into the slot. */
   int cancel;
+  /* deadline.c, under mu: the handler's deadline (microseconds since 1970, 0: none) and the same
+   * on the monotonic clock; the watchdog settling it now (`expiring`, which the worker waits
+   * out); and whether its last leaving work was the watchdog's settlement at the deadline. */
+  int64_t deadline_us, deadline_mono_us;
+  bool expiring;
+  bool by_deadline;
 };
 
 /* What a delivery knows of a cancel of its row (cancel.c). */
@@ -424,6 +430,7 @@ struct tabq_subscription {
   tabq_codec codec;
   bool has_codec;
   bool typed_rows;
+  struct tabq_deadlines *deadlines; /* deadline.c: the watchdog, NULL without deadlines */
 };
 
 /* subscription.c */

@@ -5,6 +5,7 @@
 #include <tabq/sys/sql_named.h>
 
 #include "clock.h"
+#include "deadline.h"
 #include "engine.h"
 #include "error.h"
 
@@ -105,9 +106,10 @@ static void extend_all(tabq_subscription *s) {
   for (unsigned i = 0; i < s->nslots; i++) {
     tabq_delivery *d = &s->slots[i];
     pthread_mutex_lock(&d->mu);
-    bool skip = !d->in_work || d->lease_lost;
     tabq_bind v = {.id = d->id, .token = d->token};
     v.lease_until = tabq__lease_expiry(s, tabq__now_us());
+    /* Never past the delivery's deadline (and its guard): the watchdog settles it there. */
+    bool skip = !d->in_work || d->lease_lost || tabq__deadline_lease_cap(d, &v.lease_until);
     d->extending = !skip;
     d->pending = v.lease_until;
     pthread_mutex_unlock(&d->mu);

@@ -72,6 +72,7 @@ PICK(claim_round_trips)
 PICK(dead_lettered)
 PICK(released)
 PICK(decode_failed)
+PICK(deadline_expired)
 PICK(lease_lost)
 PICK(failed)
 PICK(extensions)
@@ -145,6 +146,10 @@ static void write_all(FILE *f, tabq_broker *b, const sub_counters *subs, size_t 
          "Rows the decode policy settled before a handler saw them (their settlement is counted "
          "in tabq_deliveries_total too).",
          subs, n, (family_sample[]){{NULL, pick_decode_failed}}, 1);
+  family(f, "tabq_deadline_expired_total",
+         "Deliveries whose handler outlived its deadline, settled by the core by the "
+         "subscription's on_deadline (their settlement is counted in tabq_deliveries_total too).",
+         subs, n, (family_sample[]){{NULL, pick_deadline_expired}}, 1);
   family(f, "tabq_lease_lost_total",
          "Settlements and extensions refused because the lease was no longer held.", subs, n,
          (family_sample[]){{NULL, pick_lease_lost}}, 1);

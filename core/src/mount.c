@@ -5,6 +5,7 @@
 #include <string.h>
 #include <unistr.h>
 
+#include "deadline.h"
 #include "error.h"
 #include "mount.h"
 
@@ -101,7 +102,8 @@ int tabq__mount_check(const tabq_table *t, const tabq_subscription_options *o, t
     return mount_broken(err, t, "coalesce_window_us needs coalesce_acks");
   if (o->coalesce_window_us > 1000000)
     return mount_broken(err, t, "coalesce_window_us is at most 1,000,000 (one second)");
-  return check_prefetch(t, o, err);
+  int rc = check_prefetch(t, o, err);
+  return rc ? rc : tabq__deadline_mount_rule(t, o, err);
 }
 
 /* Non-empty UTF-8, with '*' only as a route's last byte: a publish or a subscription names one

@@ -3,6 +3,7 @@
  * workers (coalesce_acks), inside the delivery's own transaction (transactional mode), or by
  * the form's own settlement (form_*.c, with what settle_rows.c shares), then counts it and wakes
  * the subscription where the row is due again at once. */
+#include "deadline.h"
 #include "engine.h"
 #include "error.h"
 
@@ -24,6 +25,8 @@ int tabq__settle(tabq_delivery *d, tabq_outcome o, tabq_error *err) {
     rc = s->ops->settle(d, o, &a, err);
   if (rc == TABQ_INVALID || rc == TABQ_CLOSED)
     return rc; /* nothing was settled */
+  if (rc == TABQ_LEASE_LOST && d->by_deadline && !tabq__deadline_settling)
+    return rc; /* nothing either: the core settled the row at its deadline (deadline.c) */
   tabq__settle_count(d, a, rc);
   /* A row retried or released is due at once (as is, in the row lock form, one whose failed
    * settlement rolled back): claim it now rather than a poll interval on. */

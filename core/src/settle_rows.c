@@ -9,6 +9,7 @@
 #include <string.h>
 
 #include "clock.h"
+#include "deadline.h"
 #include "engine.h"
 #include "error.h"
 
@@ -161,6 +162,11 @@ int tabq__not_in_work(tabq_delivery *d, tabq_error *err) {
                          "row is back in the queue",
                          d->sub->t->name);
   }
+  if (d->by_deadline) /* docs/deadlines.md */
+    return tabq__err_set(err, TABQ_LEASE_LOST, d->sub->t->name, NULL,
+                         "table %s: the delivery's deadline passed and the core settled the row "
+                         "by the subscription's policy; this settlement changed nothing",
+                         d->sub->t->name);
   return tabq__err_set(err, TABQ_INVALID, d->sub->t->name, NULL, "the delivery is settled already");
 }
 
@@ -168,6 +174,7 @@ void tabq__leave_work(tabq_delivery *d) {
   d->in_work = false;
   atomic_store(&d->work_id, 0);
   d->settled = true;
+  d->by_deadline = tabq__deadline_settling; /* the watchdog's settlement at the deadline */
 }
 
 /* Transactional mode (SPEC 7): an ack settles inside the delivery's transaction and commits the

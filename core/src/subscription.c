@@ -5,6 +5,7 @@
 #include <string.h>
 #include <tabq/sys/sql.h>
 
+#include "deadline.h"
 #include "engine.h"
 #include "error.h"
 #include "mount.h"
@@ -247,6 +248,8 @@ static int open_built(tabq_broker *b, const tabq_table *table,
   if (!rc)
     rc = tabq__decode_open(s, o, err);
   if (!rc)
+    rc = tabq__deadline_open(s, err);
+  if (!rc)
     rc = tabq__check_attempt_default(s, err);
   if (!rc && s->lease_s < 1)
     rc = tabq__err_set(err, TABQ_DECLARATION, t->name, NULL,
@@ -404,6 +407,7 @@ void tabq__sub_free(tabq_subscription *s) {
       json_decref(d->headers);
   }
   tabq__delivery_txs_free(s);
+  tabq__deadline_free(s);
   free(s->slots);
   tabq__coalescer_free(&s->coalescer);
   tabq__claim_spaces_free(s);

@@ -8,6 +8,7 @@
 #include <unicase.h>
 #include <unistr.h>
 
+#include "deadline.h"
 #include "error.h"
 #include "sized.h"
 
@@ -247,6 +248,8 @@ int tabq__table_rules(const tabq_table *t, tabq_error *err) {
     rc = check_form(t, err);
   if (!rc)
     rc = check_events(t, err);
+  if (!rc)
+    rc = tabq__deadline_table_rule(t, err);
   return rc;
 }
 
@@ -294,6 +297,7 @@ const char *tabq__table_rule_member(const tabq_error *err) {
       {"(custom lock without custom unlock)", "events"},
       {"(lock and unlock are advisory events)", "events"},
       {"(extend is a lease event)", "events"},
+      {"(deadline column)", "deadline_column"},
   };
   for (size_t i = 0; i < sizeof members / sizeof members[0]; i++)
     if (strstr(err->message, members[i].rule))

@@ -10,6 +10,7 @@
 #include <string.h>
 
 #include "clock.h"
+#include "deadline.h"
 #include "engine.h"
 #include "error.h"
 
@@ -94,9 +95,11 @@ static void handle_one(tabq_subscription *s, tabq_delivery *d) {
   } else {
     tabq__hooks_start(d);
     tabq__queue_latency_add(d);
+    tabq__deadline_arm(d); /* nothing without deadlines */
     int64_t began = tabq__mono_us();
     tabq_outcome outcome = s->o.handler(d, s->o.user);
     d->handler_us = tabq__mono_us() - began;
+    tabq__deadline_disarm(d); /* past it, the watchdog settled the row: the outcome is refused */
     tabq__hist_add(&d->handler_time, d->handler_us);
     tabq__settle_returned(d, outcome);
     tabq__hooks_end(d);
@@ -258,6 +261,8 @@ int tabq__workers_start(tabq_subscription *s, bool threads, tabq_error *err) {
   }
   s->worker_ctx = ws;
   int rc = s->ops->start ? s->ops->start(s, err) : TABQ_OK; /* the lease extender */
+  if (!rc)
+    rc = tabq__deadline_start(s, err);
   if (rc)
     return rc;
   for (unsigned i = 0; threads && i < s->workers; i++) {
@@ -308,6 +313,9 @@ void tabq__workers_stop(tabq_subscription *s) {
   for (unsigned i = 0; i < s->nthreads; i++)
     pthread_join(s->threads[i], NULL);
   s->nthreads = 0;
+  /* Running until every handler returned: a row whose handler outlives its deadline during the
+   * shutdown is settled by the policy all the same. */
+  tabq__deadline_stop(s);
   /* Rows claimed but never handed to a handler go back to the queue now. */
   for (;;) {
     tabq_delivery *d = s->bykey ? tabq__bykey_pop_any(s) : NULL;

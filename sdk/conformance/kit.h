@@ -123,6 +123,7 @@ extern const kit_test every_role_tests[];
 extern const kit_test prefetch_tests[];
 extern const kit_test schema_tests[];
 extern const kit_test unique_tests[];
+extern const kit_test deadline_tests[];
 
 /* ---- The database of one test (db.c) --------------------------------------------------------- */
 

@@ -208,6 +208,7 @@ static const struct {
     {"a table with every role at once", every_role_tests},
     {"schema rendered by the dialect, and the statement check", schema_tests},
     {"unique jobs", unique_tests},
+    {"deadlines", deadline_tests},
 };
 
 /* --list: one line a test, "feature<TAB>forms<TAB>name", for the README's matrix. */

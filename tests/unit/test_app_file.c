@@ -380,6 +380,17 @@ static const bad_case bad_cases[] = {
      " \"retry_after\": \"r\", \"retention\": {\"dead_letter_age_ms\": 1000}}],\n"
      " \"subscriptions\": [{\"table\": \"j\", \"queue\": \"q\"}]}",
      "test.json:2:", "tables[0].retention.dead_letter_age_ms", "needs a dead letter destination"},
+    {"a deadline column that is no data column",
+     T("j", "\"id\": \"id\", \"data\": [\"b\"], \"deadline_column\": \"budget\""),
+     "test.json:1:", "tables[0].deadline_column", "(deadline column)"},
+    {"a deadline in transactional mode",
+     "{\"name\": \"a\", \"tables\": [{\"name\": \"j\", \"id\": \"id\", \"retry_after\": \"r\"}],\n"
+     " \"subscriptions\": [{\"table\": \"j\", \"deadline_ms\": 500, \"transactional\": true}]}",
+     "test.json:2:", "subscriptions[0].transactional", "(not in transactional mode)"},
+    {"a deadline policy that is no policy",
+     "{\"name\": \"a\", \"tables\": [{\"name\": \"j\", \"id\": \"id\"}],\n"
+     " \"subscriptions\": [{\"table\": \"j\", \"on_deadline\": \"drop\"}]}",
+     "test.json:2:", "subscriptions[0].on_deadline", "retry_after"},
 };
 
 static void refuses_malformed_files(void) {
@@ -405,6 +416,45 @@ static void refuses_malformed_files(void) {
   const char *fifo = T("jobs", "\"id\": \"id\", \"fifo\": true");
   CU_ASSERT_EQUAL(tabq_app_parse(fifo, strlen(fifo), "test.json", &app, &err), TABQ_DECLARATION);
   CU_ASSERT_STRING_EQUAL(err.table, "jobs");
+}
+
+/* Deadlines (docs/deadlines.md): a table's deadline column and a subscription's budget and
+ * policy, read and written back. */
+static void reads_and_writes_deadlines(void) {
+  const char *text =
+      "{\"name\": \"a\", \"tables\": [{\"name\": \"j\", \"id\": \"id\", \"group\": \"q\",\n"
+      " \"attempt\": \"attempt\", \"retry_after\": \"r\", \"payload\": \"p\",\n"
+      " \"data\": [{\"column\": \"budget_ms\", \"type\": \"int\"}], \"deadline_column\": "
+      "\"budget_ms\"}],\n"
+      " \"subscriptions\": [{\"table\": \"j\", \"queue\": \"slow\", \"deadline_ms\": 1500,\n"
+      "  \"deadline_retry_ms\": 30000},\n"
+      " {\"table\": \"j\", \"queue\": \"fast\", \"deadline_ms\": 200, \"on_deadline\": "
+      "\"dead_letter\",\n"
+      "  \"max_attempts\": 3, \"dead_letter_group\": \"dead\"}]}";
+  tabq_app *app = parse(text);
+  CU_ASSERT_PTR_NOT_NULL_FATAL(app);
+  CU_ASSERT_STRING_EQUAL(tabq_app_table_named(app, "j")->deadline_column, "budget_ms");
+  const tabq_subscription_options *o = tabq_app_subscription_options(app, 0);
+  CU_ASSERT_EQUAL(o->deadline_ms, 1500);
+  CU_ASSERT_EQUAL(o->deadline_retry_ms, 30000);
+  CU_ASSERT_EQUAL(o->on_deadline, TABQ_DEADLINE_RETRY_AFTER);
+  o = tabq_app_subscription_options(app, 1);
+  CU_ASSERT_EQUAL(o->deadline_ms, 200);
+  CU_ASSERT_EQUAL(o->on_deadline, TABQ_DEADLINE_DEAD_LETTER);
+  char *first = NULL, *second = NULL;
+  CU_ASSERT_EQUAL_FATAL(tabq_app_to_json(app, &first, &err), TABQ_OK);
+  CU_ASSERT_PTR_NOT_NULL(strstr(first, "\"deadline_column\": \"budget_ms\""));
+  CU_ASSERT_PTR_NOT_NULL(strstr(first, "\"deadline_ms\": 1500"));
+  CU_ASSERT_PTR_NOT_NULL(strstr(first, "\"deadline_retry_ms\": 30000"));
+  CU_ASSERT_PTR_NOT_NULL(strstr(first, "\"on_deadline\": \"dead_letter\""));
+  tabq_app *again = parse(first);
+  CU_ASSERT_PTR_NOT_NULL_FATAL(again);
+  CU_ASSERT_EQUAL(tabq_app_to_json(again, &second, &err), TABQ_OK);
+  CU_ASSERT_STRING_EQUAL(first, second);
+  free(first);
+  free(second);
+  tabq_app_free(again);
+  tabq_app_free(app);
 }
 
 /* Every JSON example in docs/description-files.md reads (the schema check is tools/). */
@@ -544,6 +594,7 @@ int register_tests(void) {
        refuses_malformed_files},
       {"the docs' examples read", reads_the_docs_examples},
       {"a table's retention is read, written back and set in C", carries_a_retention},
+      {"deadlines are read and written back", reads_and_writes_deadlines},
       {"an app's schedules are read, written back and added in C", carries_schedules},
       CU_TEST_INFO_NULL,
   };

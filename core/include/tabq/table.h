@@ -130,6 +130,11 @@ typedef struct tabq_table {
    * a row in work can be cancelled: the mark tells its handler (tabq_delivery_cancelled) and turns
    * its settlement into a drop; without it, only rows not in work can be. */
   tabq_col cancelled_at;
+  /* Appended. Deadlines (docs/deadlines.md): the name of one of the data columns whose integer
+   * value is the row's handler budget in milliseconds (NULL, 0 or less: none); where the
+   * subscription has deadline_ms too, the smaller wins. A data column, so a publish writes it
+   * with the message's data and the claim brings it with the row. */
+  const char *deadline_column;
 } tabq_table;
 
 /* The size of the first tabq_table a 1.x tabq reads: a smaller `size` is refused. */

@@ -231,6 +231,13 @@ typedef enum tabq_decode_policy {
   TABQ_DECODE_DEAD_LETTER, /* moved to the mount's dead letter */
 } tabq_decode_policy;
 
+/* What settles a row whose handler's deadline passed (docs/deadlines.md). The core settles it at
+ * the deadline with the delivery's own hold, whether or not the handler has returned. */
+typedef enum tabq_deadline_policy {
+  TABQ_DEADLINE_RETRY_AFTER = 0, /* hidden for deadline_retry_ms, then claimed again (default) */
+  TABQ_DEADLINE_DEAD_LETTER,     /* moved to the mount's dead letter */
+} tabq_deadline_policy;
+
 typedef struct tabq_subscription_options {
   uint32_t size;        /* sizeof(tabq_subscription_options): TABQ_SUBSCRIPTION_OPTIONS_INIT */
   const char *queue;    /* the group it reads; with no group column, a label */
@@ -270,6 +277,17 @@ typedef struct tabq_subscription_options {
    * several deliveries (docs/prefetch.md). 0, the default: a claim takes rows for idle workers
    * only. At most 1,000. */
   unsigned prefetch;
+  /* Deadlines (docs/deadlines.md): each handler's time budget in milliseconds, counted from its
+   * call (0: none; a table's deadline_column may give a row a smaller one). When it passes, the
+   * core settles the row by on_deadline with the delivery's hold (tabq_delivery_held turns
+   * false; the handler's own settlement then fails with TABQ_LEASE_LOST): C cannot stop the
+   * handler's thread, which stays busy until the handler returns. A lease is not extended past
+   * the deadline. Not with transactional nor a batch handler. deadline_retry_ms: the delay of
+   * TABQ_DEADLINE_RETRY_AFTER, default 1000. deadline_ms is 64 bits wide so that it starts on
+   * the struct's alignment (at most seven days all the same). */
+  uint64_t deadline_ms;
+  tabq_deadline_policy on_deadline;
+  uint32_t deadline_retry_ms;
 } tabq_subscription_options;
 
 #define TABQ_SUBSCRIPTION_OPTIONS_INIT TABQ_SIZED_INIT(tabq_subscription_options)
@@ -305,6 +323,9 @@ typedef struct tabq_stats {
   uint64_t claim_round_trips;
   /* Appended: of `dropped`, the settlements a cancel turned into a drop (docs/cancel.md). */
   uint64_t cancelled;
+  /* Appended: deliveries whose deadline passed before their settlement, settled by the core by
+   * the subscription's on_deadline (counted in `retried` or `dead_lettered` too). */
+  uint64_t deadline_expired;
 } tabq_stats;
 
 /* Copies the counters into `out`, `size` bytes of it (sizeof *out as the service was compiled):
@@ -383,6 +404,11 @@ TABQ_API bool tabq_delivery_held(tabq_delivery *d);
 /* Lease form: the lease token, the expiry the row holds now in microseconds since 1970 UTC
  * (extensions move it); 0 in the other forms or once settled. */
 TABQ_API int64_t tabq_delivery_lease_token(tabq_delivery *d);
+/* The delivery's deadline in microseconds since 1970 UTC, 0 without one: its handler's call plus
+ * the smaller of the subscription's deadline_ms and the row's deadline_column (docs/deadlines.md).
+ * Past it the core has settled the row (or is settling it): a handler that watches the clock, or
+ * tabq_delivery_held(), may stop early; its work after that is not the row's any more. */
+TABQ_API int64_t tabq_delivery_deadline(const tabq_delivery *d);
 /* Transactional mode: the delivery's transaction, for tabq_tx_exec, tabq_tx_query and
  * tabq_publish_tx from the handler's thread while the handler runs (NULL without the mode). It
  * ends with the settlement: the handler returns its outcome (or settles), it does not commit; a
