@@ -314,8 +314,7 @@ int tabq__schedule_check(const tabq_table *t, const tabq_schedule_options *o, co
   return rc;
 }
 
-static int start_thread(tabq_broker *b, tabq_error *err) {
-  tabq_scheduler *s = b->scheduler;
+static int start_thread(tabq_broker *b, tabq_scheduler *s, tabq_error *err) {
   if (s->started)
     return TABQ_OK;
   if (pthread_create(&s->thread, NULL, scheduler_main, b))
@@ -324,7 +323,16 @@ static int start_thread(tabq_broker *b, tabq_error *err) {
   return TABQ_OK;
 }
 
-static int scheduler_of(tabq_broker *b, tabq_error *err) {
+/* The broker's scheduler, made on first use. The pointer is read and written under the
+ * broker's mu only, so a schedule racing a shutdown on another thread reads it safely. */
+static tabq_scheduler *scheduler_get(tabq_broker *b) {
+  pthread_mutex_lock(&b->mu);
+  tabq_scheduler *s = b->scheduler;
+  pthread_mutex_unlock(&b->mu);
+  return s;
+}
+
+static int scheduler_of(tabq_broker *b, tabq_scheduler **out, tabq_error *err) {
   pthread_mutex_lock(&b->mu);
   if (!b->scheduler) {
     tabq_scheduler *s = calloc(1, sizeof *s);
@@ -334,10 +342,10 @@ static int scheduler_of(tabq_broker *b, tabq_error *err) {
     }
     b->scheduler = s;
   }
+  *out = b->scheduler;
   pthread_mutex_unlock(&b->mu);
-  return b->scheduler
-             ? TABQ_OK
-             : tabq__err_set(err, TABQ_NOMEM, NULL, "schedule", "cannot allocate the scheduler");
+  return *out ? TABQ_OK
+              : tabq__err_set(err, TABQ_NOMEM, NULL, "schedule", "cannot allocate the scheduler");
 }
 
 static int schedule(tabq_broker *b, const tabq_table *table, const tabq_schedule_options *options,
@@ -380,13 +388,13 @@ static int schedule(tabq_broker *b, const tabq_table *table, const tabq_schedule
   pthread_mutex_lock(&b->mu);
   rc = tabq__publisher_of(b, table, NULL, &p, err);
   pthread_mutex_unlock(&b->mu);
+  tabq_scheduler *s = NULL;
   if (!rc)
-    rc = scheduler_of(b, err);
+    rc = scheduler_of(b, &s, err);
   if (rc) {
     job_free(j);
     return rc;
   }
-  tabq_scheduler *s = b->scheduler;
   pthread_mutex_lock(&s->mu);
   for (tabq_sched_job *k = s->jobs; k && !rc; k = k->next)
     if (!strcmp(k->name, j->name))
@@ -396,7 +404,7 @@ static int schedule(tabq_broker *b, const tabq_table *table, const tabq_schedule
     rc = tabq__err_set(err, TABQ_CLOSED, t.name, "schedule",
                        "the broker is shut down: schedule %s is not started", j->name);
   if (!rc)
-    rc = start_thread(b, err);
+    rc = start_thread(b, s, err);
   if (rc) {
     pthread_mutex_unlock(&s->mu);
     job_free(j);
@@ -424,7 +432,7 @@ int tabq_schedule(tabq_broker *b, const tabq_table *table, const tabq_schedule_o
 }
 
 void tabq__scheduler_stop(tabq_broker *b) {
-  tabq_scheduler *s = b->scheduler;
+  tabq_scheduler *s = scheduler_get(b);
   if (!s)
     return;
   pthread_mutex_lock(&s->mu);
@@ -438,7 +446,7 @@ void tabq__scheduler_stop(tabq_broker *b) {
 }
 
 void tabq__scheduler_free(tabq_broker *b) {
-  tabq_scheduler *s = b->scheduler;
+  tabq_scheduler *s = scheduler_get(b);
   if (!s)
     return;
   tabq__scheduler_stop(b);
@@ -449,5 +457,7 @@ void tabq__scheduler_free(tabq_broker *b) {
   pthread_cond_destroy(&s->cv);
   pthread_mutex_destroy(&s->mu);
   free(s);
+  pthread_mutex_lock(&b->mu);
   b->scheduler = NULL;
+  pthread_mutex_unlock(&b->mu);
 }
