@@ -162,26 +162,16 @@ static int count_of(void *user, const tabq_value *cells, unsigned ncols) {
 
 /* ---- tabq_set_controls -------------------------------------------------------------------- */
 
-static int missing(const char *member, const char *name, tabq_error *err) {
-  return tabq__err_set(err, TABQ_INVALID, name, "controls",
-                       "tabq_set_controls: the controls table%s%s has no %s: describe the %s",
-                       name ? " " : "", name ? name : "", member, member);
-}
-
 /* The names copied into one block the state owns. */
 static int take(const tabq_controls *in, tabq_controls_state *st, tabq_error *err) {
   int rc = TABQ_TAKE(in, &st->c, TABQ_CONTROLS_SIZE_1_0, NULL, err);
+  if (!rc)
+    rc = tabq__controls_check(&st->c, "tabq_set_controls", err);
   if (rc)
     return rc;
   tabq_controls *c = &st->c;
   const char **names[] = {&c->name, &c->table_column, &c->queue_column, &c->paused_column,
                           &c->paused_at_column};
-  const char *members[] = {"name", "table_column", "queue_column", "paused_column"};
-  for (size_t i = 0; i < sizeof members / sizeof members[0]; i++)
-    if (!*names[i] || !**names[i])
-      return missing(members[i], c->name && *c->name ? c->name : NULL, err);
-  if (c->paused_at_column && !*c->paused_at_column)
-    c->paused_at_column = NULL;
   size_t total = 0;
   for (size_t i = 0; i < sizeof names / sizeof names[0]; i++)
     total += *names[i] ? strlen(*names[i]) + 1 : 0;

@@ -8,6 +8,20 @@
 #include "controls_int.h"
 #include "error.h"
 
+int tabq__controls_check(tabq_controls *c, const char *call, tabq_error *err) {
+  const char *const names[] = {c->name, c->table_column, c->queue_column, c->paused_column};
+  const char *const members[] = {"name", "table_column", "queue_column", "paused_column"};
+  const char *table = c->name && *c->name ? c->name : NULL;
+  for (size_t i = 0; i < sizeof members / sizeof members[0]; i++)
+    if (!names[i] || !*names[i])
+      return tabq__err_set(err, TABQ_INVALID, table, "controls",
+                           "%s: the controls table%s%s has no %s: describe the %s", call,
+                           table ? " " : "", table ? table : "", members[i], members[i]);
+  if (c->paused_at_column && !*c->paused_at_column)
+    c->paused_at_column = NULL;
+  return TABQ_OK;
+}
+
 void tabq__controls_sub_open(tabq_subscription *s) {
   tabq_broker *b = s->b;
   pthread_mutex_lock(&b->mu);

@@ -17,6 +17,10 @@ typedef struct tabq_controls_state {
 } tabq_controls_state;
 
 /* controls_flag.c */
+/* The description's rules (taken at full size): every member but paused_at_column named (an
+ * empty paused_at_column reads as none); TABQ_INVALID naming the member missing. `call` opens the
+ * message ("tabq_set_controls"). */
+int tabq__controls_check(tabq_controls *c, const char *call, tabq_error *err);
 /* Marks a subscription about to start controlled where its broker has controls (before its
  * workers start). */
 void tabq__controls_sub_open(tabq_subscription *s);

@@ -81,6 +81,17 @@ TABQ_API int tabq_resume(tabq_broker *b, const tabq_table *table, const char *qu
 TABQ_API int tabq_paused(tabq_broker *b, const tabq_table *table, const char *queue, bool *paused,
                          tabq_error *err);
 
+/* ---- In an app (tabq/app.h, docs/description-files.md) -----------------------------------
+ * An app carries its controls table, as a description file's "controls" member does:
+ * tabq_app_main gives it to the broker before the subscriptions, and `tabq pause` and
+ * `tabq resume` write into it. The members' rules are tabq_set_controls' (the table itself is
+ * checked when a broker gets it). A second call replaces the first. */
+struct tabq_app;
+TABQ_API int tabq_app_set_controls(struct tabq_app *app, const tabq_controls *controls,
+                                   tabq_error *err);
+/* The app's controls table (full size, owned by the app), NULL when it has none. */
+TABQ_API const tabq_controls *tabq_app_controls(const struct tabq_app *app);
+
 #ifdef __cplusplus
 }
 #endif
