@@ -252,14 +252,22 @@ static int build_read(tabq_broker *b, tabq_controls_state *st, tabq_error *err) 
   return rc;
 }
 
-/* With listen_notify: the controls table's channel, listened to from now on. */
+/* The controls table's channel where the dialect has notifications: each pause and resume
+ * notifies it, whether or not this broker listens (a command's pause reaches listening services
+ * at once); with listen_notify the broker listens on it from now on. */
 static int listen_controls(tabq_broker *b, tabq_controls_state *st, tabq_error *err) {
-  if (!b->listen_notify)
-    return TABQ_OK;
+  const tabq_dialect_v1 *d = b->plugin.plugin->dialect;
+  if (!d->channel || !d->notify)
+    return TABQ_OK; /* the poll interval alone */
   tabq_table as = {.size = sizeof(tabq_table)};
   as.name = st->c.name;
   int rc = tabq__channel_of(b, &as, st->channel, sizeof st->channel, err);
-  return rc ? rc : tabq__listener_add(b, st->channel, st->c.name, err);
+  if (rc && !b->listen_notify) { /* a name the dialect cannot make a channel of: no notify */
+    st->channel[0] = '\0';
+    tabq__err_clear(err);
+    return TABQ_OK;
+  }
+  return rc || !b->listen_notify ? rc : tabq__listener_add(b, st->channel, st->c.name, err);
 }
 
 int tabq_set_controls(tabq_broker *b, const tabq_controls *controls, tabq_error *err) {

@@ -13,7 +13,9 @@ typedef struct tabq_controls_state {
   /* "SELECT paused FROM controls WHERE table_column = :key AND queue_column = :group", in the
    * broker's registry. */
   unsigned read;
-  char channel[TABQ_CHANNEL_CAP]; /* with listen_notify: the controls table's channel, else "" */
+  /* The controls table's channel where the dialect notifies, else "": each write notifies it;
+   * listened to with listen_notify. */
+  char channel[TABQ_CHANNEL_CAP];
 } tabq_controls_state;
 
 /* controls_flag.c */
