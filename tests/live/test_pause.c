@@ -312,6 +312,37 @@ static void test_own_process(void) {
   testdb_remove(&db);
 }
 
+/* A table described without a group column: its pause (no queue) stops the whole table, its row
+ * keyed by the empty queue. */
+static void test_whole_table(void) {
+  setup();
+  tabq_table plain = *jobs_table();
+  plain.group.name = NULL;
+  tabq_broker *b = controlled(POLL_MS, false);
+  tabq_subscription_options o = {.size = sizeof(tabq_subscription_options),
+                                 .handler = count_handler};
+  atomic_store(&handled, 0);
+  CU_ASSERT_EQUAL_FATAL(tabq_pause(b, &plain, NULL, &err), TABQ_OK);
+  CU_ASSERT_EQUAL(testdb_int(&db, "SELECT COUNT(*) FROM queue_controls WHERE queue_table = 'jobs' "
+                                  "AND queue = '' AND paused = 1"),
+                  1);
+  CU_ASSERT_EQUAL_FATAL(tabq_subscribe(b, &plain, &o, NULL, &err), TABQ_OK);
+  for (int i = 0; i < 3; i++)
+    publish(b, "job"); /* into queue q of the grouped description: the same rows */
+  struct timespec ts = {.tv_sec = 0, .tv_nsec = 4 * POLL_MS * 1000000L};
+  nanosleep(&ts, NULL);
+  CU_ASSERT_EQUAL(atomic_load(&handled), 0);
+  /* The grouped description's queue q is another row: its resume leaves the table paused. */
+  CU_ASSERT_EQUAL(tabq_resume(b, jobs_table(), "q", &err), TABQ_OK);
+  nanosleep(&ts, NULL);
+  CU_ASSERT_EQUAL(atomic_load(&handled), 0);
+  CU_ASSERT_EQUAL_FATAL(tabq_resume(b, &plain, NULL, &err), TABQ_OK);
+  CU_ASSERT(wait_count(&db, "SELECT COUNT(*) FROM jobs", 0, 10000));
+  CU_ASSERT_EQUAL(atomic_load(&handled), 3);
+  tabq_close(b);
+  testdb_remove(&db);
+}
+
 /* ---- refusals ------------------------------------------------------------------------------ */
 
 static long long control_rows(void) {
@@ -392,6 +423,7 @@ int register_tests(void) {
   static CU_TestInfo tests[] = {
       {"refusals, each changing nothing", test_refusals},
       {"the pausing process and a shutdown while paused", test_own_process},
+      {"a table without a group column pauses whole", test_whole_table},
       {"two processes stop within a poll interval and drain on resume", test_two_processes},
       {"with listen_notify the pause is at once (PostgreSQL)", test_notified},
       CU_TEST_INFO_NULL,
