@@ -5,6 +5,7 @@
  * poll interval is 30 s at once. Also a pause in the broker's own process, a shutdown while
  * paused, and every refusal, each changing nothing. Rows are counted directly with the
  * database's client library, never through tabq. */
+#include <pthread.h>
 #include <stdatomic.h>
 #include <stdio.h>
 #include <string.h>
@@ -343,6 +344,50 @@ static void test_whole_table(void) {
   testdb_remove(&db);
 }
 
+/* Brokers writing the first row of a key at once: each call succeeds, one row a key (the one
+ * that loses the race on the primary key tries again and finds the row). */
+typedef struct racer {
+  tabq_broker *b;
+  pthread_barrier_t *start;
+  int fails;
+} racer;
+
+static void *race(void *arg) {
+  racer *r = arg;
+  tabq_error e;
+  for (int i = 0; i < 20; i++) {
+    char queue[16];
+    snprintf(queue, sizeof queue, "race%d", i);
+    pthread_barrier_wait(r->start);
+    if (tabq_pause(r->b, jobs_table(), queue, &e)) {
+      fprintf(stderr, "race: %s\n", e.message);
+      r->fails++;
+    }
+  }
+  return NULL;
+}
+
+static void test_first_writes_race(void) {
+  setup();
+  pthread_barrier_t start;
+  pthread_barrier_init(&start, NULL, 3);
+  racer rs[3];
+  pthread_t th[3];
+  for (int i = 0; i < 3; i++) {
+    rs[i] = (racer){.b = controlled(POLL_MS, false), .start = &start};
+    pthread_create(&th[i], NULL, race, &rs[i]);
+  }
+  for (int i = 0; i < 3; i++) {
+    pthread_join(th[i], NULL);
+    CU_ASSERT_EQUAL(rs[i].fails, 0);
+    tabq_close(rs[i].b);
+  }
+  pthread_barrier_destroy(&start);
+  CU_ASSERT_EQUAL(testdb_int(&db, "SELECT COUNT(*) FROM queue_controls"), 20);
+  CU_ASSERT_EQUAL(testdb_int(&db, "SELECT COUNT(*) FROM queue_controls WHERE paused = 1"), 20);
+  testdb_remove(&db);
+}
+
 /* ---- refusals ------------------------------------------------------------------------------ */
 
 static long long control_rows(void) {
@@ -424,6 +469,7 @@ int register_tests(void) {
       {"refusals, each changing nothing", test_refusals},
       {"the pausing process and a shutdown while paused", test_own_process},
       {"a table without a group column pauses whole", test_whole_table},
+      {"brokers writing a key's first row at once: one row", test_first_writes_race},
       {"two processes stop within a poll interval and drain on resume", test_two_processes},
       {"with listen_notify the pause is at once (PostgreSQL)", test_notified},
       CU_TEST_INFO_NULL,
