@@ -264,6 +264,9 @@ static int run_app(tabq_app *app, const main_options *o, char **argv) {
   int status = EXIT_RAN;
   if (tabq_connect(o->url, &bo, &b, &err))
     status = failed(argv, "connecting", &err);
+  /* Before any subscription, the connected hook's included: each honours the pauses. */
+  if (!status && app->controls && tabq_set_controls(b, app->controls, &err))
+    status = failed(argv, "giving the controls table", &err);
   for (size_t i = 0; !status && i < app->nroutes; i++)
     if (tabq_route(b, app->routes[i]->name, &app->routes[i]->table->t, &err))
       status = failed(argv, "routing", &err);

@@ -5,6 +5,7 @@
 #define TABQ_APP_MODEL_H
 
 #include <tabq/app.h>
+#include <tabq/controls.h>
 #include <tabq/retention.h>
 #include <tabq/schedule.h>
 
@@ -53,7 +54,8 @@ struct tabq_app {
   tabq_app_hooks hooks;    /* tabq_app_main's, full size */
   tabq_app_sched **scheds; /* app_schedule.c */
   size_t nscheds;
-  void **owned; /* every allocation above, freed with the app */
+  tabq_controls *controls; /* app_controls.c: full size, the app's strings; NULL: none */
+  void **owned;            /* every allocation above, freed with the app */
   size_t nowned, owned_cap;
 };
 

@@ -669,6 +669,36 @@ static int read_schedule(reader *r, json_t *obj) {
   return TABQ_OK;
 }
 
+/* "controls": {"name", "table_column", "queue_column", "paused_column", "paused_at_column"}: the
+ * controls table pauses are written in (tabq/controls.h, docs/pause.md). */
+static int read_controls(reader *r, json_t *doc) {
+  json_t *v = json_object_get(doc, "controls");
+  if (!v)
+    return TABQ_OK;
+  int rc = need_object(r, v, "controls", "\"controls\"");
+  if (rc)
+    return rc;
+  static const char *const known[] = {"name",          "table_column",     "queue_column",
+                                      "paused_column", "paused_at_column", NULL};
+  tabq_controls c = TABQ_CONTROLS_INIT;
+  enter(r, "controls", 0);
+  rc = members_known(r, v, "\"controls\"", known);
+  if (!rc)
+    rc = read_string(r, v, "name", true, &c.name);
+  if (!rc)
+    rc = read_string(r, v, "table_column", true, &c.table_column);
+  if (!rc)
+    rc = read_string(r, v, "queue_column", true, &c.queue_column);
+  if (!rc)
+    rc = read_string(r, v, "paused_column", true, &c.paused_column);
+  if (!rc)
+    rc = read_string(r, v, "paused_at_column", false, &c.paused_at_column);
+  if (!rc && tabq_app_set_controls(r->app, &c, r->err))
+    rc = fail_rule(r, v, NULL);
+  leave(r);
+  return rc;
+}
+
 static int read_list(reader *r, json_t *doc, const char *key, int (*read)(reader *, json_t *)) {
   json_t *list = json_object_get(doc, key);
   if (!list)
@@ -692,9 +722,9 @@ static int read_list(reader *r, json_t *doc, const char *key, int (*read)(reader
 }
 
 static int read_app(reader *r, json_t *doc) {
-  static const char *const known[] = {"$schema",     "name",      "version",
-                                      "description", "tables",    "subscriptions",
-                                      "routes",      "schedules", NULL};
+  static const char *const known[] = {
+      "$schema",       "name",   "version",   "description", "tables",
+      "subscriptions", "routes", "schedules", "controls",    NULL};
   int rc = members_known(r, doc, "an app", known);
   const char *schema = NULL, *description = NULL;
   if (!rc)
@@ -716,13 +746,15 @@ static int read_app(reader *r, json_t *doc) {
     rc = retention_destinations(r);
   if (!rc)
     rc = read_list(r, doc, "schedules", read_schedule);
+  if (!rc)
+    rc = read_controls(r, doc);
   return rc;
 }
 
 /* A file of one table: an app of that table alone, named after it. */
 static int read_one_table(reader *r, json_t *doc) {
-  static const char *const app_only[] = {"tables",  "subscriptions", "routes",
-                                         "version", "schedules",     NULL};
+  static const char *const app_only[] = {"tables",    "subscriptions", "routes", "version",
+                                         "schedules", "controls",      NULL};
   for (const char *const *k = app_only; *k; k++)
     if (json_object_get(doc, *k))
       return fail(r, *k,

@@ -306,6 +306,21 @@ int tabq_app_to_json(const tabq_app *app, char **out, tabq_error *err) {
           w.failed = true;
       put(&w, doc, "schedules", scheds);
     }
+    if (app->controls) {
+      const tabq_controls *c = app->controls;
+      json_t *j = json_object();
+      if (!j)
+        w.failed = true;
+      else {
+        put(&w, j, "name", json_string(c->name));
+        put(&w, j, "table_column", json_string(c->table_column));
+        put(&w, j, "queue_column", json_string(c->queue_column));
+        put(&w, j, "paused_column", json_string(c->paused_column));
+        if (c->paused_at_column)
+          put(&w, j, "paused_at_column", json_string(c->paused_at_column));
+        put(&w, doc, "controls", j);
+      }
+    }
   }
   json_decref(routes);
   json_decref(subs);

@@ -6,6 +6,7 @@
 #include <string.h>
 #include <tabq/sys/sql.h>
 
+#include "controls_int.h"
 #include "engine.h"
 #include "error.h"
 #include "host.h"
@@ -181,6 +182,7 @@ void tabq_close(tabq_broker *b) {
   }
   tabq__routes_free(b);
   tabq__retention_free(b);
+  tabq__controls_free(b);
   tabq__txs_free(b);
   if (b->pool.slots)
     tabq__pool_destroy(&b->pool);

@@ -92,6 +92,9 @@ struct tabq_broker {
   struct tabq_retainer *retainer;
   /* schedule.c: the periodic jobs and their thread, made by the first tabq_schedule */
   struct tabq_scheduler *scheduler;
+  /* controls.c: the controls table tabq_set_controls gave (tabq/controls.h), else NULL; set once
+   * under mu, freed by tabq_close. */
+  struct tabq_controls_state *controls;
 };
 
 /* schedule.c: stops and joins the scheduler thread (tabq_shutdown); frees it (tabq_close). */
@@ -431,6 +434,14 @@ struct tabq_subscription {
   bool has_codec;
   bool typed_rows;
   struct tabq_deadlines *deadlines; /* deadline.c: the watchdog, NULL without deadlines */
+  /* controls_flag.c, under mu: with the broker's controls (ctl), whether the queue's row said
+   * paused at its last read, when that was (monotonic ms, 0: never), a read in flight, and the
+   * notifications counted so far and as of the last read (a newer one makes it stale). The key
+   * read: the table's name and the queue ('' for a table without a group column). */
+  bool ctl, ctl_paused, ctl_reading, ctl_failing; /* failing: the last read failed (logged once) */
+  int64_t ctl_read_ms;
+  uint64_t ctl_notes, ctl_seen;
+  tabq_value ctl_table, ctl_queue;
 };
 
 /* subscription.c */

@@ -6,6 +6,7 @@
 #include <time.h>
 
 #include "clock.h"
+#include "controls_int.h"
 #include "engine.h"
 #include "error.h"
 
@@ -32,6 +33,7 @@ static void wake_all(tabq_broker *b) {
     if (s->channel[0])
       tabq__sub_wake(s);
   pthread_mutex_unlock(&b->mu);
+  tabq__controls_stale(b, NULL); /* a pause or resume may have been missed too */
 }
 
 static void sleep_ms(int64_t ms) {
@@ -104,7 +106,7 @@ static void *listener_main(void *arg) {
     bool got = false;
     int rc = b->drv->wait_notify(c->conn, WAIT_MS, channel, sizeof channel, payload, sizeof payload,
                                  &got);
-    if (!rc && got)
+    if (!rc && got && !tabq__controls_note(b, channel, payload))
       wake_named(b, channel, payload);
     pthread_mutex_lock(&l->mu);
     if (rc)

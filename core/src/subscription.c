@@ -5,6 +5,7 @@
 #include <string.h>
 #include <tabq/sys/sql.h>
 
+#include "controls_int.h"
 #include "deadline.h"
 #include "engine.h"
 #include "error.h"
@@ -346,6 +347,8 @@ int tabq__sub_open(tabq_broker *b, const tabq_table *table,
     rc = tabq__listener_add(b, s->channel, t->name, err);
   if (!rc)
     rc = allocate(s, err);
+  if (!rc)
+    tabq__controls_sub_open(s); /* before its first claim */
   if (!rc)
     rc = tabq__workers_start(s, true, err);
   if (rc) {

@@ -10,6 +10,7 @@
 #include <string.h>
 
 #include "clock.h"
+#include "controls_int.h"
 #include "deadline.h"
 #include "engine.h"
 #include "error.h"
@@ -206,6 +207,9 @@ static void *worker_main(void *arg) {
     }
     unsigned limit = s->serial && s->claiming ? 0 : claim_limit(s);
     if (limit && tabq__mono_ms() >= s->next_claim_ms) {
+      /* With controls (tabq/controls.h): no claim while the queue is paused. */
+      if (s->ctl && tabq__controls_hold(s))
+        continue;
       unsigned got;
       tabq_error err;
       claim_round(w, limit, &got, &err); /* a failure is logged; the poll interval paces retries */

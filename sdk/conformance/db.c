@@ -10,9 +10,9 @@
 #include "kit.h"
 
 static struct {
-  char jobs[48], dead[56], rows[56];
+  char jobs[48], dead[56], rows[56], controls[56];
   tabq_conn *conn;
-  unsigned made; /* DB_JOBS, DB_DEAD, DB_ROWS: the tables end_test drops */
+  unsigned made; /* DB_JOBS, DB_DEAD, DB_ROWS, DB_CONTROLS: the tables end_test drops */
 } db;
 
 const char *jobs_name(void) {
@@ -24,12 +24,16 @@ const char *dead_name(void) {
 const char *rows_name(void) {
   return db.rows;
 }
+const char *controls_name(void) {
+  return db.controls;
+}
 
 /* The names a child process works on, given by its parent. */
 void db_set_names(const char *jobs) {
   snprintf(db.jobs, sizeof db.jobs, "%s", jobs);
   snprintf(db.dead, sizeof db.dead, "%s_dead", jobs);
   snprintf(db.rows, sizeof db.rows, "%s_rows", jobs);
+  snprintf(db.controls, sizeof db.controls, "%s_ctl", jobs);
 }
 
 static const char *driver_failure(int rc) {
@@ -58,6 +62,8 @@ static void expand(const char *in, const char *table, char *out, size_t cap) {
       with = db.dead, skip = 6;
     else if (!strncmp(in, "{rows}", 6))
       with = db.rows, skip = 6;
+    else if (!strncmp(in, "{controls}", 10))
+      with = db.controls, skip = 10;
     else if (table && !strncmp(in, "{table}", 7))
       with = table, skip = 7;
     if (with) {
@@ -91,6 +97,7 @@ void fresh_names(void) {
   snprintf(db.jobs, sizeof db.jobs, "cf%d_%u", (int)getpid(), ++serial);
   snprintf(db.dead, sizeof db.dead, "%s_dead", db.jobs);
   snprintf(db.rows, sizeof db.rows, "%s_rows", db.jobs);
+  snprintf(db.controls, sizeof db.controls, "%s_ctl", db.jobs);
   probe_clear_failure();
   int rc = kit.plugin.driver->connect(kit.driver_url, &db.conn);
   if (rc) {
@@ -117,8 +124,8 @@ void end_test(void) {
   support_end_test();
   if (db.conn) {
     /* Drop failures are reported, but do not fail the test that ran. */
-    const char *names[] = {db.jobs, db.dead, db.rows};
-    for (int t = 0; t < 3; t++)
+    const char *names[] = {db.jobs, db.dead, db.rows, db.controls};
+    for (int t = 0; t < 4; t++)
       for (unsigned i = 0; (db.made & (1u << t)) && i < kit.ddl.drop.n; i++) {
         char text[1024];
         expand(kit.ddl.drop.stmts[i], names[t], text, sizeof text);
@@ -139,6 +146,15 @@ void db_make_rows(void) {
 
 const char *needs_rows(void) {
   return kit.ddl.rows.n ? NULL : "row mode: the DDL has no [rows] section";
+}
+
+void db_make_controls(void) {
+  run_section(&kit.ddl.controls, db.controls);
+  db.made |= DB_CONTROLS;
+}
+
+const char *needs_controls(void) {
+  return kit.ddl.controls.n ? NULL : "pause: the DDL has no [controls] section";
 }
 
 void db_exec(const char *sql) {

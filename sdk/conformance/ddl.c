@@ -5,6 +5,9 @@
  *   [drop]    drops one table
  *   [rows]    optional: a row mode table (no payload; data columns n, r, t, b, at, doc of
  *             integer, real, text, bytes, time and JSON types), for the row mode tests
+ *   [controls] optional: a controls table (docs/pause.md): queue_table and queue (text, the
+ *             primary key together), paused (an integer), paused_at (a nullable time), for the
+ *             pause tests
  *
  * Each section holds statements, one ending with ';' at the end of a line, in which {table}
  * stands for the table's name (tests use fresh names). Lines starting with '#' are comments. */
@@ -33,7 +36,10 @@ static const char sqlite_ddl[] =
     "CREATE TABLE {table} (id INTEGER PRIMARY KEY, queue TEXT NOT NULL, retry_after TEXT, attempt "
     "INTEGER NOT NULL DEFAULT 1, locked_until TEXT, headers TEXT, n INTEGER, r REAL, t TEXT, b "
     "BLOB, at TEXT, doc TEXT);\n"
-    "CREATE INDEX {table}_claim ON {table} (queue, retry_after, id);\n";
+    "CREATE INDEX {table}_claim ON {table} (queue, retry_after, id);\n"
+    "[controls]\n"
+    "CREATE TABLE {table} (queue_table TEXT NOT NULL, queue TEXT NOT NULL, paused INTEGER NOT NULL "
+    "DEFAULT 0, paused_at TEXT, PRIMARY KEY (queue_table, queue));\n";
 
 #define PG_COLUMNS                                                                                 \
   "queue TEXT NOT NULL, priority INTEGER NOT NULL DEFAULT 0, retry_after TIMESTAMPTZ, attempt "    \
@@ -53,7 +59,10 @@ static const char postgres_ddl[] =
     "CREATE TABLE {table} (id BIGSERIAL PRIMARY KEY, queue TEXT NOT NULL, retry_after TIMESTAMPTZ, "
     "attempt INTEGER NOT NULL DEFAULT 1, locked_until TIMESTAMPTZ, headers JSONB, n BIGINT, r "
     "DOUBLE PRECISION, t TEXT, b BYTEA, at TIMESTAMPTZ, doc JSONB);\n"
-    "CREATE INDEX {table}_claim ON {table} (queue, retry_after, id);\n";
+    "CREATE INDEX {table}_claim ON {table} (queue, retry_after, id);\n"
+    "[controls]\n"
+    "CREATE TABLE {table} (queue_table TEXT NOT NULL, queue TEXT NOT NULL, paused INTEGER NOT NULL "
+    "DEFAULT 0, paused_at TIMESTAMPTZ, PRIMARY KEY (queue_table, queue));\n";
 
 /* The partition key is any UTF-8 text, whatever the database's default character set. The
  * lease column holds whole seconds (DATETIME without fractions): the token must compare
@@ -75,7 +84,11 @@ static const char mysql_ddl[] =
     "CREATE TABLE {table} (id BIGINT AUTO_INCREMENT PRIMARY KEY, queue VARCHAR(191) NOT NULL, "
     "retry_after DATETIME(6) NULL, attempt INT NOT NULL DEFAULT 1, locked_until DATETIME NULL, "
     "headers JSON NULL, n BIGINT NULL, r DOUBLE NULL, t TEXT NULL, b BLOB NULL, at DATETIME(6) "
-    "NULL, doc JSON NULL, INDEX claim_order (queue, retry_after, id)) ENGINE=InnoDB;\n";
+    "NULL, doc JSON NULL, INDEX claim_order (queue, retry_after, id)) ENGINE=InnoDB;\n"
+    "[controls]\n"
+    "CREATE TABLE {table} (queue_table VARCHAR(191) NOT NULL, queue VARCHAR(191) NOT NULL, paused "
+    "INT NOT NULL DEFAULT 0, paused_at DATETIME(6) NULL, PRIMARY KEY (queue_table, queue)) "
+    "ENGINE=InnoDB;\n";
 
 static const struct {
   const char *name, *text;
@@ -128,8 +141,11 @@ static int parse(const char *text, kit_ddl *out, char *why, size_t cap) {
         cur = &out->drop;
       else if (!strncmp(p, "[rows]", 6))
         cur = &out->rows;
+      else if (!strncmp(p, "[controls]", 10))
+        cur = &out->controls;
       else {
-        snprintf(why, cap, "DDL %s, line %u: unknown section %.*s (jobs, dead, drop, rows)",
+        snprintf(why, cap,
+                 "DDL %s, line %u: unknown section %.*s (jobs, dead, drop, rows, controls)",
                  out->name, lineno, (int)rest, p);
         return TABQ_INVALID;
       }

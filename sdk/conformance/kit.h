@@ -62,7 +62,8 @@ typedef struct ddl_section {
 typedef struct kit_ddl {
   char name[PATH_MAX]; /* "sqlite", or the file */
   ddl_section jobs, dead, drop;
-  ddl_section rows; /* optional: the row mode table */
+  ddl_section rows;     /* optional: the row mode table */
+  ddl_section controls; /* optional: the controls table pauses are written in */
 } kit_ddl;
 
 /* A built-in family (sqlite, postgres, mysql) or a file; one line in `why` on failure. */
@@ -124,6 +125,7 @@ extern const kit_test prefetch_tests[];
 extern const kit_test schema_tests[];
 extern const kit_test unique_tests[];
 extern const kit_test deadline_tests[];
+extern const kit_test pause_tests[];
 
 /* ---- The database of one test (db.c) --------------------------------------------------------- */
 
@@ -136,6 +138,7 @@ void fresh_names(void);
 #define DB_JOBS 1u
 #define DB_DEAD 2u
 #define DB_ROWS 4u
+#define DB_CONTROLS 8u
 void db_made(unsigned tables);
 /* Ends the test: closes its brokers, kills its children, drops its tables (suite teardown). */
 void end_test(void);
@@ -149,6 +152,11 @@ void db_make_rows(void);
 const char *rows_name(void);
 const tabq_table *rows_table(void);
 const char *needs_rows(void);
+/* The controls table of the DDL's [controls] section, created for the test ({controls} in SQL),
+ * its name; NULL reason when the DDL has one (needs_controls). */
+void db_make_controls(void);
+const char *controls_name(void);
+const char *needs_controls(void);
 
 /* SQL on the checking connection, {jobs} and {dead} replaced by the test's table names. */
 void db_exec(const char *sql);

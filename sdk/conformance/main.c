@@ -209,6 +209,7 @@ static const struct {
     {"schema rendered by the dialect, and the statement check", schema_tests},
     {"unique jobs", unique_tests},
     {"deadlines", deadline_tests},
+    {"pause and resume across brokers", pause_tests},
 };
 
 /* --list: one line a test, "feature<TAB>forms<TAB>name", for the README's matrix. */

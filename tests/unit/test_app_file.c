@@ -5,6 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <tabq/app.h>
+#include <tabq/controls.h>
 #include <tabq/retention.h>
 #include <tabq/schedule.h>
 #include <unistd.h>
@@ -387,6 +388,17 @@ static const bad_case bad_cases[] = {
      "{\"name\": \"a\", \"tables\": [{\"name\": \"j\", \"id\": \"id\", \"retry_after\": \"r\"}],\n"
      " \"subscriptions\": [{\"table\": \"j\", \"deadline_ms\": 500, \"transactional\": true}]}",
      "test.json:2:", "subscriptions[0].transactional", "(not in transactional mode)"},
+    {"controls without a paused column",
+     "{\"name\": \"a\", \"tables\": [{\"name\": \"j\", \"id\": \"id\"}],\n"
+     " \"controls\": {\"name\": \"c\", \"table_column\": \"t\", \"queue_column\": \"q\"}}",
+     "test.json:2:", "controls.paused_column", "is required"},
+    {"a misspelt controls member",
+     "{\"name\": \"a\", \"tables\": [{\"name\": \"j\", \"id\": \"id\"}],\n"
+     " \"controls\": {\"name\": \"c\", \"table_column\": \"t\", \"queue_column\": \"q\",\n"
+     " \"paused_column\": \"p\", \"pausd_at_column\": \"at\"}}",
+     "test.json:3:", "controls.pausd_at_column", "did you mean \"paused_at_column\""},
+    {"controls in a table file", "{\"name\": \"j\", \"id\": \"id\", \"controls\": {}}",
+     "test.json:1:", "controls", "not both"},
     {"a deadline policy that is no policy",
      "{\"name\": \"a\", \"tables\": [{\"name\": \"j\", \"id\": \"id\"}],\n"
      " \"subscriptions\": [{\"table\": \"j\", \"on_deadline\": \"drop\"}]}",
@@ -557,6 +569,52 @@ static void carries_a_retention(void) {
   tabq_app_free(app);
 }
 
+/* The app's controls table (docs/pause.md): read, written back the same, set in C. */
+static void carries_controls(void) {
+  const char *text =
+      "{\"name\": \"a\", \"tables\": [{\"name\": \"j\", \"id\": \"id\", \"group\": \"g\"}],\n"
+      " \"controls\": {\"name\": \"queue_controls\", \"table_column\": \"queue_table\",\n"
+      " \"queue_column\": \"queue\", \"paused_column\": \"paused\", \"paused_at_column\": "
+      "\"paused_at\"}}";
+  tabq_app *app = parse(text);
+  CU_ASSERT_PTR_NOT_NULL_FATAL(app);
+  const tabq_controls *c = tabq_app_controls(app);
+  CU_ASSERT_PTR_NOT_NULL_FATAL(c);
+  CU_ASSERT_STRING_EQUAL(c->name, "queue_controls");
+  CU_ASSERT_STRING_EQUAL(c->table_column, "queue_table");
+  CU_ASSERT_STRING_EQUAL(c->queue_column, "queue");
+  CU_ASSERT_STRING_EQUAL(c->paused_column, "paused");
+  CU_ASSERT_STRING_EQUAL(c->paused_at_column, "paused_at");
+  char *first = NULL, *second = NULL;
+  CU_ASSERT_EQUAL_FATAL(tabq_app_to_json(app, &first, &err), TABQ_OK);
+  CU_ASSERT_PTR_NOT_NULL(strstr(first, "\"controls\": {\n"));
+  tabq_app *again = parse(first);
+  CU_ASSERT_PTR_NOT_NULL_FATAL(again);
+  CU_ASSERT_EQUAL(tabq_app_to_json(again, &second, &err), TABQ_OK);
+  CU_ASSERT_STRING_EQUAL(first, second);
+  /* In C: the members' rules; a refusal keeps what the app had. */
+  tabq_controls in = TABQ_CONTROLS_INIT;
+  in.name = "ctl";
+  in.table_column = "t";
+  in.queue_column = "q";
+  CU_ASSERT_EQUAL(tabq_app_set_controls(again, &in, &err), TABQ_INVALID);
+  CU_ASSERT_PTR_NOT_NULL(strstr(err.message, "paused_column"));
+  CU_ASSERT_STRING_EQUAL(tabq_app_controls(again)->name, "queue_controls");
+  in.paused_column = "p";
+  CU_ASSERT_EQUAL(tabq_app_set_controls(again, &in, &err), TABQ_OK);
+  CU_ASSERT_STRING_EQUAL(tabq_app_controls(again)->name, "ctl");
+  CU_ASSERT_PTR_NULL(tabq_app_controls(again)->paused_at_column);
+  /* An app without controls has none. */
+  tabq_app *plain = parse("{\"name\": \"a\", \"tables\": [{\"name\": \"j\", \"id\": \"id\"}]}");
+  CU_ASSERT_PTR_NOT_NULL_FATAL(plain);
+  CU_ASSERT_PTR_NULL(tabq_app_controls(plain));
+  free(first);
+  free(second);
+  tabq_app_free(plain);
+  tabq_app_free(again);
+  tabq_app_free(app);
+}
+
 static void reads_the_docs_examples(void) {
   FILE *f = fopen(TABQ_SOURCE_DIR "/docs/description-files.md", "r");
   CU_ASSERT_PTR_NOT_NULL_FATAL(f);
@@ -596,6 +654,7 @@ int register_tests(void) {
       {"a table's retention is read, written back and set in C", carries_a_retention},
       {"deadlines are read and written back", reads_and_writes_deadlines},
       {"an app's schedules are read, written back and added in C", carries_schedules},
+      {"an app's controls table is read, written back and set in C", carries_controls},
       CU_TEST_INFO_NULL,
   };
   static CU_SuiteInfo suites[] = {{"description files", NULL, NULL, NULL, NULL, tests},

@@ -54,7 +54,7 @@ typedef struct tabq_cmd {
 /* The subcommands (each in its own file). */
 extern const tabq_cmd tabq_cmd_schema, tabq_cmd_check, tabq_cmd_plugins, tabq_cmd_publish,
     tabq_cmd_stats, tabq_cmd_requeue, tabq_cmd_purge, tabq_cmd_asyncapi, tabq_cmd_web,
-    tabq_cmd_cancel, tabq_cmd_schedule;
+    tabq_cmd_cancel, tabq_cmd_schedule, tabq_cmd_pause, tabq_cmd_resume;
 
 /* The value of option `name` (the last given), NULL when absent; a flag reads as "". */
 const char *opt(const tabq_args *a, const char *name);

@@ -9,9 +9,9 @@
 
 /* Every subcommand, in the order `tabq --help` lists them: a new one is a file and a line. */
 static const tabq_cmd *const commands[] = {
-    &tabq_cmd_schema,   &tabq_cmd_check,   &tabq_cmd_plugins,  &tabq_cmd_publish,
-    &tabq_cmd_stats,    &tabq_cmd_requeue, &tabq_cmd_purge,    &tabq_cmd_cancel,
-    &tabq_cmd_asyncapi, &tabq_cmd_web,     &tabq_cmd_schedule,
+    &tabq_cmd_schema,   &tabq_cmd_check, &tabq_cmd_plugins, &tabq_cmd_publish,  &tabq_cmd_stats,
+    &tabq_cmd_requeue,  &tabq_cmd_purge, &tabq_cmd_cancel,  &tabq_cmd_asyncapi, &tabq_cmd_web,
+    &tabq_cmd_schedule, &tabq_cmd_pause, &tabq_cmd_resume,
 };
 #define NCOMMANDS (sizeof commands / sizeof commands[0])
 

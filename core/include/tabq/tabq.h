@@ -564,3 +564,4 @@ TABQ_API int tabq_subscribe_to(tabq_broker *b, const char *name,
 #include <tabq/schema.h>
 #include <tabq/check.h>
 #include <tabq/cancel.h>
+#include <tabq/controls.h>
