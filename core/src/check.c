@@ -11,7 +11,9 @@
 #include <tabq/sys/sql.h>
 
 #include "check_report.h"
+#include "catalog.h"
 #include "engine.h"
+#include "publishing.h"
 #include "error.h"
 #include "sized.h"
 

@@ -14,6 +14,7 @@
 #include <string.h>
 #include <strings.h>
 
+#include "catalog.h"
 #include "engine.h"
 #include "error.h"
 

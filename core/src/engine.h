@@ -798,50 +798,6 @@ void tabq__cancel_after_extension(tabq_delivery *d, tabq_pconn *c);
  * (state TABQ__CANCEL_*): how many it found. */
 unsigned tabq__cancel_tell(tabq_broker *b, const char *name, const tabq_value *id, int state);
 
-/* publish.c: what tabq_publish, tabq_publish_many and tabq_publish_tx share. */
-/* Writes message m's row on c (taken at full size by the caller), with its NOTIFY where the
- * broker listens; `headers` is the caller's buffer for their JSON. Wakes nobody. */
-int tabq__publish_on(tabq_broker *b, tabq_publisher *p, tabq_pconn *c, const tabq_message *m,
-                     tabq_buf *headers, tabq_error *err);
-/* The table's publisher, built and prepared on first use: on `on` (a connection the caller
- * holds: a transaction's), else on a pooled one. Called with b->mu held. */
-int tabq__publisher_of(tabq_broker *b, const tabq_table *caller, tabq_pconn *on,
-                       tabq_publisher **out, tabq_error *err);
-/* A publisher's statements built into p->reg, from the description (taken into p->table and
- * checked) on: the insert and, with listen_notify, the notify. Lists and prepares nothing. */
-int tabq__publisher_build(tabq_broker *b, const tabq_table *caller, tabq_publisher *p,
-                          tabq_error *err);
-/* Runs the insert of one message's bound values on `c`. On a table with a unique_key, an insert
- * that wrote nothing is a duplicate: TABQ_DUPLICATE with the holder's id in err (found by
- * find_unique); the row's key was free but no row was written (MySQL's conflict on the id):
- * TABQ_BACKEND. */
-int tabq__insert_row(tabq_broker *b, tabq_publisher *p, tabq_pconn *c, const tabq_message *m,
-                     const tabq_bind *v, tabq_error *err);
-/* The checks of one message against the table, before anything is written. */
-int tabq__message_check(const tabq_table *t, const tabq_message *m, tabq_error *err);
-/* The insert's values for a checked message: its rendered headers, and `now` for the row's
- * times (retry_after is now + its delay); the payload as the table declares it. */
-tabq_bind tabq__message_bind(const tabq_table *t, const tabq_message *m, const char *headers,
-                             size_t headers_len, int64_t now);
-/* The type a publish binds the payload as: TABQ_T_BYTES, or the TABQ_T_TEXT or _JSON the
- * payload column declares. */
-tabq_type tabq__payload_type(const tabq_table *t);
-
-/* publish_rows.c: the statements of many rows tabq_publish_many writes with. */
-/* The publisher's chunk, from the dialect's insert_rows and the insert's parameters; no
- * statement is built yet. */
-void tabq__rows_init(tabq_broker *b, tabq_publisher *p);
-/* Builds every statement a batch of n rows runs, not built yet, and tells the most rows and the
- * most values one of them binds (*values 0: every row goes one insert). Called with b->mu held. */
-int tabq__rows_plan(tabq_broker *b, tabq_publisher *p, size_t n, unsigned *rows, size_t *values,
-                    tabq_error *err);
-/* The rows the next statement of a planned batch writes with `left` rows to go, and that
- * statement; 1 row is the insert. */
-unsigned tabq__rows_next(const tabq_publisher *p, size_t left, unsigned *stmt);
-/* Builds the statement of every number of rows a batch may write at once (2 up to the chunk),
- * for the statement check. */
-int tabq__rows_build_every(tabq_broker *b, tabq_publisher *p, tabq_error *err);
-
 /* headers.c */
 int tabq__headers_render(const tabq_header *h, size_t n, tabq_buf *out, tabq_error *err,
                          const char *table);
@@ -886,49 +842,6 @@ void tabq__queue_latency_add(tabq_delivery *d);
  * (offsetof(tabq_delivery, handler_time) ...), into `caller`, `size` bytes of it. */
 void tabq__slots_histogram(const tabq_subscription *s, size_t cells_at, tabq_histogram *caller,
                            size_t size);
-
-/* index_list.c: the indexes of build->table as the dialect's catalog query lists them
- * (Dialect.indexes, ABI 1.7), read on `on` (NULL: a pooled connection), each index handed to
- * `visit` until it returns true (*found). The
- * columns compare without ASCII case; an expression's column reads "". `unique` is known from a
- * plugin of ABI 1.9 on. TABQ_DIALECT, naming the plugin, its ABI and `what` was sought, without
- * the member; the query's failure otherwise. */
-#define TABQ_INDEX_MAX_KEY 16
-#define TABQ_INDEX_NAME_CAP 256
-typedef struct tabq_index_seen {
-  char name[TABQ_INDEX_NAME_CAP];
-  char cols[TABQ_INDEX_MAX_KEY][TABQ_INDEX_NAME_CAP];
-  unsigned ncols;
-  bool partial;
-  bool unfinished_only; /* its predicate is "processed_at IS NULL" */
-  bool unique, unique_known;
-} tabq_index_seen;
-typedef bool (*tabq_index_visit)(const tabq_table *t, const tabq_index_seen *x, void *user);
-int tabq__indexes_walk(tabq_broker *b, tabq_pconn *on, const tabq_build *build, const char *what,
-                       tabq_index_visit visit, void *user, bool *found, tabq_error *err);
-
-/* unique_index.c: a table with a unique_key column (docs/unique-jobs.md). Whether the plugin
- * serves it (ABI 1.9's Dialect.find_unique; TABQ_DIALECT naming the plugin and its ABI), then
- * whether the catalog shows a unique index of that one column (TABQ_SCHEMA naming the table and
- * the column otherwise). Nothing for a table without the role. */
-int tabq__unique_servable(tabq_broker *b, const tabq_table *t, tabq_error *err);
-int tabq__unique_index_check(tabq_broker *b, tabq_pconn *on, const tabq_build *build,
-                             tabq_error *err);
-
-/* claim_index.c: whether build->table has an index its claims walk (docs/check.md), from the
- * dialect's catalog query (Dialect.indexes, ABI 1.7): *found, and the name of the index that
- * serves in `name` (cap bytes). TABQ_DIALECT, naming the plugin and its ABI, without the
- * member; the query's failure otherwise. */
-int tabq__claim_index_find(tabq_broker *b, const tabq_build *build, bool *found, char *name,
-                           size_t cap, tabq_error *err);
-
-/* schema.c: a table's schema from the broker's dialect (Dialect.schema, ABI 1.7). */
-/* The claim-order index's default name, "<table>_claim" (without the table's schema). */
-void tabq__schema_index_name(const tabq_table *t, char *out, size_t cap);
-/* Statement `part` of build->table's schema into *out (initialised here; no SQL: the database
- * has none for that part); TABQ_DIALECT naming the plugin and its ABI without the member. */
-int tabq__schema_part(tabq_broker *b, const tabq_build *build, tabq_schema_part part,
-                      uint32_t flags, const char *index_name, tabq_stmt *out, tabq_error *err);
 
 /* route.c: what a route of `name` to table t (taken and checked) must be: a name, '*' only at
  * its end, and a group column to write it into. */

@@ -5,7 +5,9 @@
 #include <unistr.h>
 
 #include "clock.h"
+#include "catalog.h"
 #include "engine.h"
+#include "publishing.h"
 #include "error.h"
 #include "sized.h"
 

@@ -4,6 +4,7 @@
  * chunk and at most log2(chunk) more, and the per-table statements stay few (one per power of
  * two, built the first time a batch needs it). A single row left over is the one-row insert. */
 #include "engine.h"
+#include "publishing.h"
 
 /* A size whose statement the dialect declined (wrote no SQL): smaller ones take its rows. */
 #define ROWS_DECLINED (TABQ_NO_STMT - 1)

@@ -9,6 +9,7 @@
 
 #include "clock.h"
 #include "engine.h"
+#include "publishing.h"
 #include "error.h"
 #include "schedule_int.h"
 #include "schedule_slots.h"

@@ -7,6 +7,7 @@
 #include <string.h>
 #include <tabq/sys/sql.h>
 
+#include "catalog.h"
 #include "engine.h"
 #include "error.h"
 #include "sized.h"

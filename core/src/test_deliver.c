@@ -8,6 +8,7 @@
 #include <tabq/testing.h>
 
 #include "engine.h"
+#include "publishing.h"
 #include "error.h"
 #include "sized.h"
 

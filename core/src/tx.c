@@ -8,6 +8,7 @@
 #include <tabq/sys/sql.h>
 
 #include "engine.h"
+#include "publishing.h"
 #include "error.h"
 #include "sized.h"
 #include "tx_handle.h"

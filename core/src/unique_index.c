@@ -7,6 +7,7 @@
 #include <string.h>
 #include <strings.h>
 
+#include "catalog.h"
 #include "engine.h"
 #include "error.h"
 
