@@ -126,6 +126,9 @@ extern const kit_test schema_tests[];
 extern const kit_test unique_tests[];
 extern const kit_test deadline_tests[];
 extern const kit_test pause_tests[];
+extern const kit_test cancel_tests[];
+extern const kit_test schedule_tests[];
+extern const kit_test retention_tests[];
 
 /* ---- The database of one test (db.c) --------------------------------------------------------- */
 

@@ -210,6 +210,9 @@ static const struct {
     {"unique jobs", unique_tests},
     {"deadlines", deadline_tests},
     {"pause and resume across brokers", pause_tests},
+    {"cancel a job", cancel_tests},
+    {"periodic jobs", schedule_tests},
+    {"retention", retention_tests},
 };
 
 /* --list: one line a test, "feature<TAB>forms<TAB>name", for the README's matrix. */

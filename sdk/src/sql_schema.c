@@ -135,6 +135,7 @@ static void create_table(const tabq_sql_style *s, const tabq_sql_schema *k, cons
   column(s, st, &first, &t->retry_after, k->time, NULL);
   column(s, st, &first, &t->attempt, k->counter, " NOT NULL DEFAULT 1");
   column(s, st, &first, &t->processed_at, k->time, NULL);
+  column(s, st, &first, &t->cancelled_at, k->time, NULL); /* the cancel's mark, nullable */
   column(s, st, &first, &t->locked_until, or_else(k->lease_time, k->time), NULL);
   column(s, st, &first, &t->headers, k->json, NULL);
   column(s, st, &first, &t->payload, payload_type(k, t), " NOT NULL");
