@@ -190,6 +190,8 @@ const tabq_table *jobs_table(void);       /* the test's {jobs} in kit.form, ever
 const tabq_table *marked_table(void);     /* the same, acks set processed_at */
 const tabq_table *keyed_table(void);      /* the same with the partition_key role */
 const tabq_table *every_role_table(void); /* every role at once: keyed and marked */
+/* Marked, with the unique key "ukey" (its index comes from the dialect's schema: unique jobs). */
+const tabq_table *unique_table(void);
 /* {jobs} in another form (for the refusal of a form the plugin lacks). */
 tabq_table table_in_form(tabq_form form);
 typedef enum refusal_table {

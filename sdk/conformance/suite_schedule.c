@@ -18,14 +18,6 @@ static const char *needs_schedule(void) {
   return needs_schema();
 }
 
-/* {jobs} in the suite's form, acks setting processed_at, with the unique key "ukey". */
-static const tabq_table *unique_table(void) {
-  static tabq_table t;
-  t = *marked_table();
-  t.unique_key = (tabq_col){.name = "ukey"};
-  return &t;
-}
-
 static tabq_schedule_options every_second(const tabq_message *m) {
   tabq_schedule_options o = TABQ_SCHEDULE_OPTIONS_INIT;
   o.name = "tick";

@@ -21,14 +21,6 @@ static const char *needs_unique(void) {
              : "the plugin has no Dialect.find_unique (ABI 1.9): it writes no unique keys";
 }
 
-/* {jobs} in the suite's form, acks setting processed_at, with the unique key "ukey". */
-static const tabq_table *unique_table(void) {
-  static tabq_table t;
-  t = *marked_table();
-  t.unique_key = (tabq_col){.name = "ukey"};
-  return &t;
-}
-
 /* The test's tables from the dialect's schema, the unique index with them; *partial tells
  * whether that index holds the unfinished rows alone (a finished job's key is free again). */
 static void make_table(tabq_broker *b, bool *partial) {

@@ -68,6 +68,13 @@ const tabq_table *every_role_table(void) {
   return cached(EVERY);
 }
 
+const tabq_table *unique_table(void) {
+  static tabq_table t;
+  t = *marked_table();
+  t.unique_key = (tabq_col){.name = "ukey"};
+  return &t;
+}
+
 tabq_table table_in_form(tabq_form form) {
   return jobs_in(form, PLAIN);
 }
