@@ -297,6 +297,12 @@ double bench_run_tabq(const char *url, const tabq_table *table, const bench_args
                             .log = tabq_log};
   tabq_broker *b = NULL;
   tabq_error err;
+  char with_query[2300];
+  if (a->url_query) {
+    snprintf(with_query, sizeof with_query, "%s%c%s", url, strchr(url, '?') ? '&' : '?',
+             a->url_query);
+    url = with_query;
+  }
   if (tabq_connect(url, &bo, &b, &err))
     bench_die("tabq_connect: %s", err.message);
   drain dr = {.target = rows, .done = false};
@@ -440,6 +446,8 @@ void bench_parse_args(int argc, char **argv, unsigned forms, int64_t default_row
       a->autovacuum = true;
     else if (!strcmp(o, "--coalesce-us")) /* coalesce_acks with this window, 0 to 1,000,000 */
       a->coalesce_us = parse_window(o, arg_of(argc, argv, &i));
+    else if (!strcmp(o, "--url-query")) /* tabq's URL only: "pooler=transaction" */
+      a->url_query = arg_of(argc, argv, &i);
     else if (!strcmp(o, "--prefetch")) /* the subscription's prefetch, 1 to 1,000 */
       a->prefetch = bench_parse_count(o, arg_of(argc, argv, &i), 1000);
     else if (!strcmp(o, "--table")) {

@@ -90,8 +90,9 @@ typedef struct bench_args {
   int64_t rows;
   bool show_sql;
   bench_table_kind table;
-  int coalesce_us;   /* tabq side, lease form: coalesce_acks with this window; -1 off */
-  unsigned prefetch; /* tabq side, lease form: the subscription's prefetch */
+  int coalesce_us;       /* tabq side, lease form: coalesce_acks with this window; -1 off */
+  const char *url_query; /* tabq side: added to the broker's URL query ("pooler=transaction") */
+  unsigned prefetch;     /* tabq side, lease form: the subscription's prefetch */
   /* PostgreSQL: the table takes docs/table-description.md's per-table autovacuum settings
    * instead of autovacuum off (what a service that follows the docs runs). */
   bool autovacuum;

@@ -53,7 +53,8 @@ def scenarios(quick, base_rows=None):
         rows = base_rows or 10000
         add("postgres", "rowlock", 4, 1, rows, ["tabq", "best"])
         add("postgres", "lease", 4, 1, rows,
-            ["tabq", "tabq-coalesced", "tabq-prefetch", "best", "graphile-worker:defaults"])
+            ["tabq", "tabq-coalesced", "tabq-prefetch", "tabq-unnamed", "best",
+             "graphile-worker:defaults"])
         add("postgres", "lease", 4, 50, rows, ["tabq", "best"] + BATCHED_PEERS)
         add("mysql", "rowlock", 4, 1, rows, ["tabq", "best"])
         add("mysql", "lease", 4, 1, rows, ["tabq", "tabq-coalesced", "best"])
@@ -72,7 +73,9 @@ def scenarios(quick, base_rows=None):
         add("postgres", "rowlock", w, 1, n, ["tabq", "best"] + at4)
         # prefetch (32 rows ahead) beside the unbatched peer
         ahead = ["tabq-prefetch"] if w == 4 else []
-        add("postgres", "lease", w, 1, n, ["tabq", "best"] + at4 + shared + ahead +
+        # the statements a transaction pooler allows (unnamed, parsed each time) beside them
+        unnamed = ["tabq-unnamed"] if w == 4 else []
+        add("postgres", "lease", w, 1, n, ["tabq", "best"] + at4 + shared + ahead + unnamed +
             (["graphile-worker:defaults"] if w == 4 else []))
         add("mysql", "rowlock", w, 1, n, ["tabq", "best"] + at4)
         add("mysql", "lease", w, 1, n, ["tabq", "best"] + at4 + shared + ahead)
@@ -188,7 +191,8 @@ def command(sc, side, env):
             return None, "%s was not built" % PROGRAMS[sc["db"]]
         # tabq with coalesce_acks (no window), or with 32 rows prefetched
         options = {"tabq-coalesced": ["--coalesce-us", "0"],
-                   "tabq-prefetch": ["--prefetch", str(PREFETCH)]}
+                   "tabq-prefetch": ["--prefetch", str(PREFETCH)],
+                   "tabq-unnamed": ["--url-query", "pooler=transaction"]}
         cmd = [prog, "--side", "tabq" if side in options else side, "--form", sc["form"],
                "--workers", str(sc["workers"]), "--batch", str(sc["batch"]),
                "--rows", str(sc["rows"])] + options.get(side, [])
@@ -265,7 +269,7 @@ def summarise(plan, runs):
         for side, v in row["sides"].items():
             if not side.startswith("tabq") and t and v.get("msgs_per_s"):
                 row["ratios"]["tabq/" + side] = round(t / v["msgs_per_s"], 2)
-        for variant in ("coalesced", "prefetch"):
+        for variant in ("coalesced", "prefetch", "unnamed"):
             c = row["sides"].get("tabq-" + variant, {}).get("msgs_per_s")
             if c and t:
                 row["ratios"][variant + "/tabq"] = round(c / t, 2)
@@ -351,6 +355,7 @@ def targets(summary):
 # ---- The chart ---------------------------------------------------------------------------------
 
 COLOURS = {"tabq": "#1f6feb", "tabq-coalesced": "#0a3069", "tabq-prefetch": "#54aeff",
+           "tabq-unnamed": "#8250df",
            "own": "#8fb8f5", "best": "#2da44e",
            "graphile-worker:defaults": "#bf8700", "graphile-worker:batched": "#e3b341",
            "graphile-worker:local-queue-500": "#9a6700", "pg-boss:burst": "#f47067",

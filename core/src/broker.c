@@ -65,6 +65,9 @@ static int start_broker(tabq_broker *b, const char *url, const tabq_broker_optio
   tabq_pconn *c;
   if ((rc = tabq__pool_acquire(&b->pool, &c, err)))
     return rc;
+  b->per_transaction = TABQ_HAS_MEMBER(b->drv, tabq_driver_v1, session_scope) &&
+                       b->drv->session_scope &&
+                       b->drv->session_scope(c->conn) == TABQ_SESSION_PER_TRANSACTION;
   tabq__pool_release(&b->pool, c);
   if (o && o->listen_notify) {
     if ((rc = tabq__listener_start(b, err)))

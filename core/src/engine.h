@@ -74,6 +74,9 @@ struct tabq_broker {
   atomic_bool shut;
   atomic_bool stop_requested;
   bool listen_notify;
+  /* The driver's session_scope (ABI 1.9) said a transaction pooler stands between the broker
+   * and the server: nothing that needs a session (advisory locks, LISTEN) is served. */
+  bool per_transaction;
   tabq_listener listener;
   /* conn_budget.c: connections deliveries hold and claims in flight may take, over all the
    * subscriptions; and how many subscriptions have deliveries that hold one. */

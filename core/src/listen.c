@@ -130,6 +130,12 @@ int tabq__listener_start(tabq_broker *b, tabq_error *err) {
                          "listen_notify: the %s dialect has no notifications (LISTEN/NOTIFY is "
                          "PostgreSQL's); leave the option off and rely on the poll interval",
                          p->name);
+  if (b->per_transaction)
+    return tabq__err_set(err, TABQ_INVALID, NULL, NULL,
+                         "listen_notify: LISTEN needs a server session of its own, and the URL "
+                         "declares a transaction pooler (pooler=transaction): connect the "
+                         "broker directly or through session pooling, or leave the option off "
+                         "and rely on the poll interval");
   tabq_listener *l = &b->listener;
   pthread_mutex_init(&l->mu, NULL);
   pthread_condattr_t attr;

@@ -377,7 +377,10 @@ static int check_on_database(tabq_broker *b, tabq_retainer *proto, retained *e, 
 static int build_election(tabq_broker *b, const tabq_table *t, const char *database,
                           tabq_retainer *r, tabq_error *err) {
   const tabq_advisory_v1 *adv = b->plugin.plugin->advisory;
-  r->elect = adv && !(adv->flags & TABQ_ADVISORY_PROCESS_KEYS) && adv->lock && adv->unlock;
+  /* Behind a transaction pooler a session lock would not hold: every process prunes, as on a
+   * database without session locks. */
+  r->elect = adv && !(adv->flags & TABQ_ADVISORY_PROCESS_KEYS) && adv->lock && adv->unlock &&
+             !b->per_transaction;
   if (!r->elect)
     return TABQ_OK;
   tabq_table plain = *t;

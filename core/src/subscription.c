@@ -33,6 +33,14 @@ int tabq__form_servable(tabq_broker *b, const tabq_build *build, tabq_error *err
     return tabq__err_set(err, TABQ_DIALECT, table, NULL,
                          "table %s takes the %s form, which the %s dialect does not serve", table,
                          ops->name, p->name);
+  /* A session lock taken in one transaction would be released, or never, on another session. */
+  if (build->form == TABQ_FORM_ADVISORY && b->per_transaction)
+    return tabq__err_set(err, TABQ_DIALECT, table, NULL,
+                         "table %s takes the advisory lock form, whose locks belong to a server "
+                         "session, and the URL declares a transaction pooler "
+                         "(pooler=transaction): connect directly or through session pooling, or "
+                         "describe the table in the lease or row lock form",
+                         table);
   return TABQ_OK;
 }
 

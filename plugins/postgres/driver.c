@@ -9,7 +9,10 @@
  *
  * Statements are prepared under per-connection names (tabq_1, tabq_2, ...) with their parameter
  * types left to the server to infer; execute sends binary parameters and asks for binary results
- * (codec.c), so nothing is quoted, escaped or parsed as text. */
+ * (codec.c), so nothing is quoted, escaped or parsed as text. Behind a transaction pooler
+ * (pooler=transaction in the URL, pooler.c) no statement may outlive its transaction: prepare
+ * learns the types through the unnamed statement, and each execute sends its SQL again with
+ * them (parse, bind and execute in one round trip). */
 #include <ctype.h>
 #include <errno.h>
 #include <inttypes.h>
@@ -39,6 +42,7 @@ struct tabq_conn {
   const tabq_host *log_host; /* its broker's (Driver.connect_host, ABI 1.6), else NULL */
   uint64_t stmt_seq;         /* the last statement number handed out */
   bool broken;          /* left in a state the driver cannot use (COPY): the pool replaces it */
+  bool per_transaction; /* the URL declares a transaction pooler: nothing prepared by name */
   tabq_prepared *stmts; /* still prepared; close frees them */
 };
 
@@ -56,7 +60,8 @@ struct tabq_prepared {
   int *lengths;
   int *formats; /* all 1: binary */
   tabq_pg_slot *slots;
-  char server_name[24];
+  char server_name[24]; /* "" behind a transaction pooler */
+  char *sql;            /* behind a transaction pooler: the text each execute sends */
   char name[32];
 };
 
@@ -290,13 +295,37 @@ static int fail_connect(PGconn *pg, const char *url, int64_t elapsed_ms) {
                       msg);
 }
 
+static int connect_conninfo(const tabq_host *log_host, const char *url, const char *conninfo,
+                            tabq_conn **out);
+
 static int pg_connect_host(const tabq_host *log_host, const char *url, tabq_conn **out) {
   *out = NULL;
   char shown[URL_SHOWN];
-  const char *conninfo = url ? conninfo_of(url) : NULL;
-  if (!conninfo)
+  const char *given = url ? conninfo_of(url) : NULL;
+  if (!given)
     return host()->fail(TABQ_INVALID, NULL, 0, "not a postgres URL: %s",
                         url ? shown_url(url, shown) : "(null)");
+  size_t cap = strlen(given) + 1;
+  char *conninfo = host()->alloc(cap);
+  if (!conninfo)
+    return host()->fail(TABQ_NOMEM, NULL, 0, "no memory to connect to %s", shown_url(url, shown));
+  bool per_transaction;
+  int taken = tabq_pg_take_pooler(given, given == url, conninfo, cap, &per_transaction);
+  if (taken != TABQ_OK) {
+    host()->free(conninfo);
+    return taken;
+  }
+  int rc = connect_conninfo(log_host, url, conninfo, out);
+  host()->free(conninfo);
+  if (rc == TABQ_OK)
+    (*out)->per_transaction = per_transaction;
+  return rc;
+}
+
+/* Connects with what libpq takes; `url` names the server in messages. */
+static int connect_conninfo(const tabq_host *log_host, const char *url, const char *conninfo,
+                            tabq_conn **out) {
+  char shown[URL_SHOWN];
   if (!PQisthreadsafe())
     return host()->fail(TABQ_BACKEND, NULL, 0, "libpq was built without thread support");
   /* Keywords after dbname override what its expansion sets; those before it only fill gaps, so
@@ -401,7 +430,8 @@ static void free_prepared(tabq_prepared *p) {
   PQclear(p->res);
   for (unsigned i = 0; p->slots && i < p->nparams; i++)
     tabq_pg_slot_free(&p->slots[i]);
-  void *parts[] = {p->param_types, p->col_types, p->values, p->lengths, p->formats, p->slots};
+  void *parts[] = {p->param_types, p->col_types, p->values, p->lengths,
+                   p->formats,     p->slots,     p->sql};
   for (size_t i = 0; i < sizeof parts / sizeof parts[0]; i++)
     if (parts[i])
       host()->free(parts[i]);
@@ -449,7 +479,7 @@ static tabq_prepared *new_prepared(tabq_conn *c, unsigned np, unsigned nf) {
 /* Drops a statement on the server, where a command can still run; otherwise it stays until the
  * session ends (a failed transaction refuses every command but ROLLBACK). */
 static void deallocate(tabq_conn *c, const char *server_name) {
-  if (lost(c) || c->broken || PQtransactionStatus(c->pg) == PQTRANS_INERROR)
+  if (!server_name[0] || lost(c) || c->broken || PQtransactionStatus(c->pg) == PQTRANS_INERROR)
     return;
   char sql[48];
   snprintf(sql, sizeof sql, "DEALLOCATE %s", server_name);
@@ -501,14 +531,9 @@ static int describe(tabq_conn *c, const char *server_name, unsigned nparams, con
   return TABQ_OK;
 }
 
-static int pg_prepare(tabq_conn *c, const char *sql, unsigned nparams, const char *name,
-                      tabq_prepared **out) {
-  *out = NULL;
-  name = name ? name : "sql";
-  if (!sql)
-    return host()->fail(TABQ_INVALID, NULL, 0, "%s statement: no SQL", name);
-  char server_name[24];
-  snprintf(server_name, sizeof server_name, "tabq_%" PRIu64, ++c->stmt_seq);
+/* Prepares `sql` as `server_name` ("" for the unnamed statement) and learns its types. */
+static int prepare_described(tabq_conn *c, const char *server_name, const char *sql,
+                             unsigned nparams, const char *name, tabq_prepared **out) {
   /* No parameter types: the server infers each from where its placeholder stands. */
   PGresult *res = PQprepare(c->pg, server_name, sql, 0, NULL);
   if (PQresultStatus(res) != PGRES_COMMAND_OK) {
@@ -517,10 +542,50 @@ static int pg_prepare(tabq_conn *c, const char *sql, unsigned nparams, const cha
     return code;
   }
   PQclear(res);
-  tabq_prepared *p = NULL;
-  int code = describe(c, server_name, nparams, name, &p);
-  if (code != TABQ_OK) {
+  int code = describe(c, server_name, nparams, name, out);
+  if (code != TABQ_OK)
     deallocate(c, server_name);
+  return code;
+}
+
+static char *copy_text(const char *s) {
+  size_t n = strlen(s) + 1;
+  char *copy = host()->alloc(n);
+  if (copy)
+    memcpy(copy, s, n);
+  return copy;
+}
+
+static int pg_prepare(tabq_conn *c, const char *sql, unsigned nparams, const char *name,
+                      tabq_prepared **out) {
+  *out = NULL;
+  name = name ? name : "sql";
+  if (!sql)
+    return host()->fail(TABQ_INVALID, NULL, 0, "%s statement: no SQL", name);
+  char server_name[24] = "";
+  if (!c->per_transaction)
+    snprintf(server_name, sizeof server_name, "tabq_%" PRIu64, ++c->stmt_seq);
+  /* Behind a transaction pooler the unnamed statement's prepare and describe must meet one
+   * server session: inside a transaction (the caller's, or one of their own). */
+  bool own_tx = c->per_transaction && PQtransactionStatus(c->pg) == PQTRANS_IDLE;
+  if (own_tx) {
+    int code = run_sql(c, "BEGIN", name);
+    if (code != TABQ_OK)
+      return code;
+  }
+  tabq_prepared *p = NULL;
+  int code = prepare_described(c, server_name, sql, nparams, name, &p);
+  if (own_tx) {
+    PGresult *end = PQexec(c->pg, code == TABQ_OK ? "COMMIT" : "ROLLBACK");
+    if (code == TABQ_OK)
+      code = check_result(c, end, name);
+    PQclear(end);
+  }
+  if (code == TABQ_OK && c->per_transaction && !(p->sql = copy_text(sql)))
+    code = host()->fail(TABQ_NOMEM, NULL, 0, "no memory for the %s statement", name);
+  if (code != TABQ_OK) {
+    if (p)
+      free_prepared(p);
     return code;
   }
   snprintf(p->server_name, sizeof p->server_name, "%s", server_name);
@@ -574,8 +639,12 @@ static int pg_execute(tabq_prepared *p, const tabq_value *params, unsigned n) {
     if (code != TABQ_OK)
       return code;
   }
-  PGresult *res =
-      PQexecPrepared(p->conn->pg, p->server_name, (int)n, p->values, p->lengths, p->formats, 1);
+  /* Behind a transaction pooler: the text again, with the types the server inferred at prepare,
+   * so the values bind as they would to the prepared statement. */
+  PGresult *res = p->sql ? PQexecParams(p->conn->pg, p->sql, (int)n, p->param_types, p->values,
+                                        p->lengths, p->formats, 1)
+                         : PQexecPrepared(p->conn->pg, p->server_name, (int)n, p->values,
+                                          p->lengths, p->formats, 1);
   char what[48];
   snprintf(what, sizeof what, "%s statement", p->name);
   int code = check_result(p->conn, res, what);
@@ -691,7 +760,16 @@ static bool pg_alive(tabq_conn *c) {
   return !lost(c);
 }
 
+static int pg_session_scope(tabq_conn *c) {
+  return c && c->per_transaction ? TABQ_SESSION_PER_TRANSACTION : TABQ_SESSION_OWN;
+}
+
 static int pg_listen(tabq_conn *c, const char *channel) {
+  if (c->per_transaction)
+    return host()->fail(TABQ_INVALID, NULL, 0,
+                        "LISTEN needs a server session of its own, and the URL declares a "
+                        "transaction pooler (pooler=transaction): listen on a direct connection "
+                        "or through session pooling");
   if (!channel)
     return host()->fail(TABQ_INVALID, NULL, 0, "listen: no channel");
   size_t n = strlen(channel);
@@ -798,4 +876,5 @@ const tabq_driver_v1 tabq_pg_driver = {
     .wait_notify = pg_wait_notify,
     .connect_host = pg_connect_host,
     .bindable = pg_bindable,
+    .session_scope = pg_session_scope,
 };

@@ -22,6 +22,12 @@ struct tabq_sql_style;
 const struct tabq_sql_style *tabq_pg_style(void);
 void tabq_pg_literal(tabq_stmt *st, const char *text, size_t n);
 
+/* pooler.c: `conninfo` (a URI when `uri`, else key=value pairs) without its pooler setting into
+ * `out` (`cap` bytes, at least strlen(conninfo) + 1), and whether it declares a transaction
+ * pooler; TABQ_INVALID, reported to the host, for a value other than transaction or session. */
+int tabq_pg_take_pooler(const char *conninfo, bool uri, char *out, size_t cap,
+                        bool *per_transaction);
+
 /* Version floors (server_version_num). */
 #define TABQ_PG_SKIP_LOCKED_FLOOR 90500 /* FOR UPDATE SKIP LOCKED */
 #define TABQ_PG_HASH_FLOOR 110000       /* hashtextextended: advisory and FIFO claims */

@@ -82,6 +82,9 @@ typedef struct kit_state {
    * URL under the lender's scheme, as tabq hands it (pglease://... -> postgres://...). */
   char driver_url[1024];
   tabq_form form; /* the form of the suite running */
+  /* The driver says the URL reaches the server through a transaction pooler (ABI 1.9
+   * Driver.session_scope): the advisory form and LISTEN are refused, and their tests skipped. */
+  bool per_transaction;
 } kit_state;
 
 extern kit_state kit;

@@ -161,6 +161,9 @@ static void start(const args *a) {
   if ((rc = kit.plugin.driver->connect(kit.driver_url, &conn)))
     cannot_start("cannot reach %s: %s", url,
                  probe_last_failure()[0] ? probe_last_failure() : tabq_code_name((tabq_code)rc));
+  const tabq_driver_v1 *d = kit.plugin.driver;
+  kit.per_transaction = TABQ_HAS_MEMBER(d, tabq_driver_v1, session_scope) && d->session_scope &&
+                        d->session_scope(conn) == TABQ_SESSION_PER_TRANSACTION;
   kit.plugin.driver->close(conn);
   tabq_broker *b;
   tabq_error err;
@@ -251,6 +254,12 @@ static void register_form(tabq_form form, const char *only, bool smoke, const ch
     char why[96];
     snprintf(why, sizeof why, "%s: the plugin declares no %s interface", name, interface_of(form));
     report_skip(name, "(form)", why);
+    return;
+  }
+  if (form == TABQ_FORM_ADVISORY && kit.per_transaction) {
+    report_skip(name, "(form)",
+                "advisory: the URL declares a transaction pooler, through which the advisory form "
+                "cannot hold (its locks belong to a server session)");
     return;
   }
   int (*init)(void) = form == TABQ_FORM_ROWLOCK ? set_rowlock

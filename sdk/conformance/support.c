@@ -220,6 +220,9 @@ const char *needs_schema(void) {
 }
 
 const char *needs_listen(void) {
+  if (kit.per_transaction)
+    return "LISTEN/NOTIFY: the URL declares a transaction pooler, through which LISTEN cannot "
+           "hold (it needs a server session of its own)";
   return kit.plugin.listen
              ? NULL
              : "LISTEN/NOTIFY: the plugin has no Driver.listen/wait_notify or no Dialect.channel";

@@ -235,7 +235,21 @@ typedef struct tabq_driver_v1 {
    * placeholder, so a column whose type the statements cannot bind (a payload column of
    * integers) is found before anything runs. */
   int (*bindable)(tabq_prepared *p, unsigned i, const tabq_value *sample);
+
+  /* ---- ABI 1.9 ---- */
+  /* Optional: how long the connection's server session lasts, as its URL declares it.
+   * TABQ_SESSION_OWN (what a driver without the member gives): the connection is one server
+   * session for its life, so session locks, LISTEN and named prepared statements hold.
+   * TABQ_SESSION_PER_TRANSACTION: a transaction pooler (PgBouncer's pool_mode=transaction) hands
+   * each transaction, and each statement outside one, whichever server session is free; the
+   * driver then prepares nothing that outlives a statement, and the core refuses what needs a
+   * session (the advisory lock form, listen_notify) and elects no retention pruner. */
+  int (*session_scope)(tabq_conn *c);
 } tabq_driver_v1;
+
+/* Driver.session_scope's answers (ABI 1.9). */
+#define TABQ_SESSION_OWN 0
+#define TABQ_SESSION_PER_TRANSACTION 1
 
 /* ---- Dialect: the statements every form shares ------------------------------------------- */
 
