@@ -409,6 +409,9 @@ struct tabq_subscription {
   unsigned claiming; /* claims in flight */
   uint64_t wakes;    /* wake-ups so far: a claim that saw one come needs no poll wait */
   int64_t next_claim_ms;
+  /* claim_failures.c: claims failed in a row, since when, and the next time to say so again. */
+  unsigned claim_failures;
+  int64_t claim_failing_since_ms, claim_next_log_ms;
   unsigned busy; /* workers inside a handler */
   tabq_delivery *slots;
   unsigned nslots;
@@ -497,6 +500,12 @@ int tabq__workers_start(tabq_subscription *s, bool threads, tabq_error *err);
 /* tabq_test_drain: claims and handles on the calling thread until a claim takes no row. */
 int tabq__drain(tabq_subscription *s, tabq_error *err);
 void tabq__workers_stop(tabq_subscription *s);
+
+/* claim_failures.c, under s->mu: a failed claim logged (the first, then once a minute) and the
+ * time of the next one, backing off from one poll interval to five seconds; a claim that
+ * succeeds after failures says so and starts the count again. */
+int64_t tabq__claim_failed(tabq_subscription *s, const tabq_error *err);
+void tabq__claim_succeeded(tabq_subscription *s);
 
 /* wake.c: a subscription claims at once instead of after its poll interval; and so do this
  * process's subscriptions of a table (and of `group`, where it has a group column). */

@@ -138,9 +138,6 @@ static int claim_round(worker *w, unsigned limit, unsigned *claimed, tabq_error 
   tabq__claim_trips = NULL;
   tabq__count(counts, TABQ__N_CLAIMS, 1);
   *claimed = got;
-  if (rc)
-    tabq__logf(&s->b->log, TABQ_LOG_ERROR, "claim on table %s failed (%s): %s", s->t->name,
-               tabq_code_name(err->code), err->message);
   unsigned held = s->ops->conns_held(s, got);
   tabq__budget_give(s->b, s, reserved - held); /* the deliveries keep what they hold */
 
@@ -150,10 +147,17 @@ static int claim_round(worker *w, unsigned limit, unsigned *claimed, tabq_error 
     s->free_slots[s->nfree++] = w->claimed[i];
   /* A full claim may have left rows behind: claim again as soon as a worker is free. A short
    * one waits the poll interval, unless a wake-up came while it ran. */
-  if (!rc && got == limit)
-    s->next_claim_ms = 0;
-  else if (s->wakes == wakes)
-    s->next_claim_ms = tabq__mono_ms() + s->poll_ms;
+  if (rc) {
+    int64_t retry_ms = tabq__claim_failed(s, err);
+    if (s->wakes == wakes)
+      s->next_claim_ms = retry_ms;
+  } else {
+    tabq__claim_succeeded(s);
+    if (got == limit)
+      s->next_claim_ms = 0;
+    else if (s->wakes == wakes)
+      s->next_claim_ms = tabq__mono_ms() + s->poll_ms;
+  }
   if (s->o.batch_handler) {
     if (got) {
       s->busy++;
