@@ -1,12 +1,13 @@
 /* A worker process of the fault tests (test_server_faults.py): one broker draining one table in
  * one form while the test restarts the server under it and ends its connections.
  *
- *   fault_worker URL TABLE FORM WORKERS OUT
+ *   fault_worker URL TABLE FORM WORKERS OUT [HANDLER_MS [POOL]]
  *
  * Queue "q" of TABLE (id, queue, retry_after, attempt, payload; locked_until in the lease form,
  * the key "TABLE-{id}" in the advisory form; acks delete). Each handler call appends one line
  * "ID START_US END_US PID" to OUT (one write on an O_APPEND descriptor, so lines of several
- * processes never mix), sleeps 10 ms and acks. It prints "ready" once subscribed; on SIGTERM it
+ * processes never mix), sleeps HANDLER_MS (default 10) and acks. POOL: the broker's pool_size
+ * (default 6). It prints "ready" once subscribed; on SIGTERM it
  * shuts down and prints its counters as one JSON line, exit 0. Exit 3: it could not connect or
  * subscribe (the message on stderr). */
 #include <fcntl.h>
@@ -20,6 +21,7 @@
 #include <unistd.h>
 
 static int out_fd = -1;
+static long handler_ms = 10;
 
 static int64_t now_us(void) {
   struct timespec ts;
@@ -30,8 +32,10 @@ static int64_t now_us(void) {
 static tabq_outcome handle(tabq_delivery *d, void *user) {
   (void)user;
   int64_t start = now_us();
-  struct timespec pause = {.tv_nsec = 10 * 1000 * 1000};
-  nanosleep(&pause, NULL);
+  if (handler_ms > 0) {
+    struct timespec pause = {.tv_sec = handler_ms / 1000, .tv_nsec = handler_ms % 1000 * 1000000};
+    nanosleep(&pause, NULL);
+  }
   char line[96];
   int n = snprintf(line, sizeof line, "%lld %lld %lld %d\n", (long long)tabq_delivery_id(d),
                    (long long)start, (long long)now_us(), (int)getpid());
@@ -47,10 +51,13 @@ static void log_line(int level, const char *message, void *user) {
 }
 
 int main(int argc, char **argv) {
-  if (argc != 6) {
-    fprintf(stderr, "usage: fault_worker URL TABLE rowlock|lease|advisory WORKERS OUT\n");
+  if (argc < 6 || argc > 8) {
+    fprintf(stderr,
+            "usage: fault_worker URL TABLE rowlock|lease|advisory WORKERS OUT [HANDLER_MS [POOL]]\n");
     return 2;
   }
+  if (argc > 6)
+    handler_ms = atol(argv[6]);
   const char *url = argv[1], *table = argv[2], *form = argv[3], *out = argv[5];
   out_fd = open(out, O_WRONLY | O_APPEND | O_CREAT, 0644);
   if (out_fd < 0) {
@@ -78,7 +85,7 @@ int main(int argc, char **argv) {
   }
   tabq_broker_options bo = TABQ_BROKER_OPTIONS_INIT;
   bo.poll_interval_ms = 50;
-  bo.pool_size = 6;
+  bo.pool_size = argc > 7 ? (unsigned)atoi(argv[7]) : 6;
   bo.lease_s = 2;
   bo.log = log_line;
   tabq_broker *b;

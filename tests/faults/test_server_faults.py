@@ -14,7 +14,6 @@ The servers are ./dev test's: PostgreSQL is restarted with its own pg_ctl (the d
 from the server), MariaDB shut down with SHUTDOWN and started again with the command line it ran
 with (read from /proc) after a SIGKILL: a crash, which InnoDB recovers from at start.""" 
 import glob
-import json
 import os
 import pwd
 import signal
@@ -22,62 +21,21 @@ import subprocess
 import sys
 import tempfile
 import time
-import urllib.parse
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "support"))
 from checks import Checks, database_urls  # noqa: E402
+import faults_db  # noqa: E402
+from faults_db import MINE, POOL, scalar, sql, wait_up  # noqa: E402
 
-worker_bin, sql_run = sys.argv[1:3]
+worker_bin = sys.argv[1]
+faults_db.SQL_RUN = sys.argv[2]
 RESTARTS = int(sys.argv[3]) if len(sys.argv) > 3 else 20
 KILLS = int(sys.argv[4]) if len(sys.argv) > 4 else 10
 ROWS = 3000
 FORMS = ("rowlock", "lease", "advisory")
-POOL = 6  # fault_worker's pool_size
 work = tempfile.mkdtemp(prefix="tabq-faults.")
 urls = database_urls(f"{work}/unused.db")
 check = Checks()
-
-DDL = {
-    "postgres": "CREATE TABLE {t} (id BIGSERIAL PRIMARY KEY, queue TEXT NOT NULL, retry_after "
-                "TIMESTAMPTZ, attempt INTEGER NOT NULL DEFAULT 1, locked_until TIMESTAMPTZ, "
-                "payload BYTEA NOT NULL)",
-    "mysql": "CREATE TABLE {t} (id BIGINT AUTO_INCREMENT PRIMARY KEY, queue VARCHAR(191) NOT NULL, "
-             "retry_after DATETIME(6) NULL, attempt INT NOT NULL DEFAULT 1, locked_until DATETIME "
-             "NULL, payload BLOB NOT NULL, INDEX claim_order (queue, retry_after, id)) "
-             "ENGINE=InnoDB",
-}
-FILL = {
-    "postgres": "INSERT INTO {t} (queue, payload) SELECT 'q', 'x' FROM generate_series(1, {n})",
-    # MariaDB's sequence engine (a recursive CTE stops at max_recursive_iterations, 1000)
-    "mysql": "INSERT INTO {t} (queue, payload) SELECT 'q', 'x' FROM seq_1_to_{n}",
-}
-# tabq's connections as the server lists them (the checker's own left out).
-MINE = {
-    "postgres": "FROM pg_stat_activity WHERE application_name = 'tabq' "
-                "AND pid <> pg_backend_pid()",
-    "mysql": "FROM information_schema.processlist WHERE user = 'tabq' AND id <> CONNECTION_ID() "
-             "AND command <> 'Killed'",
-}
-
-
-def sql(url, text, cells=0, tries=60):
-    """Runs SQL (a query when cells > 0: its rows as lists of strings), waiting out a server that
-    is coming back."""
-    args = [sql_run, url] + (["-q", str(cells)] if cells else []) + [text]
-    for _ in range(tries):
-        r = subprocess.run(args, capture_output=True, text=True)
-        if r.returncode == 0:
-            return [line.split("\t") for line in r.stdout.splitlines()]
-        time.sleep(0.25)
-    raise RuntimeError(f"{text}: {r.stderr.strip()}")
-
-
-def scalar(url, text):
-    return int(sql(url, text, 1)[0][0])
-
-
-def wait_up(url, what):
-    sql(url, "SELECT 1", 1, tries=240)
 
 
 # ---- Restarting each server ------------------------------------------------------------------
@@ -140,8 +98,8 @@ def run(db):
     tables = {f: f"faults_{db[:2]}_{f}_{os.getpid()}" for f in FORMS}
     for form, t in tables.items():
         sql(url, f"DROP TABLE IF EXISTS {t}")
-        sql(url, DDL[db].format(t=t))
-        sql(url, FILL[db].format(t=t, n=ROWS))
+        sql(url, faults_db.DDL[db].format(t=t))
+        sql(url, faults_db.FILL[db].format(t=t, n=ROWS))
     restart = pg_restarter(url) if db == "postgres" else maria_restarter(url)
     workers = {}
     for form, t in tables.items():

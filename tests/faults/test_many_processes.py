@@ -1,0 +1,109 @@
+#!/usr/bin/env python3
+"""Many processes on one table (docs/reliability.md): PROCS worker processes (fault_worker, four
+workers each, handlers that return at once) drain ROWS rows of one table on PostgreSQL (lease
+form) and on MariaDB (row lock form), all started before the rows are written, so they compete
+from the first row.
+
+Checks: every row handled exactly once; no process starved (each handled rows; the spread from
+the fewest to the most is printed); the server's connections of tabq's never more than the pools
+(PROCS x 6), sampled every 100 ms; none left after the processes shut down.
+
+usage: test_many_processes.py FAULT_WORKER SQL_RUN [PROCS [ROWS]]"""
+import os
+import signal
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "support"))
+from checks import Checks, database_urls  # noqa: E402
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import faults_db  # noqa: E402
+from faults_db import DDL, FILL, MINE, POOL, scalar, sql  # noqa: E402
+
+worker_bin = sys.argv[1]
+faults_db.SQL_RUN = sys.argv[2]
+PROCS = int(sys.argv[3]) if len(sys.argv) > 3 else 32
+ROWS = int(sys.argv[4]) if len(sys.argv) > 4 else 200000
+work = tempfile.mkdtemp(prefix="tabq-many.")
+urls = database_urls(f"{work}/unused.db")
+check = Checks()
+
+
+def run(db, form):
+    url = urls[db]
+    table = f"many_{db[:2]}_{os.getpid()}"
+    sql(url, f"DROP TABLE IF EXISTS {table}")
+    sql(url, DDL[db].format(t=table))
+    out = os.path.join(work, f"{table}.log")
+    procs = []
+    for i in range(PROCS):
+        err = open(os.path.join(work, f"{table}.{i}.err"), "w")
+        procs.append(subprocess.Popen([worker_bin, url, table, form, "4", out, "0"],
+                                      stdout=subprocess.PIPE, stderr=err, text=True))
+    ready = sum(p.stdout.readline().strip() == "ready" for p in procs)
+    check(f"{db} {form}: {PROCS} processes subscribed", ready == PROCS, f"{ready} ready")
+    most = [0]
+    sampling = [True]
+
+    def sample():
+        while sampling[0]:
+            try:
+                most[0] = max(most[0], scalar(url, "SELECT count(*) " + MINE[db]))
+            except (RuntimeError, IndexError, ValueError):
+                pass
+            time.sleep(0.1)
+    sampler = threading.Thread(target=sample)
+    sampler.start()
+    started = time.time()
+    # Written in chunks of 10,000 (MariaDB's sequence table, PostgreSQL's series), the drain
+    # starting on the first.
+    for done in range(0, ROWS, 10000):
+        sql(url, FILL[db].format(t=table, n=min(10000, ROWS - done)))
+    deadline = time.time() + 900
+    while time.time() < deadline and scalar(url, f"SELECT count(*) FROM {table}"):
+        time.sleep(0.25)
+    seconds = time.time() - started
+    left = scalar(url, f"SELECT count(*) FROM {table}")
+    sampling[0] = False
+    sampler.join()
+    statuses = []
+    for p in procs:
+        p.send_signal(signal.SIGTERM)
+    for p in procs:
+        try:
+            statuses.append(p.wait(timeout=60))
+        except subprocess.TimeoutExpired:
+            p.kill()
+            statuses.append("hung")
+    seen, per_process = {}, {}
+    for line in open(out):
+        rid, _, _, pid = (int(x) for x in line.split())
+        seen[rid] = seen.get(rid, 0) + 1
+        per_process[pid] = per_process.get(pid, 0) + 1
+    first = min(seen) if seen else 0
+    missing = ROWS - len(seen)
+    twice = sum(1 for n in seen.values() if n > 1)
+    check(f"{db} {form}: {ROWS} rows drained in {seconds:.0f} s ({ROWS / seconds:.0f} rows/s)",
+          left == 0, f"{left} left")
+    check(f"{db} {form}: every row handled exactly once", missing == 0 and twice == 0,
+          f"{missing} never, {twice} twice (ids from {first})")
+    counts = sorted(per_process.values())
+    check(f"{db} {form}: no process starved ({len(counts)} of {PROCS} handled rows, from "
+          f"{counts[0] if counts else 0} to {counts[-1] if counts else 0} each)",
+          len(counts) == PROCS, counts)
+    check(f"{db} {form}: every process shut down cleanly", all(s == 0 for s in statuses),
+          statuses)
+    check(f"{db} {form}: tabq's connections at most the pools ({most[0]} seen, "
+          f"{PROCS * POOL} at most)", most[0] <= PROCS * POOL, most[0])
+    time.sleep(0.5)
+    after = scalar(url, "SELECT count(*) " + MINE[db])
+    check(f"{db} {form}: no connection left", after == 0, f"{after} left")
+    sql(url, f"DROP TABLE IF EXISTS {table}")
+
+
+run("postgres", "lease")
+run("mysql", "rowlock")
+check.finish("many processes")
