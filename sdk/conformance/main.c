@@ -210,6 +210,7 @@ static const struct {
     {"unique jobs", unique_tests},
     {"deadlines", deadline_tests},
     {"pause and resume across brokers", pause_tests},
+    {"concurrency limits", concurrency_tests},
 };
 
 /* --list: one line a test, "feature<TAB>forms<TAB>name", for the README's matrix. */
