@@ -253,7 +253,8 @@ static bool same_queue(const tabq_app_sub *s, const tabq_table *t, const char *q
 }
 
 static bool copy_options(tabq_app *app, tabq_subscription_options *o) {
-  const char **strings[] = {&o->queue, &o->dead_letter_group, &o->dead_letter_table};
+  const char **strings[] = {&o->queue, &o->dead_letter_group, &o->dead_letter_table,
+                            &o->concurrency_key};
   for (size_t i = 0; i < sizeof strings / sizeof strings[0]; i++)
     if (*strings[i] && !(*strings[i] = tabq__app_strdup(app, *strings[i])))
       return false;

@@ -267,6 +267,8 @@ static int run_app(tabq_app *app, const main_options *o, char **argv) {
   /* Before any subscription, the connected hook's included: each honours the pauses. */
   if (!status && app->controls && tabq_set_controls(b, app->controls, &err))
     status = failed(argv, "giving the controls table", &err);
+  if (!status && app->conc_slots && tabq_set_concurrency_slots(b, app->conc_slots, &err))
+    status = failed(argv, "giving the concurrency slots table", &err);
   for (size_t i = 0; !status && i < app->nroutes; i++)
     if (tabq_route(b, app->routes[i]->name, &app->routes[i]->table->t, &err))
       status = failed(argv, "routing", &err);

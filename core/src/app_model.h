@@ -5,6 +5,7 @@
 #define TABQ_APP_MODEL_H
 
 #include <tabq/app.h>
+#include <tabq/concurrency.h>
 #include <tabq/controls.h>
 #include <tabq/retention.h>
 #include <tabq/schedule.h>
@@ -55,7 +56,9 @@ struct tabq_app {
   tabq_app_sched **scheds; /* app_schedule.c */
   size_t nscheds;
   tabq_controls *controls; /* app_controls.c: full size, the app's strings; NULL: none */
-  void **owned;            /* every allocation above, freed with the app */
+  /* app_controls.c: the slots table of concurrency limits, as controls; NULL: none */
+  tabq_concurrency_slots *conc_slots;
+  void **owned; /* every allocation above, freed with the app */
   size_t nowned, owned_cap;
 };
 

@@ -492,6 +492,8 @@ static const char *const sub_members[] = {"table",
                                           "on_deadline",
                                           "deadline_retry_ms",
                                           "payload_schema",
+                                          "concurrency_key",
+                                          "concurrency_limit",
                                           NULL};
 
 static const choice policies[] = {{"drop", TABQ_DECODE_DROP},
@@ -515,7 +517,8 @@ static int read_options(reader *r, json_t *obj, tabq_subscription_options *o) {
                 {"workers_by_key", 1000, &o->workers_by_key},
                 {"decode_retry_ms", 86400000, &o->decode_retry_ms},
                 {"prefetch", 1000, &o->prefetch},
-                {"deadline_retry_ms", 86400000, &o->deadline_retry_ms}};
+                {"deadline_retry_ms", 86400000, &o->deadline_retry_ms},
+                {"concurrency_limit", 32, &o->concurrency_limit}};
   int rc = TABQ_OK;
   for (size_t i = 0; !rc && i < sizeof counts / sizeof counts[0]; i++)
     rc = read_count(r, obj, counts[i].key, counts[i].max, counts[i].out);
@@ -528,6 +531,8 @@ static int read_options(reader *r, json_t *obj, tabq_subscription_options *o) {
     rc = read_string(r, obj, "dead_letter_group", false, &o->dead_letter_group);
   if (!rc)
     rc = read_string(r, obj, "dead_letter_table", false, &o->dead_letter_table);
+  if (!rc)
+    rc = read_string(r, obj, "concurrency_key", false, &o->concurrency_key);
   if (!rc)
     rc = read_bool(r, obj, "coalesce_acks", &o->coalesce_acks);
   if (!rc)
@@ -699,6 +704,36 @@ static int read_controls(reader *r, json_t *doc) {
   return rc;
 }
 
+/* "concurrency_slots": {"name", "key_column", "holder_column", "expires_column", "ttl_ms"}: the
+ * slots table concurrency limits take their slots in (tabq/concurrency.h, docs/concurrency.md). */
+static int read_conc_slots(reader *r, json_t *doc) {
+  json_t *v = json_object_get(doc, "concurrency_slots");
+  if (!v)
+    return TABQ_OK;
+  int rc = need_object(r, v, "concurrency_slots", "\"concurrency_slots\"");
+  if (rc)
+    return rc;
+  static const char *const known[] = {"name",           "key_column", "holder_column",
+                                      "expires_column", "ttl_ms",     NULL};
+  tabq_concurrency_slots c = TABQ_CONCURRENCY_SLOTS_INIT;
+  enter(r, "concurrency_slots", 0);
+  rc = members_known(r, v, "\"concurrency_slots\"", known);
+  if (!rc)
+    rc = read_string(r, v, "name", true, &c.name);
+  if (!rc)
+    rc = read_string(r, v, "key_column", true, &c.key_column);
+  if (!rc)
+    rc = read_string(r, v, "holder_column", true, &c.holder_column);
+  if (!rc)
+    rc = read_string(r, v, "expires_column", true, &c.expires_column);
+  if (!rc)
+    rc = read_count(r, v, "ttl_ms", 86400000, &c.ttl_ms);
+  if (!rc && tabq_app_set_concurrency_slots(r->app, &c, r->err))
+    rc = fail_rule(r, v, NULL);
+  leave(r);
+  return rc;
+}
+
 static int read_list(reader *r, json_t *doc, const char *key, int (*read)(reader *, json_t *)) {
   json_t *list = json_object_get(doc, key);
   if (!list)
@@ -723,8 +758,8 @@ static int read_list(reader *r, json_t *doc, const char *key, int (*read)(reader
 
 static int read_app(reader *r, json_t *doc) {
   static const char *const known[] = {
-      "$schema",       "name",   "version",   "description", "tables",
-      "subscriptions", "routes", "schedules", "controls",    NULL};
+      "$schema", "name",      "version",  "description",       "tables", "subscriptions",
+      "routes",  "schedules", "controls", "concurrency_slots", NULL};
   int rc = members_known(r, doc, "an app", known);
   const char *schema = NULL, *description = NULL;
   if (!rc)
@@ -748,13 +783,16 @@ static int read_app(reader *r, json_t *doc) {
     rc = read_list(r, doc, "schedules", read_schedule);
   if (!rc)
     rc = read_controls(r, doc);
+  if (!rc)
+    rc = read_conc_slots(r, doc);
   return rc;
 }
 
 /* A file of one table: an app of that table alone, named after it. */
 static int read_one_table(reader *r, json_t *doc) {
-  static const char *const app_only[] = {"tables",    "subscriptions", "routes", "version",
-                                         "schedules", "controls",      NULL};
+  static const char *const app_only[] = {
+      "tables",   "subscriptions",     "routes", "version", "schedules",
+      "controls", "concurrency_slots", NULL};
   for (const char *const *k = app_only; *k; k++)
     if (json_object_get(doc, *k))
       return fail(r, *k,

@@ -169,7 +169,8 @@ static json_t *sub_json(writer *w, const tabq_app *app, const tabq_app_sub *s) {
                 {"decode_retry_ms", o->decode_retry_ms},
                 {"prefetch", o->prefetch},
                 {"deadline_ms", (unsigned)o->deadline_ms}, /* at most seven days */
-                {"deadline_retry_ms", o->deadline_retry_ms}};
+                {"deadline_retry_ms", o->deadline_retry_ms},
+                {"concurrency_limit", o->concurrency_limit}};
   for (size_t i = 0; i < sizeof counts / sizeof counts[0]; i++)
     if (counts[i].value)
       put(w, j, counts[i].key, json_integer(counts[i].value));
@@ -177,6 +178,8 @@ static json_t *sub_json(writer *w, const tabq_app *app, const tabq_app_sub *s) {
     put(w, j, "dead_letter_group", json_string(o->dead_letter_group));
   if (o->dead_letter_table)
     put(w, j, "dead_letter_table", json_string(o->dead_letter_table));
+  if (o->concurrency_key)
+    put(w, j, "concurrency_key", json_string(o->concurrency_key));
   if (o->coalesce_acks)
     put(w, j, "coalesce_acks", json_true());
   if (o->transactional)
@@ -319,6 +322,21 @@ int tabq_app_to_json(const tabq_app *app, char **out, tabq_error *err) {
         if (c->paused_at_column)
           put(&w, j, "paused_at_column", json_string(c->paused_at_column));
         put(&w, doc, "controls", j);
+      }
+    }
+    if (app->conc_slots) {
+      const tabq_concurrency_slots *c = app->conc_slots;
+      json_t *j = json_object();
+      if (!j)
+        w.failed = true;
+      else {
+        put(&w, j, "name", json_string(c->name));
+        put(&w, j, "key_column", json_string(c->key_column));
+        put(&w, j, "holder_column", json_string(c->holder_column));
+        put(&w, j, "expires_column", json_string(c->expires_column));
+        if (c->ttl_ms)
+          put(&w, j, "ttl_ms", json_integer(c->ttl_ms));
+        put(&w, doc, "concurrency_slots", j);
       }
     }
   }

@@ -6,6 +6,7 @@
 #include <string.h>
 #include <tabq/sys/sql.h>
 
+#include "concurrency_int.h"
 #include "controls_int.h"
 #include "engine.h"
 #include "error.h"
@@ -165,6 +166,7 @@ static void shut_down(tabq_broker *b) {
   }
   for (tabq_subscription *s = subs; s; s = s->next)
     tabq__workers_stop(s);
+  tabq__conc_stop(b); /* every slot given back: the keeper has nothing more to keep */
   tabq__retention_stop(b);
   tabq__listener_stop(b);
 }
@@ -186,6 +188,7 @@ void tabq_close(tabq_broker *b) {
   tabq__routes_free(b);
   tabq__retention_free(b);
   tabq__controls_free(b);
+  tabq__conc_free(b);
   tabq__txs_free(b);
   if (b->pool.slots)
     tabq__pool_destroy(&b->pool);

@@ -28,5 +28,6 @@ void tabq__count_to_stats(const uint64_t n[TABQ__N_COUNT], tabq_stats *out) {
       .claim_round_trips = n[TABQ__N_CLAIM_ROUND_TRIPS],
       .cancelled = n[TABQ__N_CANCELLED],
       .deadline_expired = n[TABQ__N_DEADLINE_EXPIRED],
+      .deferred = n[TABQ__N_DEFERRED],
   };
 }

@@ -98,6 +98,9 @@ struct tabq_broker {
   /* controls.c: the controls table tabq_set_controls gave (tabq/controls.h), else NULL; set once
    * under mu, freed by tabq_close. */
   struct tabq_controls_state *controls;
+  /* concurrency_slot.c: the slots table tabq_set_concurrency_slots gave (tabq/concurrency.h),
+   * else NULL; set once under mu, its keeper stopped by tabq_shutdown, freed by tabq_close. */
+  struct tabq_conc_state *conc;
 };
 
 /* schedule.c: stops and joins the scheduler thread (tabq_shutdown); frees it (tabq_close). */
@@ -112,7 +115,10 @@ typedef enum tabq_action {
   ACT_DISCARD,
   ACT_RETRY,
   ACT_RETRY_AFTER,
-  ACT_DEAD
+  ACT_DEAD,
+  /* A concurrency limit's step aside (concurrency_slot.c): due again a poll interval on, its
+   * attempt as it was before the claim. */
+  ACT_STEP_ASIDE
 } tabq_action;
 
 struct tabq_delivery {
@@ -165,6 +171,10 @@ struct tabq_delivery {
   int64_t deadline_us, deadline_mono_us;
   bool expiring;
   bool by_deadline;
+  /* concurrency_slot.c: the settlement to run is the step aside; the key's slot this delivery
+   * holds ("<key>#<i>", slot_held). */
+  bool stepping_aside, slot_held;
+  tabq_buf slot;
 };
 
 /* What a delivery knows of a cancel of its row (cancel.c). */
@@ -200,6 +210,8 @@ typedef enum tabq_sq {
   SQ_LOCK_TAKE,   /* advisory: the lock and the take in one statement (ABI 1.5, optional) */
   SQ_ACK_UNLOCK,  /* advisory: the ack and the release in one statement (ABI 1.5, optional) */
   SQ_CANCEL_READ, /* cancel.c: the row's cancel mark and processed_at, where it has the role */
+  SQ_STEP_ASIDE,  /* concurrency limits: the row back, due a poll interval on, attempt as was */
+  SQ_SLOT_CLEAR,  /* concurrency limits: a key's expired slots deleted */
   SQ_COUNT
 } tabq_sq;
 
@@ -448,6 +460,11 @@ struct tabq_subscription {
   int64_t ctl_read_ms;
   uint64_t ctl_notes, ctl_seen;
   tabq_value ctl_table, ctl_queue;
+  /* concurrency_slot.c: the limit (0: none, and the hot path tests only this), the key's cell
+   * in the projection (-1: the whole queue is one key) and the slots' names' beginning. */
+  unsigned conc_limit;
+  int conc_cell;
+  char *conc_prefix;
 };
 
 /* subscription.c */

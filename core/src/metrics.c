@@ -73,6 +73,7 @@ PICK(dead_lettered)
 PICK(released)
 PICK(decode_failed)
 PICK(deadline_expired)
+PICK(deferred)
 PICK(lease_lost)
 PICK(failed)
 PICK(extensions)
@@ -150,6 +151,10 @@ static void write_all(FILE *f, tabq_broker *b, const sub_counters *subs, size_t 
          "Deliveries whose handler outlived its deadline, settled by the core by the "
          "subscription's on_deadline (their settlement is counted in tabq_deliveries_total too).",
          subs, n, (family_sample[]){{NULL, pick_deadline_expired}}, 1);
+  family(f, "tabq_deferred_total",
+         "Deliveries that stepped aside because every slot of their concurrency key was held; "
+         "their rows are due again a poll interval on (not counted in tabq_deliveries_total).",
+         subs, n, (family_sample[]){{NULL, pick_deferred}}, 1);
   family(f, "tabq_lease_lost_total",
          "Settlements and extensions refused because the lease was no longer held.", subs, n,
          (family_sample[]){{NULL, pick_lease_lost}}, 1);

@@ -42,6 +42,8 @@ tabq_action tabq__choose(tabq_delivery *d, tabq_outcome o) {
   case TABQ_OUTCOME_RETRY:
     return ACT_RETRY;
   case TABQ_OUTCOME_NONE:
+    if (d->stepping_aside) /* a concurrency limit's (concurrency_slot.c): no outcome counted */
+      return ACT_STEP_ASIDE;
     break;
   }
   return ACT_RELEASE;
@@ -84,12 +86,14 @@ static const tabq_sq stmt_of[] = {
     [ACT_RELEASE] = SQ_RELEASE,         [ACT_ACK] = SQ_ACK,
     [ACT_DISCARD] = SQ_DISCARD,         [ACT_RETRY] = SQ_RETRY,
     [ACT_RETRY_AFTER] = SQ_RETRY_AFTER, [ACT_DEAD] = SQ_DL_GROUP,
+    [ACT_STEP_ASIDE] = SQ_STEP_ASIDE,
 };
 
 static const char *const name_of[] = {
     [ACT_RELEASE] = "release",         [ACT_ACK] = "ack",
     [ACT_DISCARD] = "discard",         [ACT_RETRY] = "retry",
     [ACT_RETRY_AFTER] = "retry_after", [ACT_DEAD] = "dead_letter",
+    [ACT_STEP_ASIDE] = "step_aside",
 };
 
 /* A statement of the service's own outside a claim's transaction: in one of its own. */
@@ -140,6 +144,7 @@ void tabq__settle_count(tabq_delivery *d, tabq_action a, int rc) {
                      : a == ACT_RETRY       ? TABQ__N_RETRIED
                      : a == ACT_RETRY_AFTER ? TABQ__N_DELAYED
                      : a == ACT_DEAD        ? TABQ__N_DEAD_LETTERED
+                     : a == ACT_STEP_ASIDE  ? TABQ__N_DEFERRED
                                             : TABQ__N_RELEASED;
   tabq__count(&d->counts, which, 1);
   if (which == TABQ__N_DROPPED && d->cancel)

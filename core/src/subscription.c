@@ -5,6 +5,7 @@
 #include <string.h>
 #include <tabq/sys/sql.h>
 
+#include "concurrency_int.h"
 #include "controls_int.h"
 #include "deadline.h"
 #include "engine.h"
@@ -273,6 +274,8 @@ static int open_built(tabq_broker *b, const tabq_table *table,
     rc = tabq__custom_after_open(s, err);
   if (!rc)
     rc = build_settlements(s, err);
+  if (!rc)
+    rc = tabq__conc_sub_open(s, err); /* concurrency limits: nothing without one */
   return rc;
 }
 
@@ -419,6 +422,7 @@ void tabq__sub_free(tabq_subscription *s) {
   }
   tabq__delivery_txs_free(s);
   tabq__deadline_free(s);
+  tabq__conc_sub_free(s);
   free(s->slots);
   tabq__coalescer_free(&s->coalescer);
   tabq__claim_spaces_free(s);

@@ -10,6 +10,7 @@
 #include <string.h>
 
 #include "clock.h"
+#include "concurrency_int.h"
 #include "controls_int.h"
 #include "deadline.h"
 #include "engine.h"
@@ -86,6 +87,13 @@ static void handle_one(tabq_subscription *s, tabq_delivery *d) {
   if (!tabq__decode_gate(d, &policy)) {
     skip_tx(s, d);
     tabq__settle_returned(d, policy);
+  } else if (s->conc_limit && !tabq__conc_take(d)) {
+    /* Every slot of the row's key held (tabq/concurrency.h): the row steps aside, due again a
+     * poll interval on, its attempt as it was. */
+    skip_tx(s, d);
+    d->stepping_aside = true;
+    tabq__settle_returned(d, tabq_outcome_of(TABQ_OUTCOME_NONE, s->poll_ms));
+    d->stepping_aside = false;
   } else if (s->o.transactional && s->ops->tx_open(d, &err)) {
     /* No transaction for the handler: the row goes back (its attempt counted) for a later try. */
     tabq__logf(&s->b->log, TABQ_LOG_ERROR,
@@ -105,6 +113,8 @@ static void handle_one(tabq_subscription *s, tabq_delivery *d) {
     tabq__settle_returned(d, outcome);
     tabq__hooks_end(d);
   }
+  if (d->slot_held) /* once the handler returned, whatever settled the row */
+    tabq__conc_give_back(d);
   tabq__delivery_done(d);
 }
 

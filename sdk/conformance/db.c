@@ -10,7 +10,7 @@
 #include "kit.h"
 
 static struct {
-  char jobs[48], dead[56], rows[56], controls[56];
+  char jobs[48], dead[56], rows[56], controls[56], slots[56];
   tabq_conn *conn;
   unsigned made; /* DB_JOBS, DB_DEAD, DB_ROWS, DB_CONTROLS: the tables end_test drops */
 } db;
@@ -27,6 +27,9 @@ const char *rows_name(void) {
 const char *controls_name(void) {
   return db.controls;
 }
+const char *slots_name(void) {
+  return db.slots;
+}
 
 /* The names a child process works on, given by its parent. */
 void db_set_names(const char *jobs) {
@@ -34,6 +37,7 @@ void db_set_names(const char *jobs) {
   snprintf(db.dead, sizeof db.dead, "%s_dead", jobs);
   snprintf(db.rows, sizeof db.rows, "%s_rows", jobs);
   snprintf(db.controls, sizeof db.controls, "%s_ctl", jobs);
+  snprintf(db.slots, sizeof db.slots, "%s_slots", jobs);
 }
 
 static const char *driver_failure(int rc) {
@@ -64,6 +68,8 @@ static void expand(const char *in, const char *table, char *out, size_t cap) {
       with = db.rows, skip = 6;
     else if (!strncmp(in, "{controls}", 10))
       with = db.controls, skip = 10;
+    else if (!strncmp(in, "{slots}", 7))
+      with = db.slots, skip = 7;
     else if (table && !strncmp(in, "{table}", 7))
       with = table, skip = 7;
     if (with) {
@@ -98,6 +104,7 @@ void fresh_names(void) {
   snprintf(db.dead, sizeof db.dead, "%s_dead", db.jobs);
   snprintf(db.rows, sizeof db.rows, "%s_rows", db.jobs);
   snprintf(db.controls, sizeof db.controls, "%s_ctl", db.jobs);
+  snprintf(db.slots, sizeof db.slots, "%s_slots", db.jobs);
   probe_clear_failure();
   int rc = kit.plugin.driver->connect(kit.driver_url, &db.conn);
   if (rc) {
@@ -124,8 +131,8 @@ void end_test(void) {
   support_end_test();
   if (db.conn) {
     /* Drop failures are reported, but do not fail the test that ran. */
-    const char *names[] = {db.jobs, db.dead, db.rows, db.controls};
-    for (int t = 0; t < 4; t++)
+    const char *names[] = {db.jobs, db.dead, db.rows, db.controls, db.slots};
+    for (int t = 0; t < 5; t++)
       for (unsigned i = 0; (db.made & (1u << t)) && i < kit.ddl.drop.n; i++) {
         char text[1024];
         expand(kit.ddl.drop.stmts[i], names[t], text, sizeof text);
@@ -155,6 +162,15 @@ void db_make_controls(void) {
 
 const char *needs_controls(void) {
   return kit.ddl.controls.n ? NULL : "pause: the DDL has no [controls] section";
+}
+
+void db_make_slots(void) {
+  run_section(&kit.ddl.slots, db.slots);
+  db.made |= DB_SLOTS;
+}
+
+const char *needs_slots(void) {
+  return kit.ddl.slots.n ? NULL : "concurrency limits: the DDL has no [slots] section";
 }
 
 void db_exec(const char *sql) {

@@ -8,6 +8,8 @@
  *   [controls] optional: a controls table (docs/pause.md): queue_table and queue (text, the
  *             primary key together), paused (an integer), paused_at (a nullable time), for the
  *             pause tests
+ *   [slots]   optional: a slots table (docs/concurrency.md): slot (text, the primary key),
+ *             holder (text), expires (a time), for the concurrency limit tests
  *
  * Each section holds statements, one ending with ';' at the end of a line, in which {table}
  * stands for the table's name (tests use fresh names). Lines starting with '#' are comments. */
@@ -39,7 +41,9 @@ static const char sqlite_ddl[] =
     "CREATE INDEX {table}_claim ON {table} (queue, retry_after, id);\n"
     "[controls]\n"
     "CREATE TABLE {table} (queue_table TEXT NOT NULL, queue TEXT NOT NULL, paused INTEGER NOT NULL "
-    "DEFAULT 0, paused_at TEXT, PRIMARY KEY (queue_table, queue));\n";
+    "DEFAULT 0, paused_at TEXT, PRIMARY KEY (queue_table, queue));\n"
+    "[slots]\n"
+    "CREATE TABLE {table} (slot TEXT PRIMARY KEY, holder TEXT NOT NULL, expires TEXT NOT NULL);\n";
 
 #define PG_COLUMNS                                                                                 \
   "queue TEXT NOT NULL, priority INTEGER NOT NULL DEFAULT 0, retry_after TIMESTAMPTZ, attempt "    \
@@ -62,7 +66,10 @@ static const char postgres_ddl[] =
     "CREATE INDEX {table}_claim ON {table} (queue, retry_after, id);\n"
     "[controls]\n"
     "CREATE TABLE {table} (queue_table TEXT NOT NULL, queue TEXT NOT NULL, paused INTEGER NOT NULL "
-    "DEFAULT 0, paused_at TIMESTAMPTZ, PRIMARY KEY (queue_table, queue));\n";
+    "DEFAULT 0, paused_at TIMESTAMPTZ, PRIMARY KEY (queue_table, queue));\n"
+    "[slots]\n"
+    "CREATE TABLE {table} (slot TEXT PRIMARY KEY, holder TEXT NOT NULL, expires TIMESTAMPTZ NOT "
+    "NULL);\n";
 
 /* The partition key is any UTF-8 text, whatever the database's default character set. The
  * lease column holds whole seconds (DATETIME without fractions): the token must compare
@@ -88,7 +95,10 @@ static const char mysql_ddl[] =
     "[controls]\n"
     "CREATE TABLE {table} (queue_table VARCHAR(191) NOT NULL, queue VARCHAR(191) NOT NULL, paused "
     "INT NOT NULL DEFAULT 0, paused_at DATETIME(6) NULL, PRIMARY KEY (queue_table, queue)) "
-    "ENGINE=InnoDB;\n";
+    "ENGINE=InnoDB;\n"
+    "[slots]\n"
+    "CREATE TABLE {table} (slot VARCHAR(191) CHARACTER SET utf8mb4 NOT NULL PRIMARY KEY, holder "
+    "VARCHAR(191) NOT NULL, expires DATETIME(6) NOT NULL) ENGINE=InnoDB;\n";
 
 static const struct {
   const char *name, *text;
@@ -143,9 +153,11 @@ static int parse(const char *text, kit_ddl *out, char *why, size_t cap) {
         cur = &out->rows;
       else if (!strncmp(p, "[controls]", 10))
         cur = &out->controls;
+      else if (!strncmp(p, "[slots]", 7))
+        cur = &out->slots;
       else {
         snprintf(why, cap,
-                 "DDL %s, line %u: unknown section %.*s (jobs, dead, drop, rows, controls)",
+                 "DDL %s, line %u: unknown section %.*s (jobs, dead, drop, rows, controls, slots)",
                  out->name, lineno, (int)rest, p);
         return TABQ_INVALID;
       }

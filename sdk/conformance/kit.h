@@ -64,6 +64,7 @@ typedef struct kit_ddl {
   ddl_section jobs, dead, drop;
   ddl_section rows;     /* optional: the row mode table */
   ddl_section controls; /* optional: the controls table pauses are written in */
+  ddl_section slots;    /* optional: the slots table concurrency limits take slots in */
 } kit_ddl;
 
 /* A built-in family (sqlite, postgres, mysql) or a file; one line in `why` on failure. */
@@ -132,6 +133,7 @@ extern const kit_test pause_tests[];
 extern const kit_test cancel_tests[];
 extern const kit_test schedule_tests[];
 extern const kit_test retention_tests[];
+extern const kit_test concurrency_tests[];
 
 /* ---- The database of one test (db.c) --------------------------------------------------------- */
 
@@ -163,6 +165,12 @@ const char *needs_rows(void);
 void db_make_controls(void);
 const char *controls_name(void);
 const char *needs_controls(void);
+/* The slots table concurrency limits take their slots in (docs/concurrency.md): the DDL's
+ * optional [slots] section made under its name; NULL reason when the DDL has one. */
+#define DB_SLOTS 16u
+void db_make_slots(void);
+const char *slots_name(void);
+const char *needs_slots(void);
 
 /* SQL on the checking connection, {jobs} and {dead} replaced by the test's table names. */
 void db_exec(const char *sql);

@@ -216,6 +216,7 @@ static const struct {
     {"cancel a job", cancel_tests},
     {"periodic jobs", schedule_tests},
     {"retention", retention_tests},
+    {"concurrency limits", concurrency_tests},
 };
 
 /* --list: one line a test, "feature<TAB>forms<TAB>name", for the README's matrix. */

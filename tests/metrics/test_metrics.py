@@ -70,6 +70,7 @@ for db, url in urls.items():
         ("tabq_deliveries_total", ("released",)): 0,
         ("tabq_decode_failures_total", ()): 0,
         ("tabq_deadline_expired_total", ()): 0,
+        ("tabq_deferred_total", ()): 0,
         ("tabq_lease_lost_total", ()): 0,
         ("tabq_settlement_failures_total", ()): 0,
     }

@@ -5,6 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <tabq/app.h>
+#include <tabq/concurrency.h>
 #include <tabq/controls.h>
 #include <tabq/retention.h>
 #include <tabq/schedule.h>
@@ -399,6 +400,10 @@ static const bad_case bad_cases[] = {
      "test.json:3:", "controls.pausd_at_column", "did you mean \"paused_at_column\""},
     {"controls in a table file", "{\"name\": \"j\", \"id\": \"id\", \"controls\": {}}",
      "test.json:1:", "controls", "not both"},
+    {"a slots table without an expires column",
+     "{\"name\": \"a\", \"tables\": [{\"name\": \"j\", \"id\": \"id\"}],\n"
+     " \"concurrency_slots\": {\"name\": \"s\", \"key_column\": \"k\", \"holder_column\": \"h\"}}",
+     "test.json:2:", "concurrency_slots.expires_column", "is required"},
     {"a deadline policy that is no policy",
      "{\"name\": \"a\", \"tables\": [{\"name\": \"j\", \"id\": \"id\"}],\n"
      " \"subscriptions\": [{\"table\": \"j\", \"on_deadline\": \"drop\"}]}",
@@ -615,6 +620,50 @@ static void carries_controls(void) {
   tabq_app_free(app);
 }
 
+/* The app's slots table and a subscription's limit (docs/concurrency.md): read, written back the
+ * same, set in C. */
+static void carries_concurrency_slots(void) {
+  const char *text =
+      "{\"name\": \"a\", \"tables\": [{\"name\": \"j\", \"id\": \"id\", \"group\": \"g\",\n"
+      " \"retry_after\": \"r\", \"partition_key\": \"k\"}],\n"
+      " \"subscriptions\": [{\"table\": \"j\", \"queue\": \"q\", \"concurrency_key\": \"k\",\n"
+      " \"concurrency_limit\": 3}],\n"
+      " \"concurrency_slots\": {\"name\": \"slots\", \"key_column\": \"slot\",\n"
+      " \"holder_column\": \"holder\", \"expires_column\": \"expires\", \"ttl_ms\": 5000}}";
+  tabq_app *app = parse(text);
+  CU_ASSERT_PTR_NOT_NULL_FATAL(app);
+  const tabq_concurrency_slots *c = tabq_app_concurrency_slots(app);
+  CU_ASSERT_PTR_NOT_NULL_FATAL(c);
+  CU_ASSERT_STRING_EQUAL(c->name, "slots");
+  CU_ASSERT_STRING_EQUAL(c->key_column, "slot");
+  CU_ASSERT_STRING_EQUAL(c->holder_column, "holder");
+  CU_ASSERT_STRING_EQUAL(c->expires_column, "expires");
+  CU_ASSERT_EQUAL(c->ttl_ms, 5000);
+  char *first = NULL, *second = NULL;
+  CU_ASSERT_EQUAL_FATAL(tabq_app_to_json(app, &first, &err), TABQ_OK);
+  CU_ASSERT_PTR_NOT_NULL(strstr(first, "\"concurrency_slots\": {\n"));
+  CU_ASSERT_PTR_NOT_NULL(strstr(first, "\"concurrency_limit\": 3"));
+  CU_ASSERT_PTR_NOT_NULL(strstr(first, "\"concurrency_key\": \"k\""));
+  tabq_app *again = parse(first);
+  CU_ASSERT_PTR_NOT_NULL_FATAL(again);
+  CU_ASSERT_EQUAL(tabq_app_to_json(again, &second, &err), TABQ_OK);
+  CU_ASSERT_STRING_EQUAL(first, second);
+  tabq_concurrency_slots in = TABQ_CONCURRENCY_SLOTS_INIT;
+  in.name = "s2";
+  in.key_column = "slot";
+  in.holder_column = "holder";
+  CU_ASSERT_EQUAL(tabq_app_set_concurrency_slots(again, &in, &err), TABQ_INVALID);
+  CU_ASSERT_PTR_NOT_NULL(strstr(err.message, "expires_column"));
+  CU_ASSERT_STRING_EQUAL(tabq_app_concurrency_slots(again)->name, "slots");
+  in.expires_column = "e";
+  CU_ASSERT_EQUAL(tabq_app_set_concurrency_slots(again, &in, &err), TABQ_OK);
+  CU_ASSERT_STRING_EQUAL(tabq_app_concurrency_slots(again)->name, "s2");
+  free(first);
+  free(second);
+  tabq_app_free(again);
+  tabq_app_free(app);
+}
+
 static void reads_the_docs_examples(void) {
   FILE *f = fopen(TABQ_SOURCE_DIR "/docs/description-files.md", "r");
   CU_ASSERT_PTR_NOT_NULL_FATAL(f);
@@ -655,6 +704,8 @@ int register_tests(void) {
       {"deadlines are read and written back", reads_and_writes_deadlines},
       {"an app's schedules are read, written back and added in C", carries_schedules},
       {"an app's controls table is read, written back and set in C", carries_controls},
+      {"an app's slots table and limits are read, written back and set in C",
+       carries_concurrency_slots},
       CU_TEST_INFO_NULL,
   };
   static CU_SuiteInfo suites[] = {{"description files", NULL, NULL, NULL, NULL, tests},

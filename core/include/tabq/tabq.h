@@ -288,6 +288,15 @@ typedef struct tabq_subscription_options {
   uint64_t deadline_ms;
   tabq_deadline_policy on_deadline;
   uint32_t deadline_retry_ms;
+  /* Concurrency limits (docs/concurrency.md, tabq/concurrency.h): at most concurrency_limit
+   * deliveries of a key in work at once over every process whose broker has the same slots
+   * table (0: no limit). concurrency_key names a column of the table whose value is the key (the
+   * partition key, the group or a row mode data column); NULL with a limit: the whole queue is
+   * one key. A delivery whose key has every slot held steps aside: its row is due again a poll
+   * interval on, its attempt as it was (tabq_stats.deferred). Needs the broker's slots table
+   * (tabq_set_concurrency_slots), a retry_after column, a handler of one delivery; at most 32. */
+  const char *concurrency_key;
+  unsigned concurrency_limit;
 } tabq_subscription_options;
 
 #define TABQ_SUBSCRIPTION_OPTIONS_INIT TABQ_SIZED_INIT(tabq_subscription_options)
@@ -326,6 +335,9 @@ typedef struct tabq_stats {
   /* Appended: deliveries whose deadline passed before their settlement, settled by the core by
    * the subscription's on_deadline (counted in `retried` or `dead_lettered` too). */
   uint64_t deadline_expired;
+  /* Appended: deliveries that stepped aside, every slot of their key held by other deliveries
+   * (docs/concurrency.md); their rows are due again a poll interval on. */
+  uint64_t deferred;
 } tabq_stats;
 
 /* Copies the counters into `out`, `size` bytes of it (sizeof *out as the service was compiled):
@@ -565,3 +577,4 @@ TABQ_API int tabq_subscribe_to(tabq_broker *b, const char *name,
 #include <tabq/check.h>
 #include <tabq/cancel.h>
 #include <tabq/controls.h>
+#include <tabq/concurrency.h>
