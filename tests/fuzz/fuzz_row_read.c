@@ -103,9 +103,18 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
   if (tabq__decode_gate(&f.d, &policy)) {
     for (size_t i = 0; i < ndata; i++) {
       const tabq_value *v = &f.d.cells[f.s->proj.data0 + (int)i];
+      const tabq_value *given = &f.cells[f.s->proj.data0 + (int)i];
       FUZZ_CHECK(v->type == TABQ_T_NULL || cols[i].type == TABQ_T_NULL ||
                      (int)v->type == cols[i].type,
                  "column %zu declared %d holds %d", i, cols[i].type, (int)v->type);
+      /* A time read from text had the format's digits: "YYYY-MM-DD HH:MM:SS". */
+      if (cols[i].type == TABQ_T_TIME && given->type == TABQ_T_TEXT) {
+        const char *g = given->u.buf.ptr;
+        for (size_t k = 0; k < 19; k++)
+          FUZZ_CHECK(k == 4 || k == 7 || k == 10 || k == 13 || k == 16 ||
+                         (g[k] >= '0' && g[k] <= '9'),
+                     "the time '%.*s' was read", (int)given->u.buf.len, g);
+      }
     }
   }
   fuzz_delivery_end(&f);

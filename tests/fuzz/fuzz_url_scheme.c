@@ -14,8 +14,11 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
   tabq_error err = {0};
   if (tabq__asyncapi_server(url, 0, &server, &id, &err) == TABQ_OK) {
     FUZZ_CHECK(json_is_object(server) && id && *id, "a server object and its id");
-    /* The password of user:password@ (8 characters or more, so it is no accident) is nowhere. */
-    const char *auth = strstr(url, "://");
+    /* The password of scheme://user:password@ (8 characters or more, so it is no accident) is
+     * nowhere. */
+    const char *auth = strchr(url, ':'); /* scheme://user:password@host... alone */
+    if (auth && strncmp(auth, "://", 3))
+      auth = NULL;
     const char *at = auth ? strchr(auth + 3, '@') : NULL;
     const char *colon = at ? memchr(auth + 3, ':', (size_t)(at - auth - 3)) : NULL;
     if (colon && at - colon > 8) {
