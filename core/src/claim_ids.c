@@ -245,14 +245,9 @@ static int settle_missing(tabq_subscription *s, tabq_pconn *c, const candidate *
   const char *what = o.kind == TABQ_OUTCOME_RETRY_AFTER   ? "retried after a delay"
                      : o.kind == TABQ_OUTCOME_DEAD_LETTER ? "dead-lettered"
                                                           : "dropped";
-  if (k->id.type == TABQ_T_INT)
-    tabq__logf(&b->log, TABQ_LOG_WARN,
-               "table %s: the fetch found no row for claimed id %lld; it is %s", s->t->name,
-               (long long)k->id.u.i, what);
-  else
-    tabq__logf(&b->log, TABQ_LOG_WARN,
-               "table %s: the fetch found no row for claimed id '%s'; it is %s", s->t->name,
-               (const char *)k->id.u.buf.ptr, what);
+  char id[TABQ__ID_SHOWN];
+  tabq__logf(&b->log, TABQ_LOG_WARN, "table %s: the fetch found no row for claimed id %s; it is %s",
+             s->t->name, tabq__id_shown(&k->id, id), what);
   tabq__count(&s->counts, TABQ__N_DECODE_FAILED, 1);
   uint64_t changed = 0;
   if (o.kind == TABQ_OUTCOME_RETRY_AFTER)

@@ -144,12 +144,9 @@ static void log_failure(tabq_delivery *d, const char *why, tabq_outcome policy) 
   const char *what = policy.kind == TABQ_OUTCOME_RETRY_AFTER   ? "retried after a delay"
                      : policy.kind == TABQ_OUTCOME_DEAD_LETTER ? "dead-lettered"
                                                                : "dropped";
-  if (d->id.type == TABQ_T_INT)
-    tabq__logf(&s->b->log, TABQ_LOG_WARN, "table %s: row %lld does not decode (%s); it is %s",
-               s->t->name, (long long)d->id.u.i, why, what);
-  else
-    tabq__logf(&s->b->log, TABQ_LOG_WARN, "table %s: row '%s' does not decode (%s); it is %s",
-               s->t->name, (const char *)d->id.u.buf.ptr, why, what);
+  char id[TABQ__ID_SHOWN];
+  tabq__logf(&s->b->log, TABQ_LOG_WARN, "table %s: row %s does not decode (%s); it is %s",
+             s->t->name, tabq__id_shown(&d->id, id), why, what);
 }
 
 bool tabq__decode_gate(tabq_delivery *d, tabq_outcome *policy) {

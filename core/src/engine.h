@@ -856,6 +856,11 @@ void tabq__decode_release(tabq_delivery *d);
 bool tabq__row_read(tabq_delivery *d, char *why, size_t cap);
 /* "integer", "real", "text", ... for messages. */
 const char *tabq__type_name(int t);
+/* A row's id as a message shows it, in buf: 42, 'abc' (text, cut at 64 bytes, read by its
+ * length), or "(an id of type real)" for what a driver may read from an id column of another
+ * type, whose value is no text to print. Returns buf. */
+#define TABQ__ID_SHOWN 96
+const char *tabq__id_shown(const tabq_value *id, char buf[TABQ__ID_SHOWN]);
 /* Whether a published value may go into a column declared `declared`. */
 bool tabq__row_value_fits(int declared, const tabq_value *v);
 /* A delivery cell as a time (*us, microseconds since 1970): a time, or its UTC text as

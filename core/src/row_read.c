@@ -36,6 +36,17 @@ const char *tabq__type_name(int t) {
   }
 }
 
+const char *tabq__id_shown(const tabq_value *id, char buf[TABQ__ID_SHOWN]) {
+  if (id->type == TABQ_T_INT)
+    snprintf(buf, TABQ__ID_SHOWN, "%lld", (long long)id->u.i);
+  else if (id->type == TABQ_T_TEXT)
+    snprintf(buf, TABQ__ID_SHOWN, "'%.*s'", (int)(id->u.buf.len > 64 ? 64 : id->u.buf.len),
+             (const char *)id->u.buf.ptr);
+  else
+    snprintf(buf, TABQ__ID_SHOWN, "(an id of type %s)", tabq__type_name(id->type));
+  return buf;
+}
+
 /* The cell's bytes as a NUL-terminated string: delivery cells are (tabq__delivery_fill). */
 static const char *cell_str(const tabq_value *v) {
   return (const char *)v->u.buf.ptr;
@@ -79,6 +90,11 @@ static bool read_time(tabq_value *v) {
   if (v->type != TABQ_T_TEXT || !whole_text(v))
     return false;
   const char *p = cell_str(v);
+  /* Digits where the format has them: sscanf's %d alone would take a sign or a space there. */
+  static const char shape[] = "dddd-dd-dd?dd:dd:dd";
+  for (size_t i = 0; i < sizeof shape - 1; i++)
+    if (shape[i] == 'd' ? !(p[i] >= '0' && p[i] <= '9') : shape[i] != '?' && p[i] != shape[i])
+      return false;
   struct tm tm = {0};
   int used = 0;
   char sep;

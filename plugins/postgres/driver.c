@@ -28,7 +28,6 @@
 #include "codec.h"
 #include "postgres_plugin.h"
 
-#define URL_SHOWN 512 /* room for a URL in messages, password removed */
 /* Without a bound, libpq waits on a server that accepts TCP and never answers for as long as
  * the kernel keeps the socket open. */
 #define DEFAULT_CONNECT_TIMEOUT_S 10
@@ -185,9 +184,10 @@ static void redact_conninfo(text_out *o, const char *s) {
           s++;
       if (*s)
         s++;
-    } else {
-      while (*s && !isspace((unsigned char)*s))
-        s++;
+    } else { /* to the first space; libpq reads a backslash as escaping the next character */
+      for (; *s && !isspace((unsigned char)*s); s++)
+        if (*s == '\\' && s[1])
+          s++;
     }
     if (klen == 8 && strncmp(key, "password", 8) == 0)
       out_str(o, "***");
@@ -196,11 +196,49 @@ static void redact_conninfo(text_out *o, const char *s) {
   }
 }
 
-/* A URI with the password of its user info and of its query replaced. */
+static int hex_digit(char c) {
+  return c >= '0' && c <= '9'   ? c - '0'
+         : c >= 'a' && c <= 'f' ? c - 'a' + 10
+         : c >= 'A' && c <= 'F' ? c - 'A' + 10
+                                : -1;
+}
+
+/* Whether s[0..n), percent-decoded as libpq decodes a URI's query keywords, is `word`. */
+static bool decodes_to(const char *s, size_t n, const char *word) {
+  for (size_t i = 0; i < n; i++, word++) {
+    char c = s[i];
+    if (c == '%' && i + 2 < n && hex_digit(s[i + 1]) >= 0 && hex_digit(s[i + 2]) >= 0) {
+      c = (char)(hex_digit(s[i + 1]) << 4 | hex_digit(s[i + 2]));
+      i += 2;
+    }
+    if (!*word || c != *word)
+      return false;
+  }
+  return !*word;
+}
+
+/* The end of a URI's hosts and ports, where its database or query begins: a '/' or '?' outside
+ * the brackets of an IPv6 address, as libpq reads them. */
+static const char *hosts_end(const char *p) {
+  while (*p && *p != '/' && *p != '?') {
+    if (*p == '[') {
+      const char *close = strchr(p, ']');
+      if (!close)
+        return p + strlen(p);
+      p = close;
+    }
+    p++;
+  }
+  return p;
+}
+
+/* A URI with the password of its user info and of its query replaced. libpq reads user info up
+ * to the first '@' before any '/' ('?' and '#' included), the query after its hosts (an IPv6
+ * address may hold a '?'), and decodes the query's keywords. */
 static void redact_uri(text_out *o, const char *url, const char *authority) {
-  const char *end = authority + strcspn(authority, "/?#");
+  const char *info_end = authority + strcspn(authority, "/");
   const char *at = NULL;
-  for (const char *p = authority; p < end; p++)
+  for (const char *p = authority; p < info_end; p++)
     if (*p == '@')
       at = p;
   const char *from = url;
@@ -210,7 +248,7 @@ static void redact_uri(text_out *o, const char *url, const char *authority) {
     out_str(o, "***");
     from = at;
   }
-  const char *query = strchr(end, '?');
+  const char *query = strchr(hosts_end(at ? at + 1 : authority), '?');
   if (!query) {
     out_str(o, from);
     return;
@@ -218,9 +256,11 @@ static void redact_uri(text_out *o, const char *url, const char *authority) {
   out_put(o, from, (size_t)(query + 1 - from));
   for (const char *s = query + 1;;) {
     size_t n = strcspn(s, "&");
-    if (n >= 9 && strncmp(s, "password=", 9) == 0)
-      out_str(o, "password=***");
-    else
+    const char *eq = memchr(s, '=', n);
+    if (eq && decodes_to(s, (size_t)(eq - s), "password")) {
+      out_put(o, s, (size_t)(eq + 1 - s));
+      out_str(o, "***");
+    } else
       out_put(o, s, n);
     if (s[n] != '&')
       break;
@@ -229,10 +269,24 @@ static void redact_uri(text_out *o, const char *url, const char *authority) {
   }
 }
 
-/* The URL as messages may show it: without its password. */
-static const char *shown_url(const char *url, char buf[URL_SHOWN]) {
-  text_out o = {buf, URL_SHOWN, 0};
+static bool is_uri(const char *s) {
+  return strncmp(s, "postgresql://", 13) == 0 || strncmp(s, "postgres://", 11) == 0;
+}
+
+/* The URL as messages may show it: without its password. What libpq reads is redacted as libpq
+ * reads it: "postgres:postgres://u:pw@h/db" hands libpq a URI after the first colon. */
+const char *tabq_pg_shown_url(const char *url, char buf[TABQ_PG_URL_SHOWN]) {
+  text_out o = {buf, TABQ_PG_URL_SHOWN, 0};
   buf[0] = '\0';
+  const char *info = tabq_pg_conninfo_of(url);
+  if (info) {
+    out_put(&o, url, (size_t)(info - url)); /* "postgres:" before a conninfo, else nothing */
+    if (is_uri(info))
+      redact_uri(&o, info, strstr(info, "://") + 3);
+    else
+      redact_conninfo(&o, info);
+    return buf;
+  }
   const char *colon = strchr(url, ':');
   if (colon && strncmp(colon, "://", 3) == 0)
     redact_uri(&o, url, colon + 3);
@@ -245,7 +299,7 @@ static const char *shown_url(const char *url, char buf[URL_SHOWN]) {
 }
 
 /* What libpq parses: the whole URI, or the conninfo after "postgres:". NULL for other schemes. */
-static const char *conninfo_of(const char *url) {
+const char *tabq_pg_conninfo_of(const char *url) {
   static const char *const schemes[] = {"postgresql:", "postgres:"};
   for (size_t i = 0; i < 2; i++) {
     size_t n = strlen(schemes[i]);
@@ -278,7 +332,7 @@ static long effective_timeout_s(PGconn *pg) {
  * ("timeout expired", perhaps translated) name neither the setting nor how long it waited.
  * libpq counts whole seconds of the clock, so it may give up to a second early. */
 static int fail_connect(PGconn *pg, const char *url, int64_t elapsed_ms) {
-  char shown[URL_SHOWN], msg[1024];
+  char shown[TABQ_PG_URL_SHOWN], msg[1024];
   copy_message(msg, sizeof msg, PQerrorMessage(pg));
   long timeout_s = effective_timeout_s(pg);
   bool timed_out =
@@ -289,10 +343,10 @@ static int fail_connect(PGconn *pg, const char *url, int64_t elapsed_ms) {
                         "cannot connect to %s: the connect timed out after %ld s (per address "
                         "tried; set connect_timeout=SECONDS in the URL, default %d, at least %d): "
                         "%s",
-                        shown_url(url, shown), timeout_s, DEFAULT_CONNECT_TIMEOUT_S,
+                        tabq_pg_shown_url(url, shown), timeout_s, DEFAULT_CONNECT_TIMEOUT_S,
                         LIBPQ_MIN_TIMEOUT_S, msg);
-  return host()->fail(TABQ_BACKEND, NULL, 0, "cannot connect to %s: %s", shown_url(url, shown),
-                      msg);
+  return host()->fail(TABQ_BACKEND, NULL, 0, "cannot connect to %s: %s",
+                      tabq_pg_shown_url(url, shown), msg);
 }
 
 static int connect_conninfo(const tabq_host *log_host, const char *url, const char *conninfo,
@@ -300,17 +354,19 @@ static int connect_conninfo(const tabq_host *log_host, const char *url, const ch
 
 static int pg_connect_host(const tabq_host *log_host, const char *url, tabq_conn **out) {
   *out = NULL;
-  char shown[URL_SHOWN];
-  const char *given = url ? conninfo_of(url) : NULL;
+  char shown[TABQ_PG_URL_SHOWN];
+  const char *given = url ? tabq_pg_conninfo_of(url) : NULL;
   if (!given)
     return host()->fail(TABQ_INVALID, NULL, 0, "not a postgres URL: %s",
-                        url ? shown_url(url, shown) : "(null)");
+                        url ? tabq_pg_shown_url(url, shown) : "(null)");
   size_t cap = strlen(given) + 1;
   char *conninfo = host()->alloc(cap);
   if (!conninfo)
-    return host()->fail(TABQ_NOMEM, NULL, 0, "no memory to connect to %s", shown_url(url, shown));
+    return host()->fail(TABQ_NOMEM, NULL, 0, "no memory to connect to %s",
+                        tabq_pg_shown_url(url, shown));
   bool per_transaction;
-  int taken = tabq_pg_take_pooler(given, given == url, conninfo, cap, &per_transaction);
+  bool uri = !strncmp(given, "postgres://", 11) || !strncmp(given, "postgresql://", 13);
+  int taken = tabq_pg_take_pooler(given, uri, conninfo, cap, &per_transaction);
   if (taken != TABQ_OK) {
     host()->free(conninfo);
     return taken;
@@ -325,7 +381,7 @@ static int pg_connect_host(const tabq_host *log_host, const char *url, tabq_conn
 /* Connects with what libpq takes; `url` names the server in messages. */
 static int connect_conninfo(const tabq_host *log_host, const char *url, const char *conninfo,
                             tabq_conn **out) {
-  char shown[URL_SHOWN];
+  char shown[TABQ_PG_URL_SHOWN];
   if (!PQisthreadsafe())
     return host()->fail(TABQ_BACKEND, NULL, 0, "libpq was built without thread support");
   /* Keywords after dbname override what its expansion sets; those before it only fill gaps, so
@@ -343,7 +399,8 @@ static int connect_conninfo(const tabq_host *log_host, const char *url, const ch
   int64_t start = mono_ms();
   PGconn *pg = PQconnectdbParams(keys, values, 1);
   if (!pg)
-    return host()->fail(TABQ_NOMEM, NULL, 0, "no memory to connect to %s", shown_url(url, shown));
+    return host()->fail(TABQ_NOMEM, NULL, 0, "no memory to connect to %s",
+                        tabq_pg_shown_url(url, shown));
   if (PQstatus(pg) != CONNECTION_OK)
     return fail_connect(pg, url, mono_ms() - start);
   const char *idt = PQparameterStatus(pg, "integer_datetimes");
@@ -352,7 +409,7 @@ static int connect_conninfo(const tabq_host *log_host, const char *url, const ch
     return host()->fail(TABQ_SERVER_TOO_OLD, NULL, 0,
                         "the server at %s keeps timestamps as floating point "
                         "(integer_datetimes off), which the postgres driver cannot read",
-                        shown_url(url, shown));
+                        tabq_pg_shown_url(url, shown));
   }
   tabq_conn *c = host()->alloc(sizeof *c);
   if (!c) {
@@ -363,9 +420,9 @@ static int connect_conninfo(const tabq_host *log_host, const char *url, const ch
   c->pg = pg;
   c->log_host = log_host;
   PQsetNoticeReceiver(pg, on_notice, c);
-  tabq_host_log(log_host, host(), TABQ_LOG_DEBUG,
-                "postgres: connected to %s (server %s, backend pid %d)", shown_url(url, shown),
-                PQparameterStatus(pg, "server_version"), PQbackendPID(pg));
+  tabq_host_log(
+      log_host, host(), TABQ_LOG_DEBUG, "postgres: connected to %s (server %s, backend pid %d)",
+      tabq_pg_shown_url(url, shown), PQparameterStatus(pg, "server_version"), PQbackendPID(pg));
   *out = c;
   return TABQ_OK;
 }

@@ -126,12 +126,6 @@ static void end_tx_if_closed(tabq_conn *c) {
 
 /* ---- URLs --------------------------------------------------------------------------------- */
 
-typedef struct url_opts {
-  char *path; /* host allocated */
-  int sync;   /* index into sync_names */
-  int busy_ms;
-} url_opts;
-
 static bool span_is(const char *s, size_t n, const char *word) {
   return strlen(word) == n && strncasecmp(s, word, n) == 0;
 }
@@ -152,7 +146,7 @@ static bool parse_ms(const char *s, size_t n, int *out) {
 }
 
 /* One key=value of the query. */
-static int parse_option(const char *url, const char *s, size_t n, url_opts *o) {
+static int parse_option(const char *url, const char *s, size_t n, tabq_sqlite_url *o) {
   const char *eq = memchr(s, '=', n);
   size_t klen = eq ? (size_t)(eq - s) : n;
   const char *v = eq ? eq + 1 : s + n;
@@ -181,7 +175,7 @@ static int parse_option(const char *url, const char *s, size_t n, url_opts *o) {
                       url, (int)klen, s);
 }
 
-static int parse_url(const char *url, url_opts *o) {
+int tabq_sqlite_parse_url(const char *url, tabq_sqlite_url *o) {
   o->path = NULL;
   o->sync = SYNC_FULL;
   o->busy_ms = DEFAULT_BUSY_MS;
@@ -293,7 +287,7 @@ static int set_journal_wal(tabq_conn *c, const char *path) {
 }
 
 /* Busy timeout first, so the switch to WAL already waits out other processes. */
-static int configure(tabq_conn *c, const url_opts *o) {
+static int configure(tabq_conn *c, const tabq_sqlite_url *o) {
   char sql[64];
   sqlite3_extended_result_codes(c->db, 1);
   /* Otherwise a quoted column the table lacks silently reads as a string literal: prepare would
@@ -324,8 +318,8 @@ static int sqlite_connect_host(const tabq_host *log_host, const char *url, tabq_
     return host()->fail(TABQ_BACKEND, NULL, 0,
                         "SQLite %s was built without thread support (SQLITE_THREADSAFE=0)",
                         sqlite3_libversion());
-  url_opts o;
-  int code = parse_url(url, &o);
+  tabq_sqlite_url o;
+  int code = tabq_sqlite_parse_url(url, &o);
   if (code != TABQ_OK)
     return code;
   tabq_conn *c = host()->alloc(sizeof *c);

@@ -34,6 +34,18 @@ struct tabq_sql_style;
 const struct tabq_sql_style *tabq_sqlite_style(void);
 void tabq_sqlite_literal(tabq_stmt *st, const char *text, size_t n);
 
+/* ---- driver.c: the URL ---------------------------------------------------------------------- */
+
+typedef struct tabq_sqlite_url {
+  char *path; /* host allocated */
+  int sync;   /* PRAGMA synchronous: 0 OFF, 1 NORMAL, 2 FULL, 3 EXTRA */
+  int busy_ms;
+} tabq_sqlite_url;
+
+/* Parses sqlite:PATH[?synchronous=..&busy_timeout=MS] (driver.c's comment); TABQ_OK with
+ * o->path to free with the host's free, or a refusal through host->fail naming the URL. */
+int tabq_sqlite_parse_url(const char *url, tabq_sqlite_url *o);
+
 /* ---- sqltime.c: times as fixed-width UTC text ----------------------------------------------- */
 
 /* "YYYY-MM-DD HH:MM:SS.ffffff": always this width, so text order is time order. */

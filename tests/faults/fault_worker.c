@@ -52,8 +52,9 @@ static void log_line(int level, const char *message, void *user) {
 
 int main(int argc, char **argv) {
   if (argc < 6 || argc > 8) {
-    fprintf(stderr,
-            "usage: fault_worker URL TABLE rowlock|lease|advisory WORKERS OUT [HANDLER_MS [POOL]]\n");
+    fprintf(
+        stderr,
+        "usage: fault_worker URL TABLE rowlock|lease|advisory WORKERS OUT [HANDLER_MS [POOL]]\n");
     return 2;
   }
   if (argc > 6)

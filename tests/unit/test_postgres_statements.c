@@ -688,6 +688,28 @@ static void test_project_due(void) {
 
 /* ---- Registration ------------------------------------------------------------------------ */
 
+/* URLs as messages show them: every password libpq would read is replaced, read as libpq reads
+ * it (what the fuzz target url_postgres found: tests/fuzz/regressions/url_postgres). */
+static void test_shown_url(void) {
+  static const char *const cases[][2] = {
+      {"postgres://svc:pw-A1@db/app", "postgres://svc:***@db/app"},
+      {"postgres:postgres://svc:pw-A2@db/app", "postgres:postgres://svc:***@db/app"},
+      {"postgres://a:b?pc@d/db", "postgres://a:***@d/db"},
+      {"postgres://svc:pw@[2001:db8:?:1]:?password=pw-A3",
+       "postgres://svc:***@[2001:db8:?:1]:?password=***"},
+      {"postgres:password=se\\ cret host=h", "postgres:password=*** host=h"},
+      {"postgres://h/db?pass%77ord=secret&x=1", "postgres://h/db?pass%77ord=***&x=1"},
+      {"postgres:host=h password='a b\\'c' dbname=d", "postgres:host=h password=*** dbname=d"},
+  };
+  for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+    char shown[TABQ_PG_URL_SHOWN];
+    tabq_pg_shown_url(cases[i][0], shown);
+    CU_ASSERT_STRING_EQUAL(shown, cases[i][1]);
+    if (strcmp(shown, cases[i][1]))
+      fprintf(stderr, "\nshown \"%s\", want \"%s\"\n", shown, cases[i][1]);
+  }
+}
+
 static CU_TestInfo shared_tests[] = {
     {"vtables", test_vtables},
     {"quote", test_quote},
@@ -699,6 +721,7 @@ static CU_TestInfo shared_tests[] = {
     {"fifo guard", test_fifo_guard},
     {"channel and notify", test_channel_notify},
     {"named parameters", test_named},
+    {"URLs as messages show them", test_shown_url},
     CU_TEST_INFO_NULL,
 };
 
