@@ -20,13 +20,22 @@ FILL = {
     # MariaDB's sequence engine (a recursive CTE stops at max_recursive_iterations, 1000)
     "mysql": "INSERT INTO {t} (queue, payload) SELECT 'q', 'x' FROM seq_1_to_{n}",
 }
-# tabq's connections as the server lists them (the checker's own left out).
+# The workers' connections as the server lists them (the checker's own left out). On PostgreSQL
+# by the application name worker_url gives them: PgBouncer's server connections, idle from
+# earlier tests, carry their last client's name, "tabq".
 MINE = {
-    "postgres": "FROM pg_stat_activity WHERE application_name = 'tabq' "
+    "postgres": "FROM pg_stat_activity WHERE application_name = 'tabq_faults' "
                 "AND pid <> pg_backend_pid()",
     "mysql": "FROM information_schema.processlist WHERE user = 'tabq' AND id <> CONNECTION_ID() "
              "AND command <> 'Killed'",
 }
+
+
+def worker_url(db, url):
+    """The URL the workers connect with: on PostgreSQL, named for MINE."""
+    if db != "postgres":
+        return url
+    return url + ("&" if "?" in url else "?") + "application_name=tabq_faults"
 
 
 def sql(url, text, cells=0, tries=60):

@@ -21,7 +21,7 @@ sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."
 from checks import Checks, database_urls  # noqa: E402
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import faults_db  # noqa: E402
-from faults_db import DDL, FILL, MINE, POOL, scalar, sql  # noqa: E402
+from faults_db import DDL, FILL, MINE, POOL, scalar, sql, worker_url  # noqa: E402
 
 worker_bin = sys.argv[1]
 faults_db.SQL_RUN = sys.argv[2]
@@ -41,8 +41,8 @@ def run(db, form):
     procs = []
     for i in range(PROCS):
         err = open(os.path.join(work, f"{table}.{i}.err"), "w")
-        procs.append(subprocess.Popen([worker_bin, url, table, form, "4", out, "0"],
-                                      stdout=subprocess.PIPE, stderr=err, text=True))
+        argv = [worker_bin, worker_url(db, url), table, form, "4", out, "0"]
+        procs.append(subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=err, text=True))
     ready = sum(p.stdout.readline().strip() == "ready" for p in procs)
     check(f"{db} {form}: {PROCS} processes subscribed", ready == PROCS, f"{ready} ready")
     most = [0]

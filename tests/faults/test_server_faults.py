@@ -25,7 +25,7 @@ import time
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "support"))
 from checks import Checks, database_urls  # noqa: E402
 import faults_db  # noqa: E402
-from faults_db import MINE, POOL, scalar, sql, wait_up  # noqa: E402
+from faults_db import MINE, POOL, scalar, sql, wait_up, worker_url  # noqa: E402
 
 worker_bin = sys.argv[1]
 faults_db.SQL_RUN = sys.argv[2]
@@ -110,7 +110,8 @@ def run(db):
     workers = {}
     for form, t in tables.items():
         out = os.path.join(work, f"{t}.log")
-        p = subprocess.Popen([worker_bin, url, t, form, "4", out], stdout=subprocess.PIPE,
+        p = subprocess.Popen([worker_bin, worker_url(db, url), t, form, "4", out],
+                             stdout=subprocess.PIPE,
                              stderr=open(os.path.join(work, f"{t}.err"), "w"), text=True)
         ready = p.stdout.readline().strip()
         check(f"{db} {form}: the worker subscribed", ready == "ready",
