@@ -22,7 +22,7 @@ struct tabq_sql_style;
 const struct tabq_sql_style *tabq_pg_style(void);
 void tabq_pg_literal(tabq_stmt *st, const char *text, size_t n);
 
-/* driver.c: the URL. What libpq parses: the whole URI, or the conninfo after "postgres:" (NULL
+/* url.c: the URL. What libpq parses: the whole URI, or the conninfo after "postgres:" (NULL
  * for other schemes); and the URL as messages show it, every password replaced by "***". */
 #define TABQ_PG_URL_SHOWN 512
 const char *tabq_pg_conninfo_of(const char *url);
