@@ -419,7 +419,11 @@ struct tabq_subscription {
   pthread_cond_t cv;
   bool stop;
   unsigned claiming; /* claims in flight */
-  uint64_t wakes;    /* wake-ups so far: a claim that saw one come needs no poll wait */
+  /* How many claims may be in flight (0: no bound), the way TCP's slow start grows a window: a
+   * claim that comes back short sets it to one, so a wake-up on a queue that looks empty costs
+   * one claim, not one per idle worker; each full claim doubles it (worker.c). */
+  unsigned claim_window;
+  uint64_t wakes; /* wake-ups so far: a claim that saw one come needs no poll wait */
   int64_t next_claim_ms;
   /* claim_failures.c: claims failed in a row, since when, and the next time to say so again. */
   unsigned claim_failures;

@@ -2,10 +2,12 @@
  * a time (s->serial), an idle worker takes the claimer's role when no claim runs, claims for
  * every idle worker, and hands the rest to the others (with workers_by_key, each row to its
  * key's worker: key_dispatch.c); elsewhere each idle worker claims for itself, several claims
- * in flight. With one worker no row changes thread between claim and handler. Workers wait on
- * a condition variable; a short claim waits the poll interval, ended early by a wake-up. Forms
- * whose deliveries hold a connection never hold more than the pool's size less one, over all the
- * broker's subscriptions (conn_budget.c), so handlers and publishes always find one. */
+ * in flight (as many as the claim window allows: one after a claim came back short, so that a
+ * wake-up on an empty queue costs one claim a process, doubling with each full claim). With one
+ * worker no row changes thread between claim and handler. Workers wait on a condition variable; a
+ * short claim waits the poll interval, ended early by a wake-up. Forms whose deliveries hold a
+ * connection never hold more than the pool's size less one, over all the broker's subscriptions
+ * (conn_budget.c), so handlers and publishes always find one. */
 #include <stdlib.h>
 #include <string.h>
 
@@ -163,6 +165,10 @@ static int claim_round(worker *w, unsigned limit, unsigned *claimed, tabq_error 
       s->next_claim_ms = retry_ms;
   } else {
     tabq__claim_succeeded(s);
+    if (got < limit)
+      s->claim_window = 1;
+    else if (s->claim_window)
+      s->claim_window = s->claim_window >= s->workers / 2 ? 0 : s->claim_window * 2;
     if (got == limit)
       s->next_claim_ms = 0;
     else if (s->wakes == wakes)
@@ -219,7 +225,12 @@ static void *worker_main(void *arg) {
       handle_ready(s, d);
       continue;
     }
-    unsigned limit = s->serial && s->claiming ? 0 : claim_limit(s);
+    /* One claim at a time where claims are serial; elsewhere as many as the claim window
+     * allows, one while the queue looks empty, so that a wake-up (a notification every process
+     * hears) costs this process one claim, not one per idle worker. */
+    bool window_full =
+        s->serial ? s->claiming > 0 : s->claim_window && s->claiming >= s->claim_window;
+    unsigned limit = window_full ? 0 : claim_limit(s);
     if (limit && tabq__mono_ms() >= s->next_claim_ms) {
       /* With controls (tabq/controls.h): no claim while the queue is paused. */
       if (s->ctl && tabq__controls_hold(s))
