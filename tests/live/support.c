@@ -397,3 +397,14 @@ void child_start(child *c, const char *mode, const testdb *db) {
 int child_wait(child *c) {
   return child_reap(c);
 }
+
+char *test_bytes(size_t n) {
+  char *p = malloc(n ? n : 1);
+  CU_ASSERT_PTR_NOT_NULL_FATAL(p);
+  uint32_t x = 2463534242u;
+  for (size_t i = 0; i < n; i++) {
+    x ^= x << 13, x ^= x >> 17, x ^= x << 5;
+    p[i] = (char)(x >> 24);
+  }
+  return p;
+}

@@ -53,6 +53,9 @@ void testdb_fill(const testdb *db, const char *queue, int n);
 tabq_broker *connect_broker(const testdb *db, unsigned poll_ms);
 /* Publishes n rows to `queue` with payload "job-<i>". */
 void publish_n(tabq_broker *b, const char *queue, int n);
+/* `n` bytes (malloc'd, at least one) that no text handling or truncation would keep: every byte
+ * value, NULs included, the same sequence each call. */
+char *test_bytes(size_t n);
 
 /* Waits until a SQL count reaches `want`. */
 bool wait_count(const testdb *db, const char *sql, long long want, int timeout_ms);

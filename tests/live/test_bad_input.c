@@ -64,18 +64,6 @@ static tabq_table bad_in(void) {
                       .payload = {"payload"}};
 }
 
-static tabq_broker *connected(unsigned poll_ms) {
-  tabq_broker_options o = TABQ_BROKER_OPTIONS_INIT;
-  o.poll_interval_ms = poll_ms;
-  o.pool_size = 3;
-  tabq_broker *b = NULL;
-  int rc = tabq_connect(db.url, &o, &b, &err);
-  if (rc)
-    fprintf(stderr, "connect: %s\n", err.message);
-  CU_ASSERT_EQUAL_FATAL(rc, TABQ_OK);
-  return b;
-}
-
 static tabq_outcome ack_it(tabq_delivery *d, void *user) {
   (void)d, (void)user;
   return tabq_ack();
@@ -101,7 +89,7 @@ static void subscribe_refused(tabq_broker *b, const tabq_table *t, const char *p
 static void refusals_leave_every_row_as_it_was(void) {
   testdb_create(&db);
   testdb_exec(&db, ddl());
-  tabq_broker *b = connected(20);
+  tabq_broker *b = connect_broker(&db, 20);
   tabq_table t = bad_in();
   for (int i = 0; i < 5; i++) {
     tabq_header h = {"trace", "t-1"};
@@ -191,18 +179,6 @@ static void refusals_leave_every_row_as_it_was(void) {
   testdb_remove(&db);
 }
 
-/* `n` bytes no text handling or truncation would keep: every byte value, NULs included. */
-static char *bytes_of(size_t n) {
-  char *p = malloc(n ? n : 1);
-  CU_ASSERT_PTR_NOT_NULL_FATAL(p);
-  uint32_t x = 2463534242u;
-  for (size_t i = 0; i < n; i++) {
-    x ^= x << 13, x ^= x >> 17, x ^= x << 5;
-    p[i] = (char)(x >> 24);
-  }
-  return p;
-}
-
 typedef struct seen {
   const char *big;
   int empty_ok, big_ok, other;
@@ -229,9 +205,9 @@ static void empty_and_16_mib_payloads_arrive_byte_for_byte(void) {
     packet = testdb_int(&db, "SELECT @@GLOBAL.max_allowed_packet");
     testdb_exec(&db, "SET GLOBAL max_allowed_packet = 67108864");
   }
-  tabq_broker *b = connected(20);
+  tabq_broker *b = connect_broker(&db, 20);
   tabq_table t = bad_in();
-  seen s = {.big = bytes_of(BIG)};
+  seen s = {.big = test_bytes(BIG)};
   tabq_message m = TABQ_MESSAGE_INIT;
   m.group = "q";
   m.payload = "";
@@ -288,7 +264,7 @@ static void headers_not_an_object_read_as_absent(void) {
              headers[i], payload);
     testdb_exec(&db, sql);
   }
-  tabq_broker *b = connected(20);
+  tabq_broker *b = connect_broker(&db, 20);
   tabq_table t = bad_in();
   header_reads r = {0, 0};
   tabq_subscription_options o = TABQ_SUBSCRIPTION_OPTIONS_INIT;

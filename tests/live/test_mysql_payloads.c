@@ -28,18 +28,6 @@ static tabq_table table_named(const char *name) {
                       .payload = {"payload"}};
 }
 
-/* `n` bytes that no text or truncation would keep: every byte value, NULs included. */
-static char *bytes_of(size_t n) {
-  char *p = malloc(n);
-  CU_ASSERT_PTR_NOT_NULL_FATAL(p);
-  uint32_t x = 2463534242u;
-  for (size_t i = 0; i < n; i++) {
-    x ^= x << 13, x ^= x >> 17, x ^= x << 5;
-    p[i] = (char)(x >> 24);
-  }
-  return p;
-}
-
 static tabq_message message(const char *payload, size_t len) {
   return (tabq_message){
       .size = sizeof(tabq_message), .group = "q", .payload = payload, .payload_len = len};
@@ -71,7 +59,7 @@ static void blob_refuses_70k(void) {
   create();
   tabq_broker *b = connect_broker(&db, 50);
   const tabq_table t = table_named("jobs");
-  char *big = bytes_of(BIG);
+  char *big = test_bytes(BIG);
   tabq_message m = message(big, BIG);
   CU_ASSERT_EQUAL(tabq_publish(b, &t, &m, &err), TABQ_BACKEND);
   CU_ASSERT_EQUAL(err.native, 1406); /* ER_DATA_TOO_LONG */
@@ -118,7 +106,7 @@ static void mediumblob_takes_70k(void) {
   create();
   tabq_broker *b = connect_broker(&db, 50);
   const tabq_table t = table_named("jobs_medium");
-  char *big = bytes_of(BIG);
+  char *big = test_bytes(BIG);
   tabq_message m = message(big, BIG);
   int rc = tabq_publish(b, &t, &m, &err);
   if (rc)
@@ -149,7 +137,7 @@ static void over_max_allowed_packet(void) {
   size_t n = (size_t)max + 1024;
   tabq_broker *b = connect_broker(&db, 50);
   const tabq_table t = table_named("jobs_medium");
-  char *big = bytes_of(n);
+  char *big = test_bytes(n);
   tabq_message m = message(big, n);
   CU_ASSERT_EQUAL(tabq_publish(b, &t, &m, &err), TABQ_BACKEND);
   CU_ASSERT_EQUAL(err.native, 1153); /* ER_NET_PACKET_TOO_LARGE */
