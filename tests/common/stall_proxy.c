@@ -18,6 +18,11 @@ static int loopback_socket(unsigned port, bool listening, unsigned *bound) {
                           .sin_addr.s_addr = htonl(INADDR_LOOPBACK),
                           .sin_port = htons((uint16_t)port)};
   socklen_t len = sizeof a;
+  /* A small receive buffer (inherited by what the listener accepts, and fixed: no autotuning),
+   * so a stalled proxy takes in little of a large command. */
+  int rcvbuf = 64 * 1024;
+  if (listening)
+    setsockopt(fd, SOL_SOCKET, SO_RCVBUF, &rcvbuf, sizeof rcvbuf);
   bool ok = listening ? bind(fd, (struct sockaddr *)&a, sizeof a) == 0 && listen(fd, 8) == 0 &&
                             getsockname(fd, (struct sockaddr *)&a, &len) == 0
                       : connect(fd, (struct sockaddr *)&a, sizeof a) == 0;

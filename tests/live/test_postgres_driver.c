@@ -750,11 +750,11 @@ static void test_no_reply_is_bounded(void) {
   usleep(100 * 1000); /* the proxy notices within 20 ms */
   expect_no_reply(c, p, NULL, 0);
 
-  /* 32 MiB: more than the client's and the proxy's socket buffers hold. */
+  /* 16 MiB: more than the client's and the proxy's socket buffers hold. */
   stall_proxy_stall(&proxy, false);
   c = connect_url(url);
   p = prep(c, "SELECT length($1::bytea)", 1);
-  size_t big = 32u << 20;
+  size_t big = 16u << 20;
   char *bytes = calloc(1, big);
   CU_ASSERT_PTR_NOT_NULL_FATAL(bytes);
   tabq_value v = tabq_bytes(bytes, 16);
