@@ -52,6 +52,7 @@ struct tabq_conn {
   bool broken;          /* left in a state the driver cannot use (COPY): the pool replaces it */
   bool per_transaction; /* the URL declares a transaction pooler: nothing prepared by name */
   bool timed_out;       /* a reply did not come within reply_ms: given up (broken too) */
+  bool timeout_told;    /* and that was reported: later calls say they were refused */
   unsigned statement_s; /* the URL's statement_timeout (0: none) */
   int64_t reply_ms;     /* the most a reply is waited for (0: no bound) */
   tabq_prepared *stmts; /* still prepared; close frees them */
@@ -123,12 +124,19 @@ static int with_position(int code, const PGresult *res) {
  * SQLSTATE and primary message when it sent them, libpq's own message otherwise. A connection
  * lost without a SQLSTATE reports 08006 (connection failure). */
 static int fail_pg(tabq_conn *c, const PGresult *res, const char *what) {
-  if (c->timed_out)
+  if (c->timed_out && !c->timeout_told) {
+    c->timeout_told = true;
     return host()->fail(TABQ_BACKEND, "08006", 0,
                         "%s: no reply from the server within %u s (statement_timeout=%u in the "
                         "URL, and %d s more); the connection is given up",
                         what, (unsigned)(c->reply_ms / 1000), c->statement_s,
                         TABQ_PG_REPLY_GRACE_S);
+  }
+  if (c->timed_out) /* a later call, refused without a round trip */
+    return host()->fail(TABQ_BACKEND, "08006", 0,
+                        "%s: the connection was given up (an earlier statement got no reply "
+                        "within %u s)",
+                        what, (unsigned)(c->reply_ms / 1000));
   const char *state = res ? PQresultErrorField(res, PG_DIAG_SQLSTATE) : NULL;
   const char *primary = res ? PQresultErrorField(res, PG_DIAG_MESSAGE_PRIMARY) : NULL;
   char msg[512];
