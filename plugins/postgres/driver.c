@@ -42,6 +42,12 @@
 #define DEFAULT_CONNECT_TIMEOUT_S 10
 #define STR_(x) #x
 #define STR(x) STR_(x) /* the default as libpq takes it: text */
+/* TCP keepalives unless the URL sets them: the first probe after 30 s idle, then every 10 s,
+ * the connection ended after 3 unanswered (libpq turns keepalives on; the system's timings
+ * wait two hours). */
+#define DEFAULT_KEEPALIVES_IDLE_S 30
+#define DEFAULT_KEEPALIVES_INTERVAL_S 10
+#define DEFAULT_KEEPALIVES_COUNT 3
 /* libpq raises a connect_timeout of 1 to 2 seconds. */
 #define LIBPQ_MIN_TIMEOUT_S 2
 
@@ -342,13 +348,18 @@ static int connect_conninfo(const tabq_host *log_host, const char *url, const ch
     return host()->fail(TABQ_BACKEND, NULL, 0, "libpq was built without thread support");
   /* Keywords after dbname override what its expansion sets; those before it only fill gaps, so
    * the URL's connect_timeout wins over the default. PGCONNECT_TIMEOUT is read only for keywords
-   * still unset, so the default steps aside when it is set. */
+   * still unset, so the default steps aside when it is set. The keepalive defaults find an idle
+   * connection whose peer is gone (a host down, a network cut) in about a minute instead of the
+   * system's two hours: the listening connection, which sends no statement, above all. */
   const char *env_timeout = getenv("PGCONNECT_TIMEOUT");
-  const char *keys[5], *values[5];
+  const char *keys[8], *values[8];
   size_t n = 0;
   keys[n] = "fallback_application_name", values[n++] = "tabq";
   if (!env_timeout || !*env_timeout)
     keys[n] = "connect_timeout", values[n++] = STR(DEFAULT_CONNECT_TIMEOUT_S);
+  keys[n] = "keepalives_idle", values[n++] = STR(DEFAULT_KEEPALIVES_IDLE_S);
+  keys[n] = "keepalives_interval", values[n++] = STR(DEFAULT_KEEPALIVES_INTERVAL_S);
+  keys[n] = "keepalives_count", values[n++] = STR(DEFAULT_KEEPALIVES_COUNT);
   keys[n] = "dbname", values[n++] = conninfo;
   keys[n] = "client_encoding", values[n++] = "UTF8";
   keys[n] = NULL, values[n] = NULL;

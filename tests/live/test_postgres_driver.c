@@ -5,11 +5,15 @@
  *
  * Every run works in a schema of its own (drv_<pid>), dropped at the end, and suffixes its
  * advisory key and channel with the pid, so runs side by side do not meet. */
+#include <arpa/inet.h>
 #include <math.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <sys/socket.h>
 #include <unistd.h>
 
 #include <libpq-fe.h>
@@ -770,6 +774,49 @@ static void test_no_reply_is_bounded(void) {
   stall_proxy_stop(&proxy);
 }
 
+/* The TCP sockets of this process connected to `port` on loopback: a bit per descriptor. */
+static void sockets_to(unsigned port, bool found[1024]) {
+  for (int fd = 0; fd < 1024; fd++) {
+    struct sockaddr_in a;
+    socklen_t len = sizeof a;
+    found[fd] = getpeername(fd, (struct sockaddr *)&a, &len) == 0 && a.sin_family == AF_INET &&
+                ntohs(a.sin_port) == port;
+  }
+}
+
+/* The keepalive idle time of the connection `url` opens (-1: keepalives off). */
+static int keepalive_idle_of(const char *url) {
+  unsigned port;
+  char copy[1024];
+  CU_ASSERT_FATAL(stall_proxy_url(g_url, 0, copy, sizeof copy, &port));
+  static bool before[1024], after[1024];
+  sockets_to(port, before);
+  tabq_conn *c = connect_url(url);
+  sockets_to(port, after);
+  int idle = -2, on = 0;
+  for (int fd = 0; fd < 1024; fd++)
+    if (after[fd] && !before[fd]) {
+      socklen_t len = sizeof on;
+      CU_ASSERT(getsockopt(fd, SOL_SOCKET, SO_KEEPALIVE, &on, &len) == 0);
+      len = sizeof idle;
+      CU_ASSERT(getsockopt(fd, IPPROTO_TCP, TCP_KEEPIDLE, &idle, &len) == 0);
+    }
+  drv->close(c);
+  return on ? idle : -1;
+}
+
+/* Keepalives find an idle connection whose peer is gone within a minute by default; the URL's
+ * libpq parameters win. */
+static void test_keepalives(void) {
+  NEED_DB();
+  char url[1024];
+  CU_ASSERT_EQUAL(keepalive_idle_of(g_url), 30);
+  url_with(url, sizeof url, g_url, "keepalives_idle=45");
+  CU_ASSERT_EQUAL(keepalive_idle_of(url), 45);
+  url_with(url, sizeof url, g_url, "keepalives=0");
+  CU_ASSERT_EQUAL(keepalive_idle_of(url), -1);
+}
+
 /* A wait for notifications is not a statement: it waits as long as asked, past the reply bound. */
 static void test_notify_wait_is_not_bounded(void) {
   NEED_DB();
@@ -1016,6 +1063,7 @@ static CU_TestInfo tests[] = {
     {"statement_timeout on the server", test_statement_timeout_on_the_server},
     {"a statement without a reply is bounded", test_no_reply_is_bounded},
     {"a wait for notifications is not bounded", test_notify_wait_is_not_bounded},
+    {"TCP keepalives", test_keepalives},
     {"drop the schema", test_close},
     CU_TEST_INFO_NULL,
 };
