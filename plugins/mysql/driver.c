@@ -37,6 +37,8 @@ struct tabq_conn {
   /* The session's max_allowed_packet, read at connect (the server fixes it for the session's
    * life): a statement as long is refused before it is sent. */
   uint64_t max_packet;
+  unsigned statement_s; /* the URL's statement_timeout: the client waits that plus the grace */
+  int64_t sent_ms;      /* when the current round trip began, to tell a timeout in messages */
 };
 
 struct tabq_prepared {
@@ -57,6 +59,19 @@ struct tabq_prepared {
 
 static const tabq_host *host(void) {
   return tabq_my_host();
+}
+
+static int64_t mono_ms(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+/* A round trip begins: a connection lost at the end of the reply bound is said to have timed
+ * out (the library's words, "Lost connection" or "Server has gone away", do not say why). */
+static void round_trip(tabq_conn *c) {
+  if (c->statement_s)
+    c->sent_ms = mono_ms();
 }
 
 /* ---- Errors ------------------------------------------------------------------------------- */
@@ -111,6 +126,13 @@ static int fail_with(tabq_conn *c, unsigned err, const char *state, const char *
         "%s: the server cannot write this statement to its binary log as its "
         "binlog_format stands (ROW or MIXED usually accepts it). The server said: %s",
         what, msg);
+  /* The library waits in milliseconds: allow for the clock's granularity. */
+  unsigned reply_s = c->statement_s + TABQ_MY_REPLY_GRACE_S;
+  if (c->broken && c->statement_s && mono_ms() - c->sent_ms + 50 >= reply_s * 1000LL)
+    return host()->fail(TABQ_BACKEND, state, (long)err,
+                        "%s: no reply from the server within %u s (statement_timeout=%u in the "
+                        "URL, and %d s more); the connection is given up: %s",
+                        what, reply_s, c->statement_s, TABQ_MY_REPLY_GRACE_S, msg);
   return host()->fail(TABQ_BACKEND, state, (long)err, "%s: %s%s", what, msg,
                       c->broken ? " (the connection is lost)" : "");
 }
@@ -149,6 +171,7 @@ static void library_init(void) {
 static int run_sql(tabq_conn *c, const char *sql, size_t n, const char *what) {
   if (c->max_packet && 1 + (uint64_t)n >= c->max_packet) /* the command byte and the text */
     return tabq_my_fail_packet(what, 1 + (uint64_t)n, c->max_packet, false, 0, NULL, NULL);
+  round_trip(c);
   if (mysql_real_query(c->my, sql, (unsigned long)n))
     return fail_conn(c, what);
   for (;;) {
@@ -163,12 +186,6 @@ static int run_sql(tabq_conn *c, const char *sql, size_t n, const char *what) {
     if (more > 0)
       return fail_conn(c, what);
   }
-}
-
-static int64_t mono_ms(void) {
-  struct timespec ts;
-  clock_gettime(CLOCK_MONOTONIC, &ts);
-  return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
 }
 
 /* A failed connect, with what the library's words leave out: that connect_timeout ran out and
@@ -200,25 +217,34 @@ static int fail_connect(MYSQL *my, const tabq_my_url *u, const char *shown, int6
 }
 
 /* The library applies the connect timeout to every read and write until mysql_real_connect
- * returns, the handshake and the init command included, then the read and write timeouts
- * (none here). MYSQL_OPT_READ_TIMEOUT stays unset on purpose: it would also cut off a
- * legitimately long statement (a claim waiting for a row lock, a handler's own statement),
- * and a read cut off midway leaves the session lost while the server runs on. */
+ * returns, the handshake and the init command included, then the read and write timeouts: the
+ * URL's statement_timeout plus TABQ_MY_REPLY_GRACE_S, which bounds a statement on a server that
+ * stops answering while its kernel keeps the connection open (a paused server). The server is
+ * told the statement_timeout itself, so a statement slow by design (a lock wait, a statement of
+ * the service's own) ends there first, with an error that leaves the session usable; a read cut
+ * off by the client leaves the session lost and the connection is given up. */
 static int open_session(MYSQL *my, const tabq_my_url *u, const char *shown) {
   my_bool off = 0, on = 1;
   unsigned int no_local_infile = 0;
+  unsigned int reply_s = u->statement_timeout + TABQ_MY_REPLY_GRACE_S;
   /* As the init command, the session setup runs inside the bounded connect. The URL's
-   * sql_mode holds mode names only (parse_query checked): it goes into the literal as it is. */
-  char session[1100];
-  snprintf(session, sizeof session, "SET time_zone = '+00:00', autocommit = 1%s%s%s",
+   * sql_mode holds mode names only (parse_query checked): it goes into the literal as it is.
+   * max_statement_time is MariaDB's, in a comment only MariaDB executes (MySQL's
+   * max_execution_time follows in read_session). */
+  char session[1200], bound[64] = "";
+  if (u->statement_timeout)
+    snprintf(bound, sizeof bound, " /*M!, max_statement_time = %u*/", u->statement_timeout);
+  snprintf(session, sizeof session, "SET time_zone = '+00:00', autocommit = 1%s%s%s%s",
            u->sql_mode ? ", sql_mode = '" : "", u->sql_mode ? u->sql_mode : "",
-           u->sql_mode ? "'" : "");
+           u->sql_mode ? "'" : "", bound);
   if (mysql_optionsv(my, MYSQL_OPT_RECONNECT, &off) ||
       mysql_optionsv(my, MYSQL_SET_CHARSET_NAME, "utf8mb4") ||
       mysql_optionsv(my, MYSQL_REPORT_DATA_TRUNCATION, &on) ||
       mysql_optionsv(my, MYSQL_OPT_LOCAL_INFILE, &no_local_infile) ||
       mysql_optionsv(my, MYSQL_INIT_COMMAND, session) ||
-      (u->connect_timeout && mysql_optionsv(my, MYSQL_OPT_CONNECT_TIMEOUT, &u->connect_timeout)))
+      (u->connect_timeout && mysql_optionsv(my, MYSQL_OPT_CONNECT_TIMEOUT, &u->connect_timeout)) ||
+      (u->statement_timeout && (mysql_optionsv(my, MYSQL_OPT_READ_TIMEOUT, &reply_s) ||
+                                mysql_optionsv(my, MYSQL_OPT_WRITE_TIMEOUT, &reply_s))))
     return host()->fail(TABQ_BACKEND, NULL, 0, "cannot set the connection options for %s", shown);
   int64_t start = mono_ms();
   if (!mysql_real_connect(my, u->host, u->user, u->password, u->database, u->port, u->socket,
@@ -241,11 +267,23 @@ static bool has_mode(const char *modes, const char *mode) {
 
 static atomic_bool g_warned_lax;
 
-/* Reads what the session keeps for its life: max_allowed_packet, which bounds every statement
+/* On MySQL, sets the session's statement bound (MariaDB's is in the init command). Reads what
+ * the session keeps for its life: max_allowed_packet, which bounds every statement
  * sent (my_execute and run_sql refuse a longer one before sending it), and sql_mode, whose lack of
  * a strict mode lets an over-long value be cut to fit with a mere warning (logged once a process).
  */
-static int read_session(tabq_conn *c, const char *shown) {
+static int read_session(tabq_conn *c, const char *shown, unsigned statement_timeout) {
+  /* MySQL bounds SELECTs only (max_execution_time): a lock wait of another statement ends
+   * on the server first through innodb_lock_wait_timeout, lowered to the bound. */
+  char bound[160];
+  snprintf(bound, sizeof bound,
+           "SET SESSION max_execution_time = %u, innodb_lock_wait_timeout = "
+           "LEAST(@@innodb_lock_wait_timeout, %u)",
+           statement_timeout * 1000, statement_timeout);
+  int rc;
+  if (statement_timeout && !mariadb_connection(c->my) &&
+      (rc = run_sql(c, bound, strlen(bound), "statement_timeout (set at connect)")) != TABQ_OK)
+    return rc;
   static const char sql[] = "SELECT @@max_allowed_packet, @@sql_mode";
   if (mysql_real_query(c->my, sql, sizeof sql - 1))
     return fail_conn(c, "session settings");
@@ -283,13 +321,14 @@ static int my_connect_host(const tabq_host *log_host, const char *url, tabq_conn
   if (rc == TABQ_OK) {
     memset(c, 0, sizeof *c);
     c->log_host = log_host;
+    c->statement_s = u.statement_timeout;
     if (!(c->my = mysql_init(NULL)))
       rc = host()->fail(TABQ_NOMEM, NULL, 0, "no memory for a MySQL connection");
   }
   if (rc == TABQ_OK)
     rc = open_session(c->my, &u, shown);
   if (rc == TABQ_OK)
-    rc = read_session(c, shown);
+    rc = read_session(c, shown, u.statement_timeout);
   if (u.store)
     host()->free(u.store);
   if (rc != TABQ_OK) {
@@ -393,6 +432,7 @@ static int my_prepare(tabq_conn *c, const char *sql, unsigned nparams, const cha
   MYSQL_STMT *st = mysql_stmt_init(c->my);
   if (!st)
     return host()->fail(TABQ_NOMEM, NULL, 0, "no memory for the %s statement", name);
+  round_trip(c);
   if (mysql_stmt_prepare(st, sql, (unsigned long)strlen(sql))) {
     int code = fail_prepare(c, st, name); /* before the close frees the message */
     mysql_stmt_close(st);
@@ -533,6 +573,7 @@ static int my_execute(tabq_prepared *p, const tabq_value *params, unsigned n) {
   uint64_t size = tabq_my_execute_size(p->pbind, n);
   if (p->conn->max_packet && size >= p->conn->max_packet)
     return fail_packet(p, size, false);
+  round_trip(p->conn);
   if (mysql_stmt_execute(p->stmt))
     return fail_execute(p, size);
   if (mysql_stmt_field_count(p->stmt) == 0) {
@@ -616,12 +657,14 @@ static int my_begin(tabq_conn *c, const char *begin_sql) {
 }
 
 static int my_commit(tabq_conn *c) {
+  round_trip(c);
   return mysql_commit(c->my) ? fail_conn(c, "commit") : TABQ_OK;
 }
 
 static int my_rollback(tabq_conn *c) {
   if (!in_transaction(c))
     return TABQ_OK; /* nothing open: no round trip */
+  round_trip(c);
   return mysql_rollback(c->my) ? fail_conn(c, "rollback") : TABQ_OK;
 }
 
@@ -642,6 +685,7 @@ static int my_server_version(tabq_conn *c, char *text, size_t cap, uint32_t *num
 
 static int my_database(tabq_conn *c, char *name, size_t cap) {
   static const char sql[] = "SELECT DATABASE()";
+  round_trip(c);
   if (mysql_real_query(c->my, sql, sizeof sql - 1))
     return fail_conn(c, "database");
   MYSQL_RES *res = mysql_store_result(c->my);

@@ -71,7 +71,8 @@ static bool sql_mode_text(const char *s) {
   return true;
 }
 
-/* The query string: socket=PATH, connect_timeout=SECONDS, sql_mode=MODES. */
+/* The query string: socket=PATH, connect_timeout=SECONDS, sql_mode=MODES,
+ * statement_timeout=SECONDS. */
 static int parse_query(tabq_my_url *u, const char *q, const char *shown) {
   while (*q) {
     size_t n = strcspn(q, "&");
@@ -88,6 +89,12 @@ static int parse_query(tabq_my_url *u, const char *q, const char *shown) {
       else if (klen == 15 && strncmp(q, "connect_timeout", 15) == 0) {
         if (!parse_uint(value, 3600, &u->connect_timeout))
           return bad_url(shown, "connect_timeout is not a number of seconds up to 3600");
+      } else if (klen == 17 && strncmp(q, "statement_timeout", 17) == 0) {
+        if (!parse_uint(value, TABQ_MY_MAX_STATEMENT_TIMEOUT_S, &u->statement_timeout))
+          return tabq_my_host()->fail(TABQ_INVALID, NULL, 0,
+                                      "bad MySQL URL %s: statement_timeout=%.20s: the setting "
+                                      "takes whole seconds, from 0 (no bound) to %d",
+                                      shown, value, TABQ_MY_MAX_STATEMENT_TIMEOUT_S);
       } else if (klen == 8 && strncmp(q, "sql_mode", 8) == 0) {
         if (!sql_mode_text(value))
           return bad_url(shown, "sql_mode is a comma-separated list of mode names (letters, "
@@ -96,7 +103,7 @@ static int parse_query(tabq_my_url *u, const char *q, const char *shown) {
       } else
         return tabq_my_host()->fail(TABQ_INVALID, NULL, 0,
                                     "bad MySQL URL %s: unknown parameter '%.*s' (known: socket, "
-                                    "connect_timeout, sql_mode)",
+                                    "connect_timeout, sql_mode, statement_timeout)",
                                     shown, (int)klen, q);
     }
     q += n;
@@ -123,6 +130,7 @@ int tabq_my_parse_url(const char *url, tabq_my_url *u, const char *shown) {
     return tabq_my_host()->fail(TABQ_NOMEM, NULL, 0, "no memory to parse %s", shown);
   u->port = TABQ_MY_DEFAULT_PORT;
   u->connect_timeout = TABQ_MY_DEFAULT_CONNECT_TIMEOUT_S;
+  u->statement_timeout = TABQ_MY_DEFAULT_STATEMENT_TIMEOUT_S;
   size_t alen = strcspn(rest, "/?#");
   const char *at = NULL;
   for (const char *s = rest; s < rest + alen; s++)

@@ -13,7 +13,15 @@
  * (codec.c), so nothing is quoted, escaped or parsed as text. Behind a transaction pooler
  * (pooler=transaction in the URL, pooler.c) no statement may outlive its transaction: prepare
  * learns the types through the unnamed statement, and each execute sends its SQL again with
- * them (parse, bind and execute in one round trip). */
+ * them (parse, bind and execute in one round trip).
+ *
+ * Every round trip is bounded (settings.c): the connection runs in libpq's nonblocking mode, each
+ * command goes out with a PQsend* call and its reply is awaited with poll() up to the URL's
+ * statement_timeout plus TABQ_PG_REPLY_GRACE_S. A server that stops answering while its kernel
+ * keeps the connection open (a paused server: keepalives and tcp_user_timeout see nothing
+ * wrong, since its kernel still acknowledges) fails the command with 08006 and the connection is
+ * given up, so the pool closes it. Waits for notifications are not statements: they wait as long
+ * as asked. */
 #include <ctype.h>
 #include <errno.h>
 #include <inttypes.h>
@@ -34,6 +42,12 @@
 #define DEFAULT_CONNECT_TIMEOUT_S 10
 #define STR_(x) #x
 #define STR(x) STR_(x) /* the default as libpq takes it: text */
+/* TCP keepalives unless the URL sets them: the first probe after 30 s idle, then every 10 s,
+ * the connection ended after 3 unanswered (libpq turns keepalives on; the system's timings
+ * wait two hours). */
+#define DEFAULT_KEEPALIVES_IDLE_S 30
+#define DEFAULT_KEEPALIVES_INTERVAL_S 10
+#define DEFAULT_KEEPALIVES_COUNT 3
 /* libpq raises a connect_timeout of 1 to 2 seconds. */
 #define LIBPQ_MIN_TIMEOUT_S 2
 
@@ -43,6 +57,10 @@ struct tabq_conn {
   uint64_t stmt_seq;         /* the last statement number handed out */
   bool broken;          /* left in a state the driver cannot use (COPY): the pool replaces it */
   bool per_transaction; /* the URL declares a transaction pooler: nothing prepared by name */
+  bool timed_out;       /* a reply did not come within reply_ms: given up (broken too) */
+  bool timeout_told;    /* and that was reported: later calls say they were refused */
+  unsigned statement_s; /* the URL's statement_timeout (0: none) */
+  int64_t reply_ms;     /* the most a reply is waited for (0: no bound) */
   tabq_prepared *stmts; /* still prepared; close frees them */
 };
 
@@ -93,8 +111,9 @@ static void copy_message(char *dst, size_t cap, const char *msg) {
     dst[n] = '\0';
 }
 
+/* The connection is of no more use: ended, or given up by the driver. */
 static bool lost(const tabq_conn *c) {
-  return PQstatus(c->pg) == CONNECTION_BAD;
+  return c->broken || PQstatus(c->pg) == CONNECTION_BAD;
 }
 
 /* After a failure is reported: where in the statement the server says it is (ABI 1.7), its
@@ -111,6 +130,19 @@ static int with_position(int code, const PGresult *res) {
  * SQLSTATE and primary message when it sent them, libpq's own message otherwise. A connection
  * lost without a SQLSTATE reports 08006 (connection failure). */
 static int fail_pg(tabq_conn *c, const PGresult *res, const char *what) {
+  if (c->timed_out && !c->timeout_told) {
+    c->timeout_told = true;
+    return host()->fail(TABQ_BACKEND, "08006", 0,
+                        "%s: no reply from the server within %u s (statement_timeout=%u in the "
+                        "URL, and %d s more); the connection is given up",
+                        what, (unsigned)(c->reply_ms / 1000), c->statement_s,
+                        TABQ_PG_REPLY_GRACE_S);
+  }
+  if (c->timed_out) /* a later call, refused without a round trip */
+    return host()->fail(TABQ_BACKEND, "08006", 0,
+                        "%s: the connection was given up (an earlier statement got no reply "
+                        "within %u s)",
+                        what, (unsigned)(c->reply_ms / 1000));
   const char *state = res ? PQresultErrorField(res, PG_DIAG_SQLSTATE) : NULL;
   const char *primary = res ? PQresultErrorField(res, PG_DIAG_MESSAGE_PRIMARY) : NULL;
   char msg[512];
@@ -123,6 +155,8 @@ static int fail_pg(tabq_conn *c, const PGresult *res, const char *what) {
   bool gone = lost(c);
   if (!state && gone)
     state = "08006";
+  if (!res && c->broken)
+    snprintf(msg, sizeof msg, "the connection was given up");
   return with_position(host()->fail(TABQ_BACKEND, state, 0, "%s: %s%s", what, msg,
                                     gone ? " (the connection is lost)" : ""),
                        res);
@@ -144,13 +178,89 @@ static void on_notice(void *arg, const PGresult *res) {
                 sev ? sev : "NOTICE", msg);
 }
 
-/* ---- Connections -------------------------------------------------------------------------- */
+/* ---- Round trips -------------------------------------------------------------------------- */
 
 static int64_t mono_ms(void) {
   struct timespec ts;
   clock_gettime(CLOCK_MONOTONIC, &ts);
   return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
 }
+
+/* Waits for `events` on the connection's socket until `deadline` (mono_ms; -1: no bound): the
+ * events that came, 0 once the deadline passed, -1 on failure. */
+static int wait_socket(tabq_conn *c, short events, int64_t deadline) {
+  for (;;) {
+    struct pollfd pfd = {.fd = PQsocket(c->pg), .events = events};
+    if (pfd.fd < 0)
+      return -1;
+    int64_t left = deadline < 0 ? -1 : deadline - mono_ms();
+    int rc = poll(&pfd, 1, deadline < 0 ? -1 : left > 0 ? (int)left : 0);
+    if (rc > 0)
+      return pfd.revents;
+    if (rc == 0)
+      return 0;
+    if (errno != EINTR)
+      return -1;
+  }
+}
+
+/* No reply within the bound: the command stays in flight, so the connection is of no more use
+ * (the pool closes it, and the server's session ends once it reads the close). */
+static PGresult *give_up(tabq_conn *c, PGresult *partial) {
+  PQclear(partial);
+  c->timed_out = c->broken = true;
+  return NULL;
+}
+
+/* The reply to the command a PQsend* call (which returned `sent`) queued, as PQexec returns it:
+ * its last result, or the COPY result that stops it. NULL when it could not be sent, the
+ * connection failed, or no reply came within the bound (fail_pg tells which). The output goes
+ * first: in nonblocking mode a large command may wait for room in the socket's buffer. */
+static PGresult *await_reply(tabq_conn *c, int sent) {
+  if (!sent)
+    return NULL;
+  int64_t deadline = c->reply_ms > 0 ? mono_ms() + c->reply_ms : -1;
+  while (PQflush(c->pg) > 0) {
+    int ev = wait_socket(c, POLLOUT | POLLIN, deadline);
+    if (ev == 0)
+      return give_up(c, NULL);
+    if (ev < 0 || ((ev & POLLIN) && !PQconsumeInput(c->pg)))
+      break; /* the results below say what failed */
+  }
+  PGresult *last = NULL;
+  for (;;) {
+    /* A connection found lost makes PQgetResult return its error without waiting. */
+    while (PQisBusy(c->pg) && PQstatus(c->pg) != CONNECTION_BAD) {
+      int ev = wait_socket(c, POLLIN, deadline);
+      if (ev == 0)
+        return give_up(c, last);
+      if (ev < 0 || !PQconsumeInput(c->pg)) {
+        if (PQstatus(c->pg) == CONNECTION_BAD)
+          break;
+        c->broken = true; /* a result may still come: the connection cannot be trusted */
+        PQclear(last);
+        return NULL;
+      }
+    }
+    PGresult *r = PQgetResult(c->pg);
+    if (!r)
+      break;
+    PQclear(last);
+    last = r;
+    ExecStatusType st = PQresultStatus(r);
+    if (st == PGRES_COPY_IN || st == PGRES_COPY_OUT || st == PGRES_COPY_BOTH ||
+        PQstatus(c->pg) == CONNECTION_BAD)
+      break;
+  }
+  return last;
+}
+
+/* SQL text in one round trip (the simple query protocol: it may hold several statements). */
+static PGresult *exec_text(tabq_conn *c, const char *sql) {
+  return await_reply(c, !c->broken && PQsendQuery(c->pg, sql));
+}
+
+/* ---- Connections -------------------------------------------------------------------------- */
 
 /* The connect_timeout libpq ran with, in whole seconds as it waits them (0: no bound). */
 static long effective_timeout_s(PGconn *pg) {
@@ -184,8 +294,14 @@ static int fail_connect(PGconn *pg, const char *url, int64_t elapsed_ms) {
                       tabq_pg_shown_url(url, shown), msg);
 }
 
+/* What the URL sets beyond libpq's parameters (settings.c, pooler.c). */
+typedef struct tabq_pg_settings {
+  bool per_transaction;
+  unsigned statement_s;
+} tabq_pg_settings;
+
 static int connect_conninfo(const tabq_host *log_host, const char *url, const char *conninfo,
-                            tabq_conn **out);
+                            const tabq_pg_settings *set, tabq_conn **out);
 
 static int pg_connect_host(const tabq_host *log_host, const char *url, tabq_conn **out) {
   *out = NULL;
@@ -199,35 +315,51 @@ static int pg_connect_host(const tabq_host *log_host, const char *url, tabq_conn
   if (!conninfo)
     return host()->fail(TABQ_NOMEM, NULL, 0, "no memory to connect to %s",
                         tabq_pg_shown_url(url, shown));
-  bool per_transaction;
+  tabq_pg_settings set = {0};
   bool uri = !strncmp(given, "postgres://", 11) || !strncmp(given, "postgresql://", 13);
-  int taken = tabq_pg_take_pooler(given, uri, conninfo, cap, &per_transaction);
-  if (taken != TABQ_OK) {
-    host()->free(conninfo);
-    return taken;
-  }
-  int rc = connect_conninfo(log_host, url, conninfo, out);
-  host()->free(conninfo);
+  int rc = tabq_pg_take_pooler(given, uri, conninfo, cap, &set.per_transaction);
   if (rc == TABQ_OK)
-    (*out)->per_transaction = per_transaction;
+    rc = tabq_pg_take_statement_timeout(conninfo, uri, &set.statement_s);
+  if (rc == TABQ_OK)
+    rc = connect_conninfo(log_host, url, conninfo, &set, out);
+  host()->free(conninfo);
   return rc;
+}
+
+static void pg_close(tabq_conn *c);
+static int run_sql(tabq_conn *c, const char *sql, const char *what);
+
+/* The server cancels a statement that runs past the URL's statement_timeout. Behind a transaction
+ * pooler a session setting would stay with whichever server session ran it, for other clients
+ * too: the pooler's own bound applies there (PgBouncer's query_timeout). */
+static int set_session(tabq_conn *c) {
+  if (c->statement_s == 0 || c->per_transaction)
+    return TABQ_OK;
+  char sql[48];
+  snprintf(sql, sizeof sql, "SET statement_timeout = %u", c->statement_s * 1000);
+  return run_sql(c, sql, "statement_timeout (set at connect)");
 }
 
 /* Connects with what libpq takes; `url` names the server in messages. */
 static int connect_conninfo(const tabq_host *log_host, const char *url, const char *conninfo,
-                            tabq_conn **out) {
+                            const tabq_pg_settings *set, tabq_conn **out) {
   char shown[TABQ_PG_URL_SHOWN];
   if (!PQisthreadsafe())
     return host()->fail(TABQ_BACKEND, NULL, 0, "libpq was built without thread support");
   /* Keywords after dbname override what its expansion sets; those before it only fill gaps, so
    * the URL's connect_timeout wins over the default. PGCONNECT_TIMEOUT is read only for keywords
-   * still unset, so the default steps aside when it is set. */
+   * still unset, so the default steps aside when it is set. The keepalive defaults find an idle
+   * connection whose peer is gone (a host down, a network cut) in about a minute instead of the
+   * system's two hours: the listening connection, which sends no statement, above all. */
   const char *env_timeout = getenv("PGCONNECT_TIMEOUT");
-  const char *keys[5], *values[5];
+  const char *keys[8], *values[8];
   size_t n = 0;
   keys[n] = "fallback_application_name", values[n++] = "tabq";
   if (!env_timeout || !*env_timeout)
     keys[n] = "connect_timeout", values[n++] = STR(DEFAULT_CONNECT_TIMEOUT_S);
+  keys[n] = "keepalives_idle", values[n++] = STR(DEFAULT_KEEPALIVES_IDLE_S);
+  keys[n] = "keepalives_interval", values[n++] = STR(DEFAULT_KEEPALIVES_INTERVAL_S);
+  keys[n] = "keepalives_count", values[n++] = STR(DEFAULT_KEEPALIVES_COUNT);
   keys[n] = "dbname", values[n++] = conninfo;
   keys[n] = "client_encoding", values[n++] = "UTF8";
   keys[n] = NULL, values[n] = NULL;
@@ -246,6 +378,12 @@ static int connect_conninfo(const tabq_host *log_host, const char *url, const ch
                         "(integer_datetimes off), which the postgres driver cannot read",
                         tabq_pg_shown_url(url, shown));
   }
+  if (PQsetnonblocking(pg, 1) != 0) {
+    PQfinish(pg);
+    return host()->fail(TABQ_BACKEND, NULL, 0,
+                        "cannot put the connection to %s in nonblocking mode",
+                        tabq_pg_shown_url(url, shown));
+  }
   tabq_conn *c = host()->alloc(sizeof *c);
   if (!c) {
     PQfinish(pg);
@@ -254,7 +392,15 @@ static int connect_conninfo(const tabq_host *log_host, const char *url, const ch
   memset(c, 0, sizeof *c);
   c->pg = pg;
   c->log_host = log_host;
+  c->per_transaction = set->per_transaction;
+  c->statement_s = set->statement_s;
+  c->reply_ms = set->statement_s ? (set->statement_s + TABQ_PG_REPLY_GRACE_S) * 1000LL : 0;
   PQsetNoticeReceiver(pg, on_notice, c);
+  int rc = set_session(c);
+  if (rc != TABQ_OK) {
+    pg_close(c);
+    return rc;
+  }
   tabq_host_log(
       log_host, host(), TABQ_LOG_DEBUG, "postgres: connected to %s (server %s, backend pid %d)",
       tabq_pg_shown_url(url, shown), PQparameterStatus(pg, "server_version"), PQbackendPID(pg));
@@ -304,7 +450,7 @@ static int check_result(tabq_conn *c, PGresult *res, const char *what) {
 
 /* Runs SQL text; `what` names it in messages. */
 static int run_sql(tabq_conn *c, const char *sql, const char *what) {
-  PGresult *res = PQexec(c->pg, sql);
+  PGresult *res = exec_text(c, sql);
   int code = check_result(c, res, what);
   PQclear(res);
   return code;
@@ -375,7 +521,7 @@ static void deallocate(tabq_conn *c, const char *server_name) {
     return;
   char sql[48];
   snprintf(sql, sizeof sql, "DEALLOCATE %s", server_name);
-  PQclear(PQexec(c->pg, sql));
+  PQclear(exec_text(c, sql));
 }
 
 /* A statement naming what the database lacks fails with TABQ_SCHEMA: an undefined table,
@@ -396,7 +542,7 @@ static int fail_prepare(tabq_conn *c, const PGresult *res, const char *name) {
 /* Learns the types the server gave the parameters and the columns, and builds the object. */
 static int describe(tabq_conn *c, const char *server_name, unsigned nparams, const char *name,
                     tabq_prepared **out) {
-  PGresult *res = PQdescribePrepared(c->pg, server_name);
+  PGresult *res = await_reply(c, !c->broken && PQsendDescribePrepared(c->pg, server_name));
   if (PQresultStatus(res) != PGRES_COMMAND_OK) {
     int code = fail_prepare(c, res, name);
     PQclear(res);
@@ -427,7 +573,7 @@ static int describe(tabq_conn *c, const char *server_name, unsigned nparams, con
 static int prepare_described(tabq_conn *c, const char *server_name, const char *sql,
                              unsigned nparams, const char *name, tabq_prepared **out) {
   /* No parameter types: the server infers each from where its placeholder stands. */
-  PGresult *res = PQprepare(c->pg, server_name, sql, 0, NULL);
+  PGresult *res = await_reply(c, !c->broken && PQsendPrepare(c->pg, server_name, sql, 0, NULL));
   if (PQresultStatus(res) != PGRES_COMMAND_OK) {
     int code = fail_prepare(c, res, name);
     PQclear(res);
@@ -468,7 +614,7 @@ static int pg_prepare(tabq_conn *c, const char *sql, unsigned nparams, const cha
   tabq_prepared *p = NULL;
   int code = prepare_described(c, server_name, sql, nparams, name, &p);
   if (own_tx) {
-    PGresult *end = PQexec(c->pg, code == TABQ_OK ? "COMMIT" : "ROLLBACK");
+    PGresult *end = exec_text(c, code == TABQ_OK ? "COMMIT" : "ROLLBACK");
     if (code == TABQ_OK)
       code = check_result(c, end, name);
     PQclear(end);
@@ -533,10 +679,12 @@ static int pg_execute(tabq_prepared *p, const tabq_value *params, unsigned n) {
   }
   /* Behind a transaction pooler: the text again, with the types the server inferred at prepare,
    * so the values bind as they would to the prepared statement. */
-  PGresult *res = p->sql ? PQexecParams(p->conn->pg, p->sql, (int)n, p->param_types, p->values,
-                                        p->lengths, p->formats, 1)
-                         : PQexecPrepared(p->conn->pg, p->server_name, (int)n, p->values,
-                                          p->lengths, p->formats, 1);
+  tabq_conn *c = p->conn;
+  PGresult *res = await_reply(
+      c, !c->broken && (p->sql ? PQsendQueryParams(c->pg, p->sql, (int)n, p->param_types, p->values,
+                                                   p->lengths, p->formats, 1)
+                               : PQsendQueryPrepared(c->pg, p->server_name, (int)n, p->values,
+                                                     p->lengths, p->formats, 1)));
   char what[48];
   snprintf(what, sizeof what, "%s statement", p->name);
   int code = check_result(p->conn, res, what);
@@ -604,7 +752,7 @@ static int pg_begin(tabq_conn *c, const char *begin_sql) {
 }
 
 static int pg_commit(tabq_conn *c) {
-  PGresult *res = PQexec(c->pg, "COMMIT");
+  PGresult *res = exec_text(c, "COMMIT");
   int code = check_result(c, res, "commit");
   /* COMMIT of a failed transaction succeeds as a command and rolls back: say so. */
   if (code == TABQ_OK && strcmp(PQcmdStatus(res), "ROLLBACK") == 0)
@@ -705,12 +853,6 @@ static bool take_notify(tabq_conn *c, char *channel, size_t channel_cap, char *p
   return true;
 }
 
-static int64_t now_ms(void) {
-  struct timespec ts;
-  clock_gettime(CLOCK_MONOTONIC, &ts);
-  return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
-}
-
 /* Notifications that came with earlier results are queued in libpq: those first. A negative
  * timeout waits no time. */
 static int pg_wait_notify(tabq_conn *c, int timeout_ms, char *channel, size_t channel_cap,
@@ -720,12 +862,12 @@ static int pg_wait_notify(tabq_conn *c, int timeout_ms, char *channel, size_t ch
     *got = true;
     return TABQ_OK;
   }
-  int64_t deadline = now_ms() + (timeout_ms > 0 ? timeout_ms : 0);
+  int64_t deadline = mono_ms() + (timeout_ms > 0 ? timeout_ms : 0);
   for (;;) {
     struct pollfd pfd = {.fd = PQsocket(c->pg), .events = POLLIN};
     if (pfd.fd < 0 || lost(c))
       return fail_pg(c, NULL, "wait_notify");
-    int64_t left = deadline - now_ms();
+    int64_t left = deadline - mono_ms();
     int rc = poll(&pfd, 1, left > 0 ? (int)left : 0);
     if (rc < 0 && errno == EINTR)
       continue;

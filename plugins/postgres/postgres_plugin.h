@@ -28,6 +28,20 @@ void tabq_pg_literal(tabq_stmt *st, const char *text, size_t n);
 const char *tabq_pg_conninfo_of(const char *url);
 const char *tabq_pg_shown_url(const char *url, char buf[TABQ_PG_URL_SHOWN]);
 
+/* settings.c: takes tabq's setting `key` out of `conninfo` (a URI when `uri`, else key=value
+ * pairs) in place, its value into `value` (`cap` bytes, cut to fit; *len its whole length);
+ * false when the URL has none. */
+bool tabq_pg_take_setting(char *conninfo, bool uri, const char *key, char *value, size_t cap,
+                          size_t *len);
+/* settings.c: the URL's statement_timeout taken out of `conninfo`, in seconds (the default
+ * without one; 0: no bound); TABQ_INVALID, reported to the host, for a value that is not. */
+#define TABQ_PG_DEFAULT_STATEMENT_TIMEOUT_S 30
+#define TABQ_PG_MAX_STATEMENT_TIMEOUT_S 86400
+/* What the driver waits for a reply beyond the statement timeout: the server's own cancel
+ * arrives first whenever the server still answers. */
+#define TABQ_PG_REPLY_GRACE_S 2
+int tabq_pg_take_statement_timeout(char *conninfo, bool uri, unsigned *seconds);
+
 /* pooler.c: `conninfo` (a URI when `uri`, else key=value pairs) without its pooler setting into
  * `out` (`cap` bytes, at least strlen(conninfo) + 1), and whether it declares a transaction
  * pooler; TABQ_INVALID, reported to the host, for a value other than transaction or session. */

@@ -43,9 +43,14 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     char *taken = malloc(cap);
     bool uri = !strncmp(conninfo, "postgres://", 11) || !strncmp(conninfo, "postgresql://", 13);
     bool per_transaction = false;
-    if (taken && tabq_pg_take_pooler(conninfo, uri, taken, cap, &per_transaction) == TABQ_OK)
+    unsigned statement_s = 0;
+    if (taken && tabq_pg_take_pooler(conninfo, uri, taken, cap, &per_transaction) == TABQ_OK) {
       FUZZ_CHECK(strlen(taken) <= strlen(conninfo), "'%s' grew to '%s' without its pooler",
                  conninfo, taken);
+      if (tabq_pg_take_statement_timeout(taken, uri, &statement_s) == TABQ_OK)
+        FUZZ_CHECK(statement_s <= TABQ_PG_MAX_STATEMENT_TIMEOUT_S, "'%s' took %u s", conninfo,
+                   statement_s);
+    }
     free(taken);
   }
   free(shown_password);
