@@ -54,6 +54,7 @@ static tabq_pconn *take_free(tabq_pool *p) {
 }
 
 int tabq__pool_acquire(tabq_pool *p, tabq_pconn **out, tabq_error *err) {
+  *out = NULL;
   int64_t deadline = tabq__mono_ms() + p->timeout_ms;
   pthread_mutex_lock(&p->mu);
   tabq_pconn *c = take_free(p);

@@ -42,7 +42,8 @@ typedef struct tabq_pool {
 
 int tabq__pool_init(tabq_pool *p, const tabq_driver_v1 *drv, const tabq_host *host, const char *url,
                     unsigned size, unsigned timeout_ms, tabq_error *err);
-/* Waits up to the acquire timeout for a free connection (TABQ_POOL_TIMEOUT). */
+/* Waits up to the acquire timeout for a free connection (TABQ_POOL_TIMEOUT); *out is NULL
+ * whenever it fails, never a connection another user holds. */
 int tabq__pool_acquire(tabq_pool *p, tabq_pconn **out, tabq_error *err);
 /* Gives a connection back; one marked broken, or whose call failed and that the driver finds
  * broken, is closed and replaced later. The driver is not asked on the hot path: only after a

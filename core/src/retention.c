@@ -115,7 +115,7 @@ static bool release(tabq_broker *b, tabq_retainer *r, retained *e, tabq_pconn *c
 
 static void run_round(tabq_broker *b, tabq_retainer *r, retained *e) {
   tabq_error err;
-  tabq_pconn *c;
+  tabq_pconn *c = NULL; /* stays NULL without a connection: nothing to unlock or give back */
   int rc = tabq__pool_acquire(&b->pool, &c, &err);
   bool held = true;
   if (!rc && r->elect)

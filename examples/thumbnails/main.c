@@ -18,7 +18,9 @@
 #include <time.h>
 #include <unistd.h>
 
-/* The seed's table: tabq fills attempt and locked_until; the payload is the job as JSON. */
+/* The seed's table: tabq fills attempt and locked_until; the payload is the job as JSON. Its id
+ * is AUTOINCREMENT, never a gone row's again, as the dead letter table keeps the ids it takes
+ * (docs/table-description.md). */
 static const tabq_table thumbnail_jobs = {
     .size = sizeof(tabq_table),
     .name = "thumbnail_jobs",
@@ -29,7 +31,7 @@ static const tabq_table thumbnail_jobs = {
 };
 
 static const char *const schema =
-    "CREATE TABLE IF NOT EXISTS thumbnail_jobs (id INTEGER PRIMARY KEY,"
+    "CREATE TABLE IF NOT EXISTS thumbnail_jobs (id INTEGER PRIMARY KEY AUTOINCREMENT,"
     " attempt INTEGER NOT NULL DEFAULT 1, locked_until TEXT, payload BLOB NOT NULL);"
     "CREATE TABLE IF NOT EXISTS thumbnail_jobs_dead (id INTEGER PRIMARY KEY,"
     " attempt INTEGER NOT NULL, payload BLOB NOT NULL);";

@@ -7,12 +7,14 @@
 #include "sqlite_plugin.h"
 
 /* INTEGER PRIMARY KEY is the rowid, assigned when the insert leaves it out (so an integer id
- * is INTEGER, never BIGINT, which would make a separate key). Times are text in one fixed-width
- * UTC format (sqltime.c), JSON is text; a column of any type declares none. A processed_at
- * table's claim index is partial, the unfinished rows alone. An index is named within its
- * table's schema: CREATE INDEX aux.jobs_claim ON jobs. */
+ * is INTEGER, never BIGINT, which would make a separate key); AUTOINCREMENT, or SQLite gives a
+ * new row the largest rowid plus one, a deleted row's id again, which the dead letter table
+ * already holds as its key (the dead letter would then fail at every claim). Times are text in one
+ * fixed-width UTC format (sqltime.c), JSON is text; a column of any type declares none. A
+ * processed_at table's claim index is partial, the unfinished rows alone. An index is named within
+ * its table's schema: CREATE INDEX aux.jobs_claim ON jobs. */
 static const tabq_sql_schema types = {
-    .auto_id = "INTEGER PRIMARY KEY",
+    .auto_id = "INTEGER PRIMARY KEY AUTOINCREMENT",
     .integer = "INTEGER",
     .real = "REAL",
     .text = "TEXT",

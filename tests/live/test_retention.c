@@ -3,7 +3,8 @@
  * finished rows and dead letters (group and table) go, young ones and unfinished rows stay;
  * the rows go in batches; on PostgreSQL and MariaDB a session holding the election key keeps
  * every broker's pruner off the table; shutdown stops the pruner; and every misuse is refused
- * naming the table and the rule, with nothing registered. Rows are counted with the database's
+ * naming the table and the rule, with nothing registered; a round that gets no connection
+ * leaves the pool alone. Rows are counted with the database's
  * client library, never through tabq. */
 #include <stdatomic.h>
 #include <stdio.h>
@@ -247,6 +248,44 @@ static void shutdown_stops_the_pruner(void) {
   testdb_remove(&db);
 }
 
+/* ---- A round without a connection ----------------------------------------------------------- */
+
+/* A round that gets no connection (the pool's only one held by a transaction of the service's
+ * own, its wait short) counts a failure and leaves the pool alone: the transaction still holds
+ * its connection and commits. Before the fix such a round released its previous round's
+ * connection, the one the transaction held by then (where it elects, after unlocking the key
+ * on it): the pool handed one connection to two users, and with the server gone a round
+ * crashed on a closed one. The soak found it (docs/reliability.md). */
+static void a_round_without_a_connection_leaves_the_pool_alone(void) {
+  testdb_create(&db);
+  tabq_broker_options bo = TABQ_BROKER_OPTIONS_INIT;
+  bo.pool_size = 1;
+  bo.acquire_timeout_ms = 50;
+  tabq_broker *b = NULL;
+  CU_ASSERT_FATAL(tabq_connect(db.url, &bo, &b, &err) == TABQ_OK);
+  tabq_retention_options o = TABQ_RETENTION_OPTIONS_INIT;
+  o.processed_age_ms = 1000;
+  o.interval_ms = 10;
+  CU_ASSERT_FATAL(retain(b, marked(), &o) == TABQ_OK);
+  CU_ASSERT(wait_rounds(b, 0, 1));
+  tabq_tx *tx = NULL;
+  int rc = TABQ_POOL_TIMEOUT;
+  for (int i = 0; i < 200 && rc == TABQ_POOL_TIMEOUT; i++)
+    rc = tabq_begin(b, &tx, &err); /* a round may hold the connection a moment */
+  CU_ASSERT_FATAL(rc == TABQ_OK);
+  uint64_t failures = stats(b).failures;
+  for (int waited = 0; stats(b).failures < failures + 3 && waited < WAIT_MS; waited += 10)
+    sleep_ms(10);
+  CU_ASSERT(stats(b).failures >= failures + 3);
+  tabq_pool_stats ps;
+  tabq_broker_pool_stats(b, &ps, sizeof ps);
+  CU_ASSERT_EQUAL(ps.in_use, 1); /* the transaction's, still */
+  CU_ASSERT_EQUAL(tabq_tx_exec(tx, "DELETE FROM jobs", NULL, 0, NULL, &err), TABQ_OK);
+  CU_ASSERT_EQUAL(tabq_commit(tx, &err), TABQ_OK);
+  tabq_close(b);
+  testdb_remove(&db);
+}
+
 /* ---- Refusals ------------------------------------------------------------------------------ */
 
 /* tabq_retain refuses with `code`, the message naming the table and holding `rule`, and the
@@ -399,6 +438,8 @@ int register_tests(void) {
       {"old rows go, young and unfinished ones stay", old_rows_go_young_and_unfinished_stay},
       {"shutdown stops the pruner", shutdown_stops_the_pruner},
       {"misuse is refused, naming the table and the rule", misuse_is_refused},
+      {"a round without a connection leaves the pool alone",
+       a_round_without_a_connection_leaves_the_pool_alone},
       CU_TEST_INFO_NULL,
   };
   static CU_TestInfo election[] = {
