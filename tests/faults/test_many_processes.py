@@ -4,11 +4,13 @@ workers each, handlers that return at once) drain ROWS rows of one table on Post
 form) and on MariaDB (row lock form), all started before the rows are written, so they compete
 from the first row.
 
-Checks: every row handled exactly once; no process starved (each handled rows; the spread from
+Checks: every row handled, a second time only where its lease ran out first (the workers' lost
+leases; the late ack is refused, so each row is still settled once); no process starved (each handled rows; the spread from
 the fewest to the most is printed); the server's connections of tabq's never more than the pools
 (PROCS x 6), sampled every 100 ms; none left after the processes shut down.
 
 usage: test_many_processes.py FAULT_WORKER SQL_RUN [PROCS [ROWS]]"""
+import json
 import os
 import signal
 import subprocess
@@ -69,12 +71,13 @@ def run(db, form):
     left = scalar(url, f"SELECT count(*) FROM {table}")
     sampling[0] = False
     sampler.join()
-    statuses = []
+    statuses, lease_lost = [], 0
     for p in procs:
         p.send_signal(signal.SIGTERM)
     for p in procs:
         try:
             statuses.append(p.wait(timeout=60))
+            lease_lost += json.loads(p.stdout.read().strip() or "{}").get("lease_lost", 0)
         except subprocess.TimeoutExpired:
             p.kill()
             statuses.append("hung")
@@ -88,8 +91,12 @@ def run(db, form):
     twice = sum(1 for n in seen.values() if n > 1)
     check(f"{db} {form}: {ROWS} rows drained in {seconds:.0f} s ({ROWS / seconds:.0f} rows/s)",
           left == 0, f"{left} left")
-    check(f"{db} {form}: every row handled exactly once", missing == 0 and twice == 0,
-          f"{missing} never, {twice} twice (ids from {first})")
+    # A row is handled twice only where its lease ran out before its ack (the late ack fails
+    # with a lost lease, so it is still settled once): under many processes on few cores a
+    # claimed row may wait past fault_worker's 2 s lease for a thread to run it.
+    check(f"{db} {form}: every row handled, a second time only after a lost lease ({twice} "
+          f"twice, {lease_lost} leases lost)", missing == 0 and twice <= lease_lost,
+          f"{missing} never, {twice} twice (ids from {first}), {lease_lost} leases lost")
     counts = sorted(per_process.values())
     check(f"{db} {form}: no process starved ({len(counts)} of {PROCS} handled rows, from "
           f"{counts[0] if counts else 0} to {counts[-1] if counts else 0} each)",
