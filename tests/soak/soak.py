@@ -20,10 +20,15 @@ BOUNDS below; `peak2 <= peak1 * factor + slack` for growth, and the absolute one
   - rss of the publisher and the steady drainer: second half's peak at most 512 KiB above the
     first's; each life of the killed drainer: its peak at most 512 KiB above its first sample
     (taken most of a sample interval after its start);
-  - descriptors and threads of the publisher and the steady drainer: never more in the second
-    half than in the first; of the killed drainer, in any life: never more than the steady
-    drainer in the first half (the same program and pool; a pool opens its connections as work
-    asks for them, so a young life is no measure);
+  - descriptors, in two counts: those of the database connections (sockets; on SQLite the
+    database file and its -wal, one each a connection, and the -shm once a process) never more
+    than a full pool's, since a pool opens its connections as work asks for them and may open
+    its last one late in a run; all the others never more in the second half than in the
+    first for the publisher and the steady drainer, and in any life of the killed drainer never
+    more than the steady drainer's in the first half (the same program);
+  - threads of the publisher and the steady drainer: never more in the second half than in the
+    first; of the killed drainer, in any life: never more than the steady drainer in the first
+    half;
   - connections: never more than the pools (publisher 2, drainers POOL each);
   - queue rows: never more than RATE x 10 (the drain keeps up within ten seconds), and second
     half's peak within x 1.5 + RATE of the first's;
@@ -73,7 +78,7 @@ BOUNDS = {
     # 512 KiB: four times the most a process's memory moved between the halves of clean runs
     # (120 KiB); a leak of 2 KiB a delivery passed 1 MiB in the second half of a 1 min run.
     "rss_kib": (1.0, 512),
-    "fds": (1.0, 0),
+    "other_fds": (1.0, 0),
     "threads": (1.0, 0),
     "rows": (1.5, args.rate),
     "dead_rows": (1.5, args.rate),
@@ -85,7 +90,8 @@ DRAIN_DEADLINE_S = 30
 START_TRIES = 3
 
 work = tempfile.mkdtemp(prefix="tabq-soak.")
-urls = database_urls(os.path.join(work, "soak.db"))
+SQLITE_PATH = os.path.realpath(os.path.join(work, "soak.db"))
+urls = database_urls(SQLITE_PATH)
 check = Checks()
 
 
@@ -133,14 +139,17 @@ class Proc:
 
     def sample(self):
         """Resident KiB, descriptors, threads; None once the process is gone."""
+        fd_dir = f"/proc/{self.p.pid}/fd"
         try:
             status = open(f"/proc/{self.p.pid}/status").read()
-            fds = len(os.listdir(f"/proc/{self.p.pid}/fd"))
+            links = [os.readlink(os.path.join(fd_dir, n)) for n in os.listdir(fd_dir)]
         except OSError:
             return None
         fields = dict(line.split(":", 1) for line in status.splitlines() if ":" in line)
-        return {"rss_kib": int(fields["VmRSS"].split()[0]), "fds": fds,
-                "threads": int(fields["Threads"])}
+        conn = sum(1 for x in links if x.startswith("socket:") or
+                   (self.db == "sqlite" and x.startswith(SQLITE_PATH)))
+        return {"rss_kib": int(fields["VmRSS"].split()[0]), "conn_fds": conn,
+                "other_fds": len(links) - conn, "threads": int(fields["Threads"])}
 
     def stop(self):
         """SIGTERM; the exit status (or "hung") and the counters' JSON line."""
@@ -239,6 +248,12 @@ def within(name, first, second):
     return max(second) <= bound, bound
 
 
+def connection_fds_ceiling(db, pool):
+    """The descriptors of a full pool: a socket a connection; on SQLite the database file and
+    its -wal a connection, and the -shm that SQLite shares among a process's connections."""
+    return 2 * pool + 1 if db == "sqlite" else pool
+
+
 def judge(d, half):
     """Checks d's samples against the bounds; returns the summary table's rows."""
     first = [s for s in d.samples if s["t"] <= half]
@@ -254,11 +269,15 @@ def judge(d, half):
               f"first half {a}; samples in {os.path.join(work, 'soak-samples.json')}")
 
     for role in ("publisher", "steady"):
-        for name in ("rss_kib", "fds", "threads"):
+        for name in ("rss_kib", "other_fds", "threads"):
             a = [s[role][name] for s in first if s[role]]
             b = [s[role][name] for s in second if s[role]]
             ok, bound = within(name, a, b)
             line(f"{role} {name}", max(a), max(b), round(bound), ok)
+        ceiling = connection_fds_ceiling(d.db, PUBLISHER_POOL if role == "publisher" else POOL)
+        a = [s[role]["conn_fds"] for s in first if s[role]]
+        b = [s[role]["conn_fds"] for s in second if s[role]]
+        line(f"{role} conn_fds", max(a), max(b), ceiling, max(a + b) <= ceiling)
     # The killed drainer's lives: the memory of each against its own first sample taken once it
     # had run most of a sample interval (a life with one such sample has nothing to compare);
     # its descriptors and threads against the steady drainer's first half, the same program on
@@ -280,8 +299,11 @@ def judge(d, half):
         table.append(("killed rss_kib (worst life)", worst[1], worst[2], worst[3], ok_all))
         check(f"{d.db}: killed drainer rss_kib within its first sample's bound in each of "
               f"{len(lives)} lives", ok_all, f"worst: first {worst[1]}, peak {worst[2]}")
-    for name in ("fds", "threads"):
-        ceiling = max(s["steady"][name] for s in first if s["steady"])
+    for name in ("conn_fds", "other_fds", "threads"):
+        if name == "conn_fds":
+            ceiling = connection_fds_ceiling(d.db, POOL)
+        else:
+            ceiling = max(s["steady"][name] for s in first if s["steady"])
         a = [s["killed"][name] for s in first if s["killed"]] or [0]
         b = [s["killed"][name] for s in second if s["killed"]] or [0]
         line(f"killed {name} (every life)", max(a), max(b), ceiling, max(a + b) <= ceiling)
@@ -306,9 +328,9 @@ def judge(d, half):
 def print_table(d, rows):
     print(f"\n    {d.db} ({FORMS[d.db]}): {d.publisher.published} published, {d.kills} kills, "
           f"{len(d.samples)} samples")
-    print(f"    {'':28} {'1st half':>10} {'2nd half':>10} {'bound':>10}")
+    print(f"    {'':30} {'1st half':>10} {'2nd half':>10} {'bound':>10}")
     for what, a, b, bound, ok in rows:
-        print(f"    {what:28} {a:>10} {b:>10} {bound:>10}  {'ok' if ok else 'GREW'}")
+        print(f"    {what:30} {a:>10} {b:>10} {bound:>10}  {'ok' if ok else 'GREW'}")
 
 
 # ---- The run -------------------------------------------------------------------------------
