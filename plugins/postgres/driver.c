@@ -15,10 +15,10 @@
  * learns the types through the unnamed statement, and each execute sends its SQL again with
  * them (parse, bind and execute in one round trip).
  *
- * Every round trip is bounded (settings.c): the connection runs in libpq's nonblocking mode, each
- * command goes out with a PQsend* call and its reply is awaited with poll() up to the URL's
- * statement_timeout plus TABQ_PG_REPLY_GRACE_S. A server that stops answering while its kernel
- * keeps the connection open (a paused server: keepalives and tcp_user_timeout see nothing
+ * Every round trip is bounded (settings.c, roundtrip.c): the connection runs in libpq's nonblocking
+ * mode, each command goes out with a PQsend* call and its reply is awaited with poll() up to the
+ * URL's statement_timeout plus TABQ_PG_REPLY_GRACE_S. A server that stops answering while its
+ * kernel keeps the connection open (a paused server: keepalives and tcp_user_timeout see nothing
  * wrong, since its kernel still acknowledges) fails the command with 08006 and the connection is
  * given up, so the pool closes it. Waits for notifications are not statements: they wait as long
  * as asked. */
@@ -29,18 +29,13 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 
 #include <libpq-fe.h>
 #include <tabq/sys/host_log.h>
 
 #include "codec.h"
+#include "conn.h"
 #include "postgres_plugin.h"
-
-/* Transaction control texts a connection keeps prepared: BEGIN with each isolation level,
- * COMMIT, ROLLBACK, and room to spare; longer texts and any past these go as text. */
-#define TABQ_PG_CONTROLS_KEPT 8
-#define TABQ_PG_CONTROL_MAX 48
 
 /* Without a bound, libpq waits on a server that accepts TCP and never answers for as long as
  * the kernel keeps the socket open. */
@@ -55,22 +50,6 @@
 #define DEFAULT_KEEPALIVES_COUNT 3
 /* libpq raises a connect_timeout of 1 to 2 seconds. */
 #define LIBPQ_MIN_TIMEOUT_S 2
-
-struct tabq_conn {
-  PGconn *pg;
-  const tabq_host *log_host; /* its broker's (Driver.connect_host, ABI 1.6), else NULL */
-  uint64_t stmt_seq;         /* the last statement number handed out */
-  bool broken;          /* left in a state the driver cannot use (COPY): the pool replaces it */
-  bool per_transaction; /* the URL declares a transaction pooler: nothing prepared by name */
-  bool timed_out;       /* a reply did not come within reply_ms: given up (broken too) */
-  bool timeout_told;    /* and that was reported: later calls say they were refused */
-  unsigned statement_s; /* the URL's statement_timeout (0: none) */
-  int64_t reply_ms;     /* the most a reply is waited for (0: no bound) */
-  tabq_prepared *stmts; /* still prepared; close frees them */
-  /* Transaction control prepared by name (tabq_tx0, tabq_tx1, ...), in that order. */
-  char controls[TABQ_PG_CONTROLS_KEPT][TABQ_PG_CONTROL_MAX];
-  unsigned ncontrols;
-};
 
 struct tabq_prepared {
   tabq_conn *conn;
@@ -186,88 +165,6 @@ static void on_notice(void *arg, const PGresult *res) {
                 sev ? sev : "NOTICE", msg);
 }
 
-/* ---- Round trips -------------------------------------------------------------------------- */
-
-static int64_t mono_ms(void) {
-  struct timespec ts;
-  clock_gettime(CLOCK_MONOTONIC, &ts);
-  return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
-}
-
-/* Waits for `events` on the connection's socket until `deadline` (mono_ms; -1: no bound): the
- * events that came, 0 once the deadline passed, -1 on failure. */
-static int wait_socket(tabq_conn *c, short events, int64_t deadline) {
-  for (;;) {
-    struct pollfd pfd = {.fd = PQsocket(c->pg), .events = events};
-    if (pfd.fd < 0)
-      return -1;
-    int64_t left = deadline < 0 ? -1 : deadline - mono_ms();
-    int rc = poll(&pfd, 1, deadline < 0 ? -1 : left > 0 ? (int)left : 0);
-    if (rc > 0)
-      return pfd.revents;
-    if (rc == 0)
-      return 0;
-    if (errno != EINTR)
-      return -1;
-  }
-}
-
-/* No reply within the bound: the command stays in flight, so the connection is of no more use
- * (the pool closes it, and the server's session ends once it reads the close). */
-static PGresult *give_up(tabq_conn *c, PGresult *partial) {
-  PQclear(partial);
-  c->timed_out = c->broken = true;
-  return NULL;
-}
-
-/* The reply to the command a PQsend* call (which returned `sent`) queued, as PQexec returns it:
- * its last result, or the COPY result that stops it. NULL when it could not be sent, the
- * connection failed, or no reply came within the bound (fail_pg tells which). The output goes
- * first: in nonblocking mode a large command may wait for room in the socket's buffer. */
-static PGresult *await_reply(tabq_conn *c, int sent) {
-  if (!sent)
-    return NULL;
-  int64_t deadline = c->reply_ms > 0 ? mono_ms() + c->reply_ms : -1;
-  while (PQflush(c->pg) > 0) {
-    int ev = wait_socket(c, POLLOUT | POLLIN, deadline);
-    if (ev == 0)
-      return give_up(c, NULL);
-    if (ev < 0 || ((ev & POLLIN) && !PQconsumeInput(c->pg)))
-      break; /* the results below say what failed */
-  }
-  PGresult *last = NULL;
-  for (;;) {
-    /* A connection found lost makes PQgetResult return its error without waiting. */
-    while (PQisBusy(c->pg) && PQstatus(c->pg) != CONNECTION_BAD) {
-      int ev = wait_socket(c, POLLIN, deadline);
-      if (ev == 0)
-        return give_up(c, last);
-      if (ev < 0 || !PQconsumeInput(c->pg)) {
-        if (PQstatus(c->pg) == CONNECTION_BAD)
-          break;
-        c->broken = true; /* a result may still come: the connection cannot be trusted */
-        PQclear(last);
-        return NULL;
-      }
-    }
-    PGresult *r = PQgetResult(c->pg);
-    if (!r)
-      break;
-    PQclear(last);
-    last = r;
-    ExecStatusType st = PQresultStatus(r);
-    if (st == PGRES_COPY_IN || st == PGRES_COPY_OUT || st == PGRES_COPY_BOTH ||
-        PQstatus(c->pg) == CONNECTION_BAD)
-      break;
-  }
-  return last;
-}
-
-/* SQL text in one round trip (the simple query protocol: it may hold several statements). */
-static PGresult *exec_text(tabq_conn *c, const char *sql) {
-  return await_reply(c, !c->broken && PQsendQuery(c->pg, sql));
-}
-
 /* ---- Connections -------------------------------------------------------------------------- */
 
 /* The connect_timeout libpq ran with, in whole seconds as it waits them (0: no bound). */
@@ -371,13 +268,13 @@ static int connect_conninfo(const tabq_host *log_host, const char *url, const ch
   keys[n] = "dbname", values[n++] = conninfo;
   keys[n] = "client_encoding", values[n++] = "UTF8";
   keys[n] = NULL, values[n] = NULL;
-  int64_t start = mono_ms();
+  int64_t start = tabq_pg_mono_ms();
   PGconn *pg = PQconnectdbParams(keys, values, 1);
   if (!pg)
     return host()->fail(TABQ_NOMEM, NULL, 0, "no memory to connect to %s",
                         tabq_pg_shown_url(url, shown));
   if (PQstatus(pg) != CONNECTION_OK)
-    return fail_connect(pg, url, mono_ms() - start);
+    return fail_connect(pg, url, tabq_pg_mono_ms() - start);
   const char *idt = PQparameterStatus(pg, "integer_datetimes");
   if (idt && strcmp(idt, "on") != 0) { /* servers before 10 could be built so */
     PQfinish(pg);
@@ -458,7 +355,7 @@ static int check_result(tabq_conn *c, PGresult *res, const char *what) {
 
 /* Runs SQL text; `what` names it in messages. */
 static int run_sql(tabq_conn *c, const char *sql, const char *what) {
-  PGresult *res = exec_text(c, sql);
+  PGresult *res = tabq_pg_exec_text(c, sql);
   int code = check_result(c, res, what);
   PQclear(res);
   return code;
@@ -529,7 +426,7 @@ static void deallocate(tabq_conn *c, const char *server_name) {
     return;
   char sql[48];
   snprintf(sql, sizeof sql, "DEALLOCATE %s", server_name);
-  PQclear(exec_text(c, sql));
+  PQclear(tabq_pg_exec_text(c, sql));
 }
 
 /* A statement naming what the database lacks fails with TABQ_SCHEMA: an undefined table,
@@ -550,7 +447,7 @@ static int fail_prepare(tabq_conn *c, const PGresult *res, const char *name) {
 /* Learns the types the server gave the parameters and the columns, and builds the object. */
 static int describe(tabq_conn *c, const char *server_name, unsigned nparams, const char *name,
                     tabq_prepared **out) {
-  PGresult *res = await_reply(c, !c->broken && PQsendDescribePrepared(c->pg, server_name));
+  PGresult *res = tabq_pg_await_reply(c, !c->broken && PQsendDescribePrepared(c->pg, server_name));
   if (PQresultStatus(res) != PGRES_COMMAND_OK) {
     int code = fail_prepare(c, res, name);
     PQclear(res);
@@ -581,7 +478,8 @@ static int describe(tabq_conn *c, const char *server_name, unsigned nparams, con
 static int prepare_described(tabq_conn *c, const char *server_name, const char *sql,
                              unsigned nparams, const char *name, tabq_prepared **out) {
   /* No parameter types: the server infers each from where its placeholder stands. */
-  PGresult *res = await_reply(c, !c->broken && PQsendPrepare(c->pg, server_name, sql, 0, NULL));
+  PGresult *res =
+      tabq_pg_await_reply(c, !c->broken && PQsendPrepare(c->pg, server_name, sql, 0, NULL));
   if (PQresultStatus(res) != PGRES_COMMAND_OK) {
     int code = fail_prepare(c, res, name);
     PQclear(res);
@@ -622,7 +520,7 @@ static int pg_prepare(tabq_conn *c, const char *sql, unsigned nparams, const cha
   tabq_prepared *p = NULL;
   int code = prepare_described(c, server_name, sql, nparams, name, &p);
   if (own_tx) {
-    PGresult *end = exec_text(c, code == TABQ_OK ? "COMMIT" : "ROLLBACK");
+    PGresult *end = tabq_pg_exec_text(c, code == TABQ_OK ? "COMMIT" : "ROLLBACK");
     if (code == TABQ_OK)
       code = check_result(c, end, name);
     PQclear(end);
@@ -688,7 +586,7 @@ static int pg_execute(tabq_prepared *p, const tabq_value *params, unsigned n) {
   /* Behind a transaction pooler: the text again, with the types the server inferred at prepare,
    * so the values bind as they would to the prepared statement. */
   tabq_conn *c = p->conn;
-  PGresult *res = await_reply(
+  PGresult *res = tabq_pg_await_reply(
       c, !c->broken && (p->sql ? PQsendQueryParams(c->pg, p->sql, (int)n, p->param_types, p->values,
                                                    p->lengths, p->formats, 1)
                                : PQsendQueryPrepared(c->pg, p->server_name, (int)n, p->values,
@@ -760,22 +658,23 @@ static void pg_finalize(tabq_prepared *p) {
  * A failed prepare is the reply the caller reports. */
 static PGresult *exec_control(tabq_conn *c, const char *sql) {
   if (c->broken || c->per_transaction || strchr(sql, ';') || strlen(sql) >= TABQ_PG_CONTROL_MAX)
-    return exec_text(c, sql);
+    return tabq_pg_exec_text(c, sql);
   unsigned i = 0;
   while (i < c->ncontrols && strcmp(c->controls[i], sql) != 0)
     i++;
   if (i == TABQ_PG_CONTROLS_KEPT)
-    return exec_text(c, sql);
+    return tabq_pg_exec_text(c, sql);
   char name[16];
   snprintf(name, sizeof name, "tabq_tx%u", i);
   if (i == c->ncontrols) {
-    PGresult *res = await_reply(c, PQsendPrepare(c->pg, name, sql, 0, NULL));
+    PGresult *res = tabq_pg_await_reply(c, PQsendPrepare(c->pg, name, sql, 0, NULL));
     if (PQresultStatus(res) != PGRES_COMMAND_OK)
       return res;
     PQclear(res);
     memcpy(c->controls[c->ncontrols++], sql, strlen(sql) + 1);
   }
-  return await_reply(c, !c->broken && PQsendQueryPrepared(c->pg, name, 0, NULL, NULL, NULL, 0));
+  return tabq_pg_await_reply(c, !c->broken &&
+                                    PQsendQueryPrepared(c->pg, name, 0, NULL, NULL, NULL, 0));
 }
 
 static int run_control(tabq_conn *c, const char *sql, const char *what) {
@@ -904,12 +803,12 @@ static int pg_wait_notify(tabq_conn *c, int timeout_ms, char *channel, size_t ch
     *got = true;
     return TABQ_OK;
   }
-  int64_t deadline = mono_ms() + (timeout_ms > 0 ? timeout_ms : 0);
+  int64_t deadline = tabq_pg_mono_ms() + (timeout_ms > 0 ? timeout_ms : 0);
   for (;;) {
     struct pollfd pfd = {.fd = PQsocket(c->pg), .events = POLLIN};
     if (pfd.fd < 0 || lost(c))
       return fail_pg(c, NULL, "wait_notify");
-    int64_t left = deadline - mono_ms();
+    int64_t left = deadline - tabq_pg_mono_ms();
     int rc = poll(&pfd, 1, left > 0 ? (int)left : 0);
     if (rc < 0 && errno == EINTR)
       continue;
