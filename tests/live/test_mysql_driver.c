@@ -29,7 +29,7 @@ static const tabq_driver_v1 *const drv = &tabq_my_driver;
 /* ---- Connections and helpers --------------------------------------------------------------- */
 
 static const char *g_url;
-char g_db[32]; /* the run's database: mysql_claims.c builds for it too */
+char g_db[32];       /* the run's database: mysql_claims.c builds for it too */
 char g_db_url[1024]; /* mysql_bounds.c connects to it too */
 static char g_user[32], g_lock[48];
 tabq_conn *g_c1; /* mysql_claims.c runs on it too */
