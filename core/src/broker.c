@@ -183,6 +183,7 @@ void tabq_close(tabq_broker *b) {
   }
   for (tabq_publisher *p = b->publishers, *next; p; p = next) {
     next = p->next;
+    free(p->name);
     free(p);
   }
   tabq__routes_free(b);

@@ -36,7 +36,8 @@ _Static_assert(1u << (TABQ_ROWS_STEPS - 1) == TABQ_INSERT_ROWS_MAX,
                "one step per power of two up to TABQ_INSERT_ROWS_MAX");
 
 typedef struct tabq_publisher {
-  const tabq_table *caller; /* the description as the service passed it: the key */
+  const tabq_table *caller; /* the description as the service passed it: the key, */
+  char *name;               /* with its table's name, copied (a reused struct changes it) */
   tabq_table table;         /* its full-size copy (sized.h) */
   /* Where its statements are built: the broker's registry, or a statement check's own
    * (check.c), which prepares them and runs none. */

@@ -39,11 +39,12 @@ int tabq__publisher_build(tabq_broker *b, const tabq_table *caller, tabq_publish
   return rc;
 }
 
-/* Found by the description's address after its first use. */
+/* Found by the description's address and its table's name after its first use: a struct on
+ * the service's stack, reused for another table, has the address but not the name. */
 int tabq__publisher_of(tabq_broker *b, const tabq_table *caller, tabq_pconn *on,
                        tabq_publisher **out, tabq_error *err) {
   for (tabq_publisher *p = b->publishers; p; p = p->next)
-    if (p->caller == caller) {
+    if (p->caller == caller && caller->name && !strcmp(p->name, caller->name)) {
       *out = p;
       return TABQ_OK;
     }
@@ -72,6 +73,8 @@ int tabq__publisher_of(tabq_broker *b, const tabq_table *caller, tabq_pconn *on,
     if (!on)
       tabq__pool_release(&b->pool, c);
   }
+  if (!rc && !(p->name = strdup(caller->name)))
+    rc = tabq__err_set(err, TABQ_NOMEM, caller->name, "insert", "cannot allocate a publisher");
   if (rc) {
     free(p);
     return rc;

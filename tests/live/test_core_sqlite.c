@@ -70,17 +70,22 @@ static const tabq_table jobs = {
     .payload = {"payload"},
 };
 
-static long long count_rows(const char *path) {
+static long long count_rows_of(const char *path, const char *table) {
   sqlite3 *db = NULL;
   long long n = -1;
   sqlite3_stmt *st = NULL;
+  char sql[96];
+  snprintf(sql, sizeof sql, "SELECT count(*) FROM %s", table);
   if (sqlite3_open_v2(path, &db, SQLITE_OPEN_READONLY, NULL) == SQLITE_OK &&
-      sqlite3_prepare_v2(db, "SELECT count(*) FROM jobs", -1, &st, NULL) == SQLITE_OK &&
-      sqlite3_step(st) == SQLITE_ROW)
+      sqlite3_prepare_v2(db, sql, -1, &st, NULL) == SQLITE_OK && sqlite3_step(st) == SQLITE_ROW)
     n = sqlite3_column_int64(st, 0);
   sqlite3_finalize(st);
   sqlite3_close(db);
   return n;
+}
+
+static long long count_rows(const char *path) {
+  return count_rows_of(path, "jobs");
 }
 
 /* A broker on a fresh file (its path into `path`) with the schema given. */
@@ -117,6 +122,33 @@ static void groups_and_keys_must_be_utf8(void) {
   CU_ASSERT_EQUAL(tabq_publish(b, &jobs, &m, &err), TABQ_OK);
   tabq_close(b);
   CU_ASSERT_EQUAL(count_rows(path), 1);
+  unlink(path);
+}
+
+/* A publisher is found by its description's address and name: one struct, reused on the stack
+ * for two tables, writes each row into the table it names at the call (before, the second
+ * table's rows went into the first's). */
+static void one_description_address_two_tables(void) {
+  char path[64];
+  tabq_broker *b = broker_with(
+      "reused", "CREATE TABLE jobs (" JOBS_COLUMNS "attempt INTEGER NOT NULL DEFAULT 1)", path,
+      sizeof path);
+  CU_ASSERT_EQUAL(
+      tabq_exec(b, "CREATE TABLE other (" JOBS_COLUMNS "attempt INTEGER NOT NULL DEFAULT 1)", &err),
+      TABQ_OK);
+  tabq_message m = TABQ_MESSAGE_INIT;
+  m.group = "q";
+  m.payload = "x";
+  m.payload_len = 1;
+  const char *names[] = {"jobs", "other", "other", "jobs", "other"};
+  for (size_t i = 0; i < sizeof names / sizeof names[0]; i++) {
+    tabq_table t = jobs; /* one address each time round */
+    t.name = names[i];
+    CU_ASSERT_EQUAL(tabq_publish(b, &t, &m, &err), TABQ_OK);
+  }
+  tabq_close(b);
+  CU_ASSERT_EQUAL(count_rows_of(path, "jobs"), 2);
+  CU_ASSERT_EQUAL(count_rows_of(path, "other"), 3);
   unlink(path);
 }
 
@@ -226,6 +258,8 @@ int register_tests(void) {
       {"plugin log lines reach their broker's callback", plugin_logs_reach_their_brokers_callback},
       {"groups and partition keys must be UTF-8", groups_and_keys_must_be_utf8},
       {"a delay needs a retry_after the insert writes", delay_needs_a_written_retry_after},
+      {"one description address, two tables: each row in its own",
+       one_description_address_two_tables},
       {"a generated attempt must default to 1", generated_attempt_must_default_to_one},
       {"a SIGTERM before tabq_run waits for it", sigterm_before_run_waits_for_it},
       CU_TEST_INFO_NULL,
