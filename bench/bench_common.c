@@ -320,6 +320,7 @@ double bench_run_tabq(const char *url, const tabq_table *table, const bench_args
       .coalesce_acks = a->coalesce_us >= 0,
       .coalesce_window_us = a->coalesce_us >= 0 ? (unsigned)a->coalesce_us : 0,
       .prefetch = a->prefetch,
+      .lookahead = a->no_lookahead ? TABQ_LOOKAHEAD_OFF : TABQ_LOOKAHEAD_ADAPTIVE,
   };
   tabq_subscription *sub = NULL;
 
@@ -448,6 +449,8 @@ void bench_parse_args(int argc, char **argv, unsigned forms, int64_t default_row
       a->coalesce_us = parse_window(o, arg_of(argc, argv, &i));
     else if (!strcmp(o, "--url-query")) /* tabq's URL only: "pooler=transaction" */
       a->url_query = arg_of(argc, argv, &i);
+    else if (!strcmp(o, "--no-lookahead")) /* a claim takes rows for idle workers only */
+      a->no_lookahead = true;
     else if (!strcmp(o, "--prefetch")) /* the subscription's prefetch, 1 to 1,000 */
       a->prefetch = bench_parse_count(o, arg_of(argc, argv, &i), 1000);
     else if (!strcmp(o, "--table")) {

@@ -265,7 +265,7 @@ int tabq__app_add_sub(tabq_app *app, const char *table, const char *route,
                       const tabq_subscription_options *options, const char *handler_name,
                       bool batch, tabq_error *err) {
   tabq_subscription_options o;
-  int rc = TABQ_TAKE(options, &o, TABQ_SUBSCRIPTION_OPTIONS_SIZE_1_0, table, err);
+  int rc = tabq__options_take(options, &o, table, err);
   if (rc)
     return rc;
   const tabq_app_desc *t;

@@ -488,6 +488,8 @@ static const char *const sub_members[] = {"table",
                                           "on_decode_failure",
                                           "decode_retry_ms",
                                           "prefetch",
+                                          "lookahead",
+                                          "lookahead_wait_ms",
                                           "deadline_ms",
                                           "on_deadline",
                                           "deadline_retry_ms",
@@ -503,6 +505,9 @@ static const choice policies[] = {{"drop", TABQ_DECODE_DROP},
 static const choice deadline_policies[] = {{"retry_after", TABQ_DEADLINE_RETRY_AFTER},
                                            {"dead_letter", TABQ_DEADLINE_DEAD_LETTER},
                                            {NULL, 0}};
+
+static const choice lookaheads[] = {
+    {"adaptive", TABQ_LOOKAHEAD_ADAPTIVE}, {"off", TABQ_LOOKAHEAD_OFF}, {NULL, 0}};
 
 static int read_options(reader *r, json_t *obj, tabq_subscription_options *o) {
   const struct {
@@ -525,6 +530,9 @@ static int read_options(reader *r, json_t *obj, tabq_subscription_options *o) {
   unsigned deadline_ms = 0;
   if (!rc && !(rc = read_count(r, obj, "deadline_ms", 604800000, &deadline_ms)))
     o->deadline_ms = deadline_ms;
+  unsigned wait_ms = 0;
+  if (!rc && !(rc = read_count(r, obj, "lookahead_wait_ms", 60000, &wait_ms)))
+    o->lookahead_wait_ms = wait_ms;
   if (!rc)
     rc = read_string(r, obj, "queue", false, &o->queue);
   if (!rc)
@@ -541,6 +549,8 @@ static int read_options(reader *r, json_t *obj, tabq_subscription_options *o) {
     rc = read_choice(r, obj, "on_decode_failure", policies, (int *)&o->on_decode_failure);
   if (!rc)
     rc = read_choice(r, obj, "on_deadline", deadline_policies, (int *)&o->on_deadline);
+  if (!rc)
+    rc = read_choice(r, obj, "lookahead", lookaheads, (int *)&o->lookahead);
   const char *codec = NULL;
   if (!rc)
     rc = read_string(r, obj, "codec", false, &codec);

@@ -142,6 +142,7 @@ static json_t *table_json(writer *w, const tabq_table *t, const char *schema,
 
 static const char *const policy_names[] = {"drop", "retry_after", "dead_letter"};
 static const char *const deadline_policy_names[] = {"retry_after", "dead_letter"};
+static const char *const lookahead_names[] = {"adaptive", "off"};
 
 static json_t *sub_json(writer *w, const tabq_app *app, const tabq_app_sub *s) {
   const tabq_subscription_options *o = &s->o;
@@ -170,7 +171,8 @@ static json_t *sub_json(writer *w, const tabq_app *app, const tabq_app_sub *s) {
                 {"prefetch", o->prefetch},
                 {"deadline_ms", (unsigned)o->deadline_ms}, /* at most seven days */
                 {"deadline_retry_ms", o->deadline_retry_ms},
-                {"concurrency_limit", o->concurrency_limit}};
+                {"concurrency_limit", o->concurrency_limit},
+                {"lookahead_wait_ms", (unsigned)o->lookahead_wait_ms}}; /* at most a minute */
   for (size_t i = 0; i < sizeof counts / sizeof counts[0]; i++)
     if (counts[i].value)
       put(w, j, counts[i].key, json_integer(counts[i].value));
@@ -188,6 +190,7 @@ static json_t *sub_json(writer *w, const tabq_app *app, const tabq_app_sub *s) {
     put(w, j, "codec", json_string(o->codec->name ? o->codec->name : "json"));
   put_name(w, j, "on_decode_failure", policy_names, 3, o->on_decode_failure);
   put_name(w, j, "on_deadline", deadline_policy_names, 2, o->on_deadline);
+  put_name(w, j, "lookahead", lookahead_names, 2, o->lookahead);
   const char *queue = s->route ? s->route : o->queue;
   const tabq_app_schema *schema = queue ? tabq__app_schema_of(app, s->table->t.name, queue) : NULL;
   put_schema(w, j, schema ? schema->json : NULL);

@@ -29,5 +29,6 @@ void tabq__count_to_stats(const uint64_t n[TABQ__N_COUNT], tabq_stats *out) {
       .cancelled = n[TABQ__N_CANCELLED],
       .deadline_expired = n[TABQ__N_DEADLINE_EXPIRED],
       .deferred = n[TABQ__N_DEFERRED],
+      .claimed_ahead = n[TABQ__N_CLAIMED_AHEAD],
   };
 }

@@ -29,7 +29,8 @@ typedef enum tabq_count {
   TABQ__N_DECODE_FAILED,
   TABQ__N_CANCELLED, /* drops a cancel made of a delivery's settlement (cancel.c) */
   TABQ__N_DEADLINE_EXPIRED,
-  TABQ__N_DEFERRED, /* steps aside of a concurrency limit (concurrency_slot.c) */
+  TABQ__N_DEFERRED,      /* steps aside of a concurrency limit (concurrency_slot.c) */
+  TABQ__N_CLAIMED_AHEAD, /* rows claimed to wait for a worker (worker.c, lookahead.c) */
   TABQ__N_COUNT
 } tabq_count;
 

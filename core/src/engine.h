@@ -436,6 +436,10 @@ struct tabq_subscription {
   unsigned nfree;
   tabq_delivery **ready; /* claimed, waiting for a worker (FIFO ring) */
   unsigned ready_head, ready_count;
+  /* The adaptive look-ahead (lookahead.c): the most rows it may claim ahead (0: not adaptive),
+   * how long a worker takes a delivery lately, and how long a row may wait for one. */
+  unsigned ahead_max;
+  int64_t took_us, ahead_wait_us;
   struct tabq_key_dispatch *bykey; /* workers_by_key: each worker's own queue, else NULL */
 
   pthread_t *threads;
@@ -533,6 +537,13 @@ void tabq__claim_succeeded(tabq_subscription *s);
  * process's subscriptions of a table (and of `group`, where it has a group column). */
 void tabq__sub_wake(tabq_subscription *s);
 void tabq__publish_wake(tabq_broker *b, const tabq_table *t, const char *group);
+
+/* lookahead.c, under s->mu: the look-ahead set up when the subscription is made (its slots
+ * added to s->nslots), the rows a claim takes ahead of the idle workers now, and a delivery's
+ * time (from a worker taking it to its settlement) learnt. */
+void tabq__lookahead_open(tabq_subscription *s);
+unsigned tabq__lookahead(const tabq_subscription *s);
+void tabq__lookahead_took(tabq_subscription *s, int64_t us);
 
 /* key_dispatch.c: workers_by_key(n), one FIFO of claimed rows per worker (under s->mu). */
 typedef struct tabq_key_dispatch tabq_key_dispatch;

@@ -74,6 +74,7 @@ PICK(released)
 PICK(decode_failed)
 PICK(deadline_expired)
 PICK(deferred)
+PICK(claimed_ahead)
 PICK(lease_lost)
 PICK(failed)
 PICK(extensions)
@@ -155,6 +156,10 @@ static void write_all(FILE *f, tabq_broker *b, const sub_counters *subs, size_t 
          "Deliveries that stepped aside because every slot of their concurrency key was held; "
          "their rows are due again a poll interval on (not counted in tabq_deliveries_total).",
          subs, n, (family_sample[]){{NULL, pick_deferred}}, 1);
+  family(f, "tabq_claimed_ahead_total",
+         "Rows a claim took ahead of the idle workers, to wait their turn in the process "
+         "(prefetch or the adaptive look-ahead).",
+         subs, n, (family_sample[]){{NULL, pick_claimed_ahead}}, 1);
   family(f, "tabq_lease_lost_total",
          "Settlements and extensions refused because the lease was no longer held.", subs, n,
          (family_sample[]){{NULL, pick_lease_lost}}, 1);

@@ -18,6 +18,12 @@ static int mount_broken(tabq_error *err, const tabq_table *t, const char *detail
  * their lease. */
 static int check_prefetch(const tabq_table *t, const tabq_subscription_options *o,
                           tabq_error *err) {
+  if (o->lookahead != TABQ_LOOKAHEAD_ADAPTIVE && o->lookahead != TABQ_LOOKAHEAD_OFF)
+    return mount_broken(err, t, "lookahead is TABQ_LOOKAHEAD_ADAPTIVE or TABQ_LOOKAHEAD_OFF");
+  if (o->lookahead_wait_ms > 60000)
+    return mount_broken(err, t, "lookahead_wait_ms is at most 60,000 (a minute)");
+  /* The adaptive look-ahead takes no rows where prefetch is refused (lookahead.c): a default
+   * needs no refusal. A set prefetch fixes the look-ahead, whatever `lookahead` says. */
   if (!o->prefetch)
     return TABQ_OK;
   if (o->prefetch > 1000)

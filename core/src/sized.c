@@ -52,3 +52,13 @@ int tabq__table_take(const tabq_table *in, tabq_table *out, tabq_error *err) {
   return tabq__sized_take(in, out, sizeof *out, TABQ_TABLE_SIZE_1_0, "TABQ_TABLE_SIZE_1_0", name,
                           err);
 }
+
+int tabq__options_take(const tabq_subscription_options *in, tabq_subscription_options *out,
+                       const char *table, tabq_error *err) {
+  int rc = TABQ_TAKE(in, out, TABQ_SUBSCRIPTION_OPTIONS_SIZE_1_0, table, err);
+  /* A program built before `lookahead` had no look-ahead unless it set prefetch: it keeps that.
+   * (lookahead_wait_ms starts past the older struct's end, its tail padding included.) */
+  if (!rc && in->size <= offsetof(tabq_subscription_options, lookahead_wait_ms))
+    out->lookahead = TABQ_LOOKAHEAD_OFF;
+  return rc;
+}

@@ -19,4 +19,9 @@ int tabq__sized_take(const void *in, void *out, size_t full, size_t min, const c
 /* The description, into a full-size copy (refusals name the table). */
 int tabq__table_take(const tabq_table *in, tabq_table *out, tabq_error *err);
 
+/* A subscription's options, into a full-size copy (refusals name `table`); an older program's,
+ * without `lookahead`, with the look-ahead off as that program had it. */
+int tabq__options_take(const tabq_subscription_options *in, tabq_subscription_options *out,
+                       const char *table, tabq_error *err);
+
 #endif

@@ -150,8 +150,8 @@ static int allocate(tabq_subscription *s, tabq_error *err) {
     return tabq__err_set(err, TABQ_NOMEM, s->t->name, NULL, "cannot allocate the ack coalescer");
   if (s->o.workers_by_key && (rc = tabq__bykey_open(s, err)))
     return rc;
-  /* prefetch: one claimer fills the shared ring the other workers pop */
-  if (s->o.prefetch)
+  /* A look-ahead: one claimer fills the shared ring the other workers pop. */
+  if (s->o.prefetch || s->ahead_max)
     s->serial = true;
   if (s->o.transactional)
     return tabq__delivery_txs_init(s, err);
@@ -195,9 +195,8 @@ static tabq_subscription *new_subscription(tabq_broker *b, const tabq_table *t,
    * take other keys' rows: room for as many waiting as working. */
   if (o->workers_by_key)
     s->nslots = 2 * s->workers;
-  /* prefetch: a slot for each row waiting its turn */
-  s->nslots += o->prefetch;
   s->lease_s = o->lease_s ? o->lease_s : b->lease_s;
+  tabq__lookahead_open(s); /* a slot for each row that may wait its turn */
   s->poll_ms = o->poll_interval_ms ? o->poll_interval_ms : b->poll_interval_ms;
   tabq__projection_init(&s->proj, t, false); /* the due time: tabq__due_open */
   pthread_mutex_init(&s->mu, NULL);
@@ -221,7 +220,7 @@ static int open_built(tabq_broker *b, const tabq_table *table,
   tabq_subscription_options taken;
   int rc = tabq__table_take(table, &taken_table, err);
   if (!rc)
-    rc = TABQ_TAKE(options, &taken, TABQ_SUBSCRIPTION_OPTIONS_SIZE_1_0, table->name, err);
+    rc = tabq__options_take(options, &taken, table->name, err);
   if (rc)
     return rc;
   const tabq_table *t = &taken_table;
@@ -293,7 +292,7 @@ int tabq__sub_open_synthetic(tabq_broker *b, const tabq_table *table,
   tabq_subscription_options o;
   int rc = tabq__table_take(table, &taken_table, err);
   if (!rc)
-    rc = TABQ_TAKE(options, &o, TABQ_SUBSCRIPTION_OPTIONS_SIZE_1_0, table->name, err);
+    rc = tabq__options_take(options, &o, table->name, err);
   if (!rc)
     rc = tabq__table_rules(&taken_table, err);
   if (!rc)
@@ -303,6 +302,7 @@ int tabq__sub_open_synthetic(tabq_broker *b, const tabq_table *table,
   o.workers = 1;
   o.workers_by_key = 0;
   o.prefetch = 0;
+  o.lookahead = TABQ_LOOKAHEAD_OFF;
   tabq_subscription *s = new_subscription(b, &taken_table, &o);
   if (!s)
     return tabq__err_set(err, TABQ_NOMEM, table->name, NULL, "cannot allocate a subscription");
@@ -326,12 +326,13 @@ int tabq__sub_open_drain(tabq_broker *b, const tabq_table *table,
                          const tabq_subscription_options *options, tabq_subscription **out,
                          tabq_error *err) {
   tabq_subscription_options one;
-  int rc = TABQ_TAKE(options, &one, TABQ_SUBSCRIPTION_OPTIONS_SIZE_1_0, table->name, err);
+  int rc = tabq__options_take(options, &one, table->name, err);
   if (rc)
     return rc;
   one.workers = 1; /* one row at a time, on the caller's thread */
   one.workers_by_key = 0;
   one.prefetch = 0;
+  one.lookahead = TABQ_LOOKAHEAD_OFF;
   tabq_subscription *s;
   rc = open_built(b, table, &one, false, &b->stmts, false, &s, err);
   if (!rc)

@@ -59,8 +59,8 @@ static unsigned claim_limit(const tabq_subscription *s) {
   else if (s->bykey)
     want = s->nfree;
   else if (s->serial) {
-    /* with prefetch, as many again waiting their turn */
-    unsigned idle = s->workers - s->busy, ahead = idle + s->o.prefetch;
+    /* with a look-ahead, rows waiting their turn too (lookahead.c) */
+    unsigned idle = s->workers - s->busy, ahead = idle + tabq__lookahead(s);
     want = ahead > s->ready_count ? ahead - s->ready_count : 0;
   } else
     want = 1;
@@ -138,6 +138,9 @@ static int claim_round(worker *w, unsigned limit, unsigned *claimed, tabq_error 
       return TABQ_OK;
   }
   uint64_t wakes = s->wakes;
+  /* Serial, the rows past the idle workers' share wait their turn: counted as claimed ahead. */
+  unsigned idle = s->workers - s->busy;
+  unsigned for_idle = idle > s->ready_count ? idle - s->ready_count : 0;
   s->claiming++;
   for (unsigned i = 0; i < limit; i++)
     w->claimed[i] = s->free_slots[--s->nfree];
@@ -199,6 +202,8 @@ static int claim_round(worker *w, unsigned limit, unsigned *claimed, tabq_error 
   } else {
     for (unsigned i = 0; i < got; i++)
       push_ready(s, w->claimed[i]);
+    if (!s->bykey && got > for_idle)
+      tabq__count(counts, TABQ__N_CLAIMED_AHEAD, got - for_idle);
   }
   pthread_cond_broadcast(&s->cv);
   return rc;
@@ -208,8 +213,12 @@ static int claim_round(worker *w, unsigned limit, unsigned *claimed, tabq_error 
 static void handle_ready(tabq_subscription *s, tabq_delivery *d) {
   s->busy++;
   pthread_mutex_unlock(&s->mu);
+  int64_t began = s->ahead_max ? tabq__mono_us() : 0;
   handle_one(s, d);
+  int64_t took = s->ahead_max ? tabq__mono_us() - began : 0;
   pthread_mutex_lock(&s->mu);
+  if (s->ahead_max) /* the adaptive look-ahead learns how long a delivery takes */
+    tabq__lookahead_took(s, took);
   s->busy--;
   s->free_slots[s->nfree++] = d;
 }

@@ -1,9 +1,12 @@
 /* prefetch (lease form): a claim takes rows ahead of the idle workers, which wait their turn in
  * the process with their leases extended; every row is still handled once, rows still waiting
- * at shutdown go back at once, and misuse is refused at subscribe with nothing claimed. */
+ * at shutdown go back at once, and misuse is refused at subscribe with nothing claimed. The
+ * default, adaptive look-ahead claims ahead while handlers are fast and not while they are
+ * slow; turned off, a claim takes rows for idle workers only. */
 #include <CUnit/CUnit.h>
 #include <stdio.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "kit.h"
 
@@ -88,6 +91,79 @@ static void prefetch_waiting_lease_extended(void) {
   waiting_row_keeps_its_lease(b, jobs_table(), &o, &h);
 }
 
+/* The defaults, fast handlers: each row handled once, and claims take rows ahead (the claims
+ * number far fewer than a claim per idle worker's row would). */
+static void adaptive_fast_handlers_claim_ahead(void) {
+  fresh_db();
+  tabq_broker *b = connect_broker(20);
+  db_fill("q", ROWS);
+  once_reset(ROWS);
+  tabq_subscription_options o = sub_options("q", once_handler, NULL);
+  o.workers = 2;
+  tabq_subscription *s;
+  CU_ASSERT_EQUAL_FATAL(tabq_subscribe(b, jobs_table(), &o, &s, &err), TABQ_OK);
+  CU_ASSERT(wait_count("SELECT count(*) FROM {jobs}", 0, 60000));
+  tabq_shutdown(b);
+  once_check();
+  tabq_stats st;
+  stats_of(s, &st);
+  CU_ASSERT_EQUAL(st.claimed, ROWS);
+  CU_ASSERT_EQUAL(st.acked, ROWS);
+  CU_ASSERT_EQUAL(st.lease_lost + st.failed + st.released, 0);
+  if (!st.claimed_ahead || st.claims >= ROWS / 3)
+    fprintf(stderr, "\n%llu claims, %llu rows ahead, for %d rows\n", (unsigned long long)st.claims,
+            (unsigned long long)st.claimed_ahead, ROWS);
+  CU_ASSERT(st.claimed_ahead > 0);
+  CU_ASSERT(st.claims < ROWS / 3);
+  close_broker(b);
+}
+
+static tabq_outcome sleep_then_ack(tabq_delivery *d, void *user) {
+  (void)d;
+  (void)user;
+  usleep(300 * 1000);
+  return tabq_ack();
+}
+
+/* Handlers slower than the longest a row may wait (a tenth of a 2 s lease: 200 ms): no row is
+ * claimed ahead, each claim takes the one row the idle worker runs. */
+static void adaptive_slow_handlers_claim_nothing_ahead(void) {
+  fresh_db();
+  tabq_broker *b = connect_broker(20);
+  db_fill("q", 4);
+  tabq_subscription_options o = sub_options("q", sleep_then_ack, NULL);
+  o.lease_s = 2;
+  tabq_subscription *s;
+  CU_ASSERT_EQUAL_FATAL(tabq_subscribe(b, jobs_table(), &o, &s, &err), TABQ_OK);
+  CU_ASSERT(wait_count("SELECT count(*) FROM {jobs}", 0, 20000));
+  close_broker(b);
+  tabq_stats st;
+  stats_of(s, &st);
+  CU_ASSERT_EQUAL(st.acked, 4);
+  CU_ASSERT_EQUAL(st.claimed_ahead, 0);
+  CU_ASSERT(st.claims >= 4);
+}
+
+/* Turned off: fast handlers all the same, no row claimed ahead. */
+static void lookahead_off_claims_nothing_ahead(void) {
+  fresh_db();
+  tabq_broker *b = connect_broker(20);
+  db_fill("q", 100);
+  once_reset(100);
+  tabq_subscription_options o = sub_options("q", once_handler, NULL);
+  o.workers = 2;
+  o.lookahead = TABQ_LOOKAHEAD_OFF;
+  tabq_subscription *s;
+  CU_ASSERT_EQUAL_FATAL(tabq_subscribe(b, jobs_table(), &o, &s, &err), TABQ_OK);
+  CU_ASSERT(wait_count("SELECT count(*) FROM {jobs}", 0, 60000));
+  close_broker(b);
+  once_check();
+  tabq_stats st;
+  stats_of(s, &st);
+  CU_ASSERT_EQUAL(st.acked, 100);
+  CU_ASSERT_EQUAL(st.claimed_ahead, 0);
+}
+
 static void prefetch_misused_is_refused(void) {
   fresh_db();
   tabq_broker *b = connect_broker(20);
@@ -95,6 +171,9 @@ static void prefetch_misused_is_refused(void) {
   recorder r;
   recorder_init(&r);
   tabq_subscription_options o = sub_options("q", recorder_handler, &r);
+  o.lookahead = (tabq_lookahead)7;
+  expect_refused(b, jobs_table(), &o, "lookahead is TABQ_LOOKAHEAD_ADAPTIVE or TABQ_LOOKAHEAD_OFF");
+  o.lookahead = TABQ_LOOKAHEAD_ADAPTIVE;
   o.prefetch = 4;
   if (kit.form != TABQ_FORM_LEASE) {
     expect_refused(b, jobs_table(), &o, "prefetch serves the lease form");
@@ -132,6 +211,12 @@ const kit_test prefetch_tests[] = {
      prefetch_waiting_rows_released_at_shutdown, TABQ_FORM_LEASE, NULL, NULL},
     {"prefetch: a row waiting its turn keeps its lease", prefetch_waiting_lease_extended,
      TABQ_FORM_LEASE, NULL, NULL},
+    {"look-ahead by default: fast handlers, rows claimed ahead, each handled once",
+     adaptive_fast_handlers_claim_ahead, TABQ_FORM_LEASE, NULL, NULL},
+    {"look-ahead by default: slow handlers, no row claimed ahead",
+     adaptive_slow_handlers_claim_nothing_ahead, TABQ_FORM_LEASE, NULL, NULL},
+    {"look-ahead off: no row claimed ahead", lookahead_off_claims_nothing_ahead, ALL_FORMS, NULL,
+     NULL},
     {"prefetch misused is refused at subscribe", prefetch_misused_is_refused, ALL_FORMS, NULL,
      "refusals at subscribe, nothing claimed"},
     {NULL, NULL, 0, NULL, NULL},

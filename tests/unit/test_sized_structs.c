@@ -177,6 +177,54 @@ static void options_without_size_are_refused(void) {
   CU_ASSERT_PTR_NOT_NULL(strstr(err.message, "tabq_broker_options.size is 0"));
 }
 
+/* Drains `rows` rows of a table of its own with options of `size` bytes (the defaults, one
+ * worker) and returns the rows its claims took ahead of the worker. */
+static uint64_t ahead_when_draining(const char *table, size_t size, int rows) {
+  char sql[160];
+  snprintf(sql, sizeof sql,
+           "CREATE TABLE %s (id INTEGER PRIMARY KEY, attempt INTEGER NOT NULL DEFAULT 1,"
+           " locked_until INTEGER, payload BLOB)",
+           table);
+  CU_ASSERT_EQUAL_FATAL(tabq_exec(broker, sql, &err), TABQ_OK);
+  tabq_table t = jobs;
+  t.name = table;
+  tabq_message m = TABQ_MESSAGE_INIT;
+  m.payload = "x";
+  m.payload_len = 1;
+  for (int i = 0; i < rows; i++)
+    CU_ASSERT_EQUAL_FATAL(tabq_publish(broker, &t, &m, &err), TABQ_OK);
+  guarded g;
+  tabq_subscription_options *o = guarded_tail(&g, size);
+  memset(o, 0, size);
+  o->size = (uint32_t)size;
+  o->handler = ack;
+  tabq_subscription *s = NULL;
+  CU_ASSERT_EQUAL_FATAL(tabq_subscribe(broker, &t, o, &s, &err), TABQ_OK);
+  guarded_free(&g);
+  tabq_stats st = {0};
+  for (int i = 0; i < 1000 && st.acked < (uint64_t)rows; i++) {
+    usleep(10000);
+    tabq_subscription_stats(s, &st, sizeof st);
+  }
+  if (st.acked != (uint64_t)rows)
+    fprintf(stderr, "\n%s: %llu acked, %llu claimed, %llu claims, %llu ahead\n", table,
+            (unsigned long long)st.acked, (unsigned long long)st.claimed,
+            (unsigned long long)st.claims, (unsigned long long)st.claimed_ahead);
+  CU_ASSERT_EQUAL(st.acked, (uint64_t)rows);
+  return st.claimed_ahead;
+}
+
+/* The adaptive look-ahead is a default of the struct that has `lookahead`: a program built
+ * before it (its options end at concurrency_limit) claims a row per idle worker, as it did. */
+static void options_before_lookahead_claim_nothing_ahead(void) {
+  size_t before =
+      OLD_SIZE(tabq_subscription_options,
+               offsetof(tabq_subscription_options, concurrency_limit) + sizeof(unsigned));
+  CU_ASSERT_FATAL(before <= offsetof(tabq_subscription_options, lookahead_wait_ms));
+  CU_ASSERT(ahead_when_draining("newer", sizeof(tabq_subscription_options), 200) > 0);
+  CU_ASSERT_EQUAL(ahead_when_draining("older", before, 200), 0);
+}
+
 static void version_matches_the_headers(void) {
   CU_ASSERT_EQUAL(tabq_version(), TABQ_VERSION_NUMBER);
   CU_ASSERT_STRING_EQUAL(tabq_version_string(), TABQ_VERSION_STRING);
@@ -191,6 +239,8 @@ int register_tests(void) {
        first_layout_structs_are_read_to_their_size_only},
       {"stats are written to the caller's size only", stats_are_written_to_the_callers_size_only},
       {"options and messages without a size are refused", options_without_size_are_refused},
+      {"options from before lookahead claim nothing ahead",
+       options_before_lookahead_claim_nothing_ahead},
       {"the library's version matches the headers", version_matches_the_headers},
       CU_TEST_INFO_NULL,
   };

@@ -238,6 +238,12 @@ typedef enum tabq_deadline_policy {
   TABQ_DEADLINE_DEAD_LETTER,     /* moved to the mount's dead letter */
 } tabq_deadline_policy;
 
+/* How a subscription claims rows ahead of its idle workers (docs/prefetch.md). */
+typedef enum tabq_lookahead {
+  TABQ_LOOKAHEAD_ADAPTIVE = 0, /* the default, where the mount allows it; elsewhere none */
+  TABQ_LOOKAHEAD_OFF,          /* a claim takes rows for idle workers only */
+} tabq_lookahead;
+
 typedef struct tabq_subscription_options {
   uint32_t size;        /* sizeof(tabq_subscription_options): TABQ_SUBSCRIPTION_OPTIONS_INIT */
   const char *queue;    /* the group it reads; with no group column, a label */
@@ -274,8 +280,8 @@ typedef struct tabq_subscription_options {
   uint32_t decode_retry_ms;
   /* Lease form, a handler of one delivery: up to this many rows claimed ahead of the idle
    * workers, each waiting its turn in the process with its lease extended, so one claim serves
-   * several deliveries (docs/prefetch.md). 0, the default: a claim takes rows for idle workers
-   * only. At most 1,000. */
+   * several deliveries (docs/prefetch.md). 0, the default: `lookahead` decides (adaptive unless
+   * turned off). At most 1,000. */
   unsigned prefetch;
   /* Deadlines (docs/deadlines.md): each handler's time budget in milliseconds, counted from its
    * call (0: none; a table's deadline_column may give a row a smaller one). When it passes, the
@@ -297,6 +303,15 @@ typedef struct tabq_subscription_options {
    * (tabq_set_concurrency_slots), a retry_after column, a handler of one delivery; at most 32. */
   const char *concurrency_key;
   unsigned concurrency_limit;
+  /* Appended: the look-ahead of a lease subscription whose handler takes one delivery
+   * (docs/prefetch.md). TABQ_LOOKAHEAD_ADAPTIVE, the default, claims ahead as many rows as the
+   * workers start within lookahead_wait_ms (0: a tenth of the lease, at most 250 ms; at most
+   * 60,000), learned from how long they take a delivery: none while they are slow, up to 8 a
+   * worker (at most 64) while they are fast. A nonzero `prefetch` fixes the look-ahead instead.
+   * A program built before these members has it off, as it had. lookahead_wait_ms is 64 bits
+   * wide so that it starts past an older program's struct, tail padding included. */
+  uint64_t lookahead_wait_ms;
+  tabq_lookahead lookahead;
 } tabq_subscription_options;
 
 #define TABQ_SUBSCRIPTION_OPTIONS_INIT TABQ_SIZED_INIT(tabq_subscription_options)
@@ -338,6 +353,9 @@ typedef struct tabq_stats {
   /* Appended: deliveries that stepped aside, every slot of their key held by other deliveries
    * (docs/concurrency.md); their rows are due again a poll interval on. */
   uint64_t deferred;
+  /* Appended: rows a claim took ahead of the idle workers, to wait their turn in the process
+   * (prefetch, or the adaptive look-ahead; docs/prefetch.md). */
+  uint64_t claimed_ahead;
 } tabq_stats;
 
 /* Copies the counters into `out`, `size` bytes of it (sizeof *out as the service was compiled):
