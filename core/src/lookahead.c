@@ -1,14 +1,17 @@
 /* The look-ahead of a lease subscription whose handler takes one delivery (docs/prefetch.md):
  * how many rows a claim takes beyond one per idle worker, to wait their turn in the process.
  * `prefetch` fixes it; otherwise, by default, it adapts: as many rows as the workers start
- * within a bound (lookahead_wait_ms, by default a tenth of the lease, at most 250 ms), given how long a worker takes a
- * delivery lately. The estimate rises at once with a slow delivery and falls by an eighth of
- * the gap with each faster one, so slow handlers stop the look-ahead at once and a burst of fast
- * ones brings it back within a few dozen rows. A row that waits keeps its lease (the extender
- * moves it with the running rows') and goes back unsettled at shutdown. */
+ * within a bound (lookahead_wait_ms, by default a tenth of the lease, at most 250 ms), given how
+ * long a worker takes a delivery lately. The estimate rises at once with a slow delivery and falls
+ * by an eighth of the gap with each faster one, so slow handlers stop the look-ahead at once and a
+ * burst of fast ones brings it back within a few dozen rows. A row that waits keeps its lease (the
+ * extender moves it with the running rows') and goes back unsettled at shutdown. */
 #include "engine.h"
 
+/* The cap: 8 rows a worker, at least 32 (one claim's commit spread over many rows pays even for
+ * one worker) and at most 64. */
 #define MOST_PER_WORKER 8
+#define FEWEST_MOST 32
 #define MOST 64
 #define LONGEST_WAIT_US 250000
 
@@ -21,7 +24,7 @@ static unsigned adaptive_max(const tabq_table *t, const tabq_subscription_option
       o->transactional || o->workers_by_key || t->fifo || tabq_table_form(t) != TABQ_FORM_LEASE)
     return 0;
   unsigned most = workers * MOST_PER_WORKER;
-  return most < MOST ? most : MOST;
+  return most < FEWEST_MOST ? FEWEST_MOST : most < MOST ? most : MOST;
 }
 
 void tabq__lookahead_open(tabq_subscription *s) {

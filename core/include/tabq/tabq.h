@@ -307,9 +307,9 @@ typedef struct tabq_subscription_options {
    * (docs/prefetch.md). TABQ_LOOKAHEAD_ADAPTIVE, the default, claims ahead as many rows as the
    * workers start within lookahead_wait_ms (0: a tenth of the lease, at most 250 ms; at most
    * 60,000), learned from how long they take a delivery: none while they are slow, up to 8 a
-   * worker (at most 64) while they are fast. A nonzero `prefetch` fixes the look-ahead instead.
-   * A program built before these members has it off, as it had. lookahead_wait_ms is 64 bits
-   * wide so that it starts past an older program's struct, tail padding included. */
+   * worker (at least 32, at most 64) while they are fast. A nonzero `prefetch` fixes the look-ahead
+   * instead. A program built before these members has it off, as it had. lookahead_wait_ms is 64
+   * bits wide so that it starts past an older program's struct, tail padding included. */
   uint64_t lookahead_wait_ms;
   tabq_lookahead lookahead;
 } tabq_subscription_options;
