@@ -321,6 +321,7 @@ double bench_run_tabq(const char *url, const tabq_table *table, const bench_args
       .coalesce_window_us = a->coalesce_us >= 0 ? (unsigned)a->coalesce_us : 0,
       .prefetch = a->prefetch,
       .lookahead = a->no_lookahead ? TABQ_LOOKAHEAD_OFF : TABQ_LOOKAHEAD_ADAPTIVE,
+      .acks = a->acks_alone ? TABQ_ACKS_ALONE : TABQ_ACKS_DEFAULT,
   };
   tabq_subscription *sub = NULL;
 
@@ -451,6 +452,8 @@ void bench_parse_args(int argc, char **argv, unsigned forms, int64_t default_row
       a->url_query = arg_of(argc, argv, &i);
     else if (!strcmp(o, "--no-lookahead")) /* a claim takes rows for idle workers only */
       a->no_lookahead = true;
+    else if (!strcmp(o, "--acks-alone")) /* each ack its own commit, on SQLite too */
+      a->acks_alone = true;
     else if (!strcmp(o, "--prefetch")) /* the subscription's prefetch, 1 to 1,000 */
       a->prefetch = bench_parse_count(o, arg_of(argc, argv, &i), 1000);
     else if (!strcmp(o, "--table")) {

@@ -94,6 +94,7 @@ typedef struct bench_args {
   const char *url_query; /* tabq side: added to the broker's URL query ("pooler=transaction") */
   unsigned prefetch;     /* tabq side, lease form: the subscription's prefetch */
   bool no_lookahead;     /* tabq side: the subscription's lookahead off (default: adaptive) */
+  bool acks_alone;       /* tabq side: acks = TABQ_ACKS_ALONE (default: gathered on SQLite) */
   /* PostgreSQL: the table takes docs/table-description.md's per-table autovacuum settings
    * instead of autovacuum off (what a service that follows the docs runs). */
   bool autovacuum;

@@ -60,6 +60,7 @@ def scenarios(quick, base_rows=None):
         add("mysql", "lease", 4, 1, rows, ["tabq", "tabq-no-lookahead", "tabq-coalesced", "best"])
         add("sqlite", "lease", 1, 1, rows, ["tabq", "tabq-no-lookahead", "best", "tabq-prefetch",
                                             "plainjob:defaults"])
+        add("sqlite", "lease", 4, 1, rows, ["tabq", "tabq-acks-alone", "best"])
         return s
 
     # Single deliveries: tabq and the best SQL at 1, 4 and 16 workers; the dialect's own
@@ -90,7 +91,8 @@ def scenarios(quick, base_rows=None):
     add("sqlite", "lease", 1, 1, rows, ["tabq", "own", "best", "tabq-prefetch",
                                         "tabq-no-lookahead", "plainjob:defaults"])
     add("sqlite", "lease", 4, 1, rows, ["tabq", "tabq-coalesced", "best", "tabq-prefetch",
-                                        "tabq-no-lookahead", "plainjob:defaults"])
+                                        "tabq-no-lookahead", "tabq-acks-alone",
+                                        "plainjob:defaults"])
     add("sqlite", "lease", 1, 50, rows, ["tabq", "best"])
     # A backlog: ten times the rows, drained once (in the first counted round) at the settings
     # of a scenario above, against which it is compared.
@@ -194,6 +196,7 @@ def command(sc, side, env):
         options = {"tabq-coalesced": ["--coalesce-us", "0"],
                    "tabq-prefetch": ["--prefetch", str(PREFETCH)],
                    "tabq-no-lookahead": ["--no-lookahead"],
+                   "tabq-acks-alone": ["--acks-alone"],
                    "tabq-unnamed": ["--url-query", "pooler=transaction"]}
         cmd = [prog, "--side", "tabq" if side in options else side, "--form", sc["form"],
                "--workers", str(sc["workers"]), "--batch", str(sc["batch"]),
@@ -271,7 +274,7 @@ def summarise(plan, runs):
         for side, v in row["sides"].items():
             if not side.startswith("tabq") and t and v.get("msgs_per_s"):
                 row["ratios"]["tabq/" + side] = round(t / v["msgs_per_s"], 2)
-        for variant in ("coalesced", "prefetch", "unnamed", "no-lookahead"):
+        for variant in ("coalesced", "prefetch", "unnamed", "no-lookahead", "acks-alone"):
             c = row["sides"].get("tabq-" + variant, {}).get("msgs_per_s")
             if c and t:
                 row["ratios"][variant + "/tabq"] = round(c / t, 2)
@@ -361,6 +364,7 @@ def targets(summary):
 
 COLOURS = {"tabq": "#1f6feb", "tabq-coalesced": "#0a3069", "tabq-prefetch": "#54aeff",
            "tabq-unnamed": "#8250df", "tabq-no-lookahead": "#afb8c1",
+           "tabq-acks-alone": "#d0d7de",
            "own": "#8fb8f5", "best": "#2da44e",
            "graphile-worker:defaults": "#bf8700", "graphile-worker:batched": "#e3b341",
            "graphile-worker:local-queue-500": "#9a6700", "pg-boss:burst": "#f47067",

@@ -490,6 +490,7 @@ static const char *const sub_members[] = {"table",
                                           "prefetch",
                                           "lookahead",
                                           "lookahead_wait_ms",
+                                          "acks",
                                           "deadline_ms",
                                           "on_deadline",
                                           "deadline_retry_ms",
@@ -508,6 +509,9 @@ static const choice deadline_policies[] = {{"retry_after", TABQ_DEADLINE_RETRY_A
 
 static const choice lookaheads[] = {
     {"adaptive", TABQ_LOOKAHEAD_ADAPTIVE}, {"off", TABQ_LOOKAHEAD_OFF}, {NULL, 0}};
+
+static const choice ack_modes[] = {
+    {"default", TABQ_ACKS_DEFAULT}, {"alone", TABQ_ACKS_ALONE}, {NULL, 0}};
 
 static int read_options(reader *r, json_t *obj, tabq_subscription_options *o) {
   const struct {
@@ -551,6 +555,8 @@ static int read_options(reader *r, json_t *obj, tabq_subscription_options *o) {
     rc = read_choice(r, obj, "on_deadline", deadline_policies, (int *)&o->on_deadline);
   if (!rc)
     rc = read_choice(r, obj, "lookahead", lookaheads, (int *)&o->lookahead);
+  if (!rc)
+    rc = read_choice(r, obj, "acks", ack_modes, (int *)&o->acks);
   const char *codec = NULL;
   if (!rc)
     rc = read_string(r, obj, "codec", false, &codec);

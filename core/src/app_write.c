@@ -143,6 +143,7 @@ static json_t *table_json(writer *w, const tabq_table *t, const char *schema,
 static const char *const policy_names[] = {"drop", "retry_after", "dead_letter"};
 static const char *const deadline_policy_names[] = {"retry_after", "dead_letter"};
 static const char *const lookahead_names[] = {"adaptive", "off"};
+static const char *const ack_mode_names[] = {"default", "alone"};
 
 static json_t *sub_json(writer *w, const tabq_app *app, const tabq_app_sub *s) {
   const tabq_subscription_options *o = &s->o;
@@ -191,6 +192,7 @@ static json_t *sub_json(writer *w, const tabq_app *app, const tabq_app_sub *s) {
   put_name(w, j, "on_decode_failure", policy_names, 3, o->on_decode_failure);
   put_name(w, j, "on_deadline", deadline_policy_names, 2, o->on_deadline);
   put_name(w, j, "lookahead", lookahead_names, 2, o->lookahead);
+  put_name(w, j, "acks", ack_mode_names, 2, o->acks);
   const char *queue = s->route ? s->route : o->queue;
   const tabq_app_schema *schema = queue ? tabq__app_schema_of(app, s->table->t.name, queue) : NULL;
   put_schema(w, j, schema ? schema->json : NULL);

@@ -20,6 +20,8 @@ static int check_prefetch(const tabq_table *t, const tabq_subscription_options *
                           tabq_error *err) {
   if (o->lookahead != TABQ_LOOKAHEAD_ADAPTIVE && o->lookahead != TABQ_LOOKAHEAD_OFF)
     return mount_broken(err, t, "lookahead is TABQ_LOOKAHEAD_ADAPTIVE or TABQ_LOOKAHEAD_OFF");
+  if (o->acks != TABQ_ACKS_DEFAULT && o->acks != TABQ_ACKS_ALONE)
+    return mount_broken(err, t, "acks is TABQ_ACKS_DEFAULT or TABQ_ACKS_ALONE");
   if (o->lookahead_wait_ms > 60000)
     return mount_broken(err, t, "lookahead_wait_ms is at most 60,000 (a minute)");
   /* The adaptive look-ahead takes no rows where prefetch is refused (lookahead.c): a default

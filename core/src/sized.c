@@ -56,9 +56,12 @@ int tabq__table_take(const tabq_table *in, tabq_table *out, tabq_error *err) {
 int tabq__options_take(const tabq_subscription_options *in, tabq_subscription_options *out,
                        const char *table, tabq_error *err) {
   int rc = TABQ_TAKE(in, out, TABQ_SUBSCRIPTION_OPTIONS_SIZE_1_0, table, err);
-  /* A program built before `lookahead` had no look-ahead unless it set prefetch: it keeps that.
+  /* A program built before `lookahead` had no look-ahead unless it set prefetch, and its acks
+   * alone unless it set coalesce_acks: it keeps that.
    * (lookahead_wait_ms starts past the older struct's end, its tail padding included.) */
-  if (!rc && in->size <= offsetof(tabq_subscription_options, lookahead_wait_ms))
+  if (!rc && in->size <= offsetof(tabq_subscription_options, lookahead_wait_ms)) {
     out->lookahead = TABQ_LOOKAHEAD_OFF;
+    out->acks = TABQ_ACKS_ALONE;
+  }
   return rc;
 }

@@ -130,6 +130,15 @@ static char *copy_or_null(const char *s, bool *failed) {
   return c;
 }
 
+/* Acks gather by default where the database has one writer (the Lease table's claims are
+ * serial) and several workers of a lease subscription ack one delivery each: there concurrent
+ * commits queue on the writer anyway, one after another, where one commit can carry them all
+ * (docs/coalesced-acks.md). Elsewhere the server folds concurrent commits itself. */
+static bool acks_gather_by_default(const tabq_subscription *s) {
+  return s->o.acks == TABQ_ACKS_DEFAULT && s->form == TABQ_FORM_LEASE && s->workers > 1 &&
+         !s->o.batch_handler && !s->o.transactional && (s->claim_flags & TABQ_CLAIM_SERIAL);
+}
+
 static int allocate(tabq_subscription *s, tabq_error *err) {
   int rc;
   s->slots = calloc(s->nslots, sizeof *s->slots);
@@ -146,7 +155,8 @@ static int allocate(tabq_subscription *s, tabq_error *err) {
       return tabq__err_set(err, TABQ_NOMEM, s->t->name, NULL, "cannot allocate the deliveries");
     s->free_slots[s->nfree++] = d;
   }
-  if (s->o.coalesce_acks && tabq__coalescer_init(&s->coalescer, s->nslots, s->o.coalesce_window_us))
+  if ((s->o.coalesce_acks || acks_gather_by_default(s)) &&
+      tabq__coalescer_init(&s->coalescer, s->nslots, s->o.coalesce_window_us))
     return tabq__err_set(err, TABQ_NOMEM, s->t->name, NULL, "cannot allocate the ack coalescer");
   if (s->o.workers_by_key && (rc = tabq__bykey_open(s, err)))
     return rc;

@@ -174,6 +174,12 @@ static void prefetch_misused_is_refused(void) {
   o.lookahead = (tabq_lookahead)7;
   expect_refused(b, jobs_table(), &o, "lookahead is TABQ_LOOKAHEAD_ADAPTIVE or TABQ_LOOKAHEAD_OFF");
   o.lookahead = TABQ_LOOKAHEAD_ADAPTIVE;
+  o.acks = (tabq_acks)5;
+  expect_refused(b, jobs_table(), &o, "acks is TABQ_ACKS_DEFAULT or TABQ_ACKS_ALONE");
+  o.acks = TABQ_ACKS_DEFAULT;
+  o.lookahead_wait_ms = 60001;
+  expect_refused(b, jobs_table(), &o, "lookahead_wait_ms is at most 60,000");
+  o.lookahead_wait_ms = 0;
   o.prefetch = 4;
   if (kit.form != TABQ_FORM_LEASE) {
     expect_refused(b, jobs_table(), &o, "prefetch serves the lease form");

@@ -182,6 +182,49 @@ static tabq_outcome ack(tabq_delivery *d, void *user) {
   return tabq_ack();
 }
 
+/* Drains 400 rows with four workers on a fresh file, `acks` as given, and returns the acks that
+ * settled in one commit with another's. */
+static uint64_t acks_together(tabq_acks acks) {
+  char path[64];
+  tabq_broker *b =
+      broker_with("acks", "CREATE TABLE jobs (" JOBS_COLUMNS "attempt INTEGER NOT NULL DEFAULT 1)",
+                  path, sizeof path);
+  tabq_message m = TABQ_MESSAGE_INIT;
+  m.group = "q";
+  m.payload = "x";
+  m.payload_len = 1;
+  for (int i = 0; i < 400; i++)
+    CU_ASSERT_EQUAL_FATAL(tabq_publish(b, &jobs, &m, &err), TABQ_OK);
+  tabq_subscription_options o = TABQ_SUBSCRIPTION_OPTIONS_INIT;
+  o.queue = "q";
+  o.handler = ack;
+  o.workers = 4;
+  o.acks = acks;
+  tabq_subscription *s = NULL;
+  CU_ASSERT_EQUAL_FATAL(tabq_subscribe(b, &jobs, &o, &s, &err), TABQ_OK);
+  tabq_stats st = {0};
+  for (int i = 0; i < 3000 && st.acked < 400; i++) {
+    usleep(10000);
+    tabq_subscription_stats(s, &st, sizeof st);
+  }
+  tabq_close(b);
+  CU_ASSERT_EQUAL(st.acked, 400);
+  CU_ASSERT_EQUAL(st.lease_lost + st.failed, 0);
+  CU_ASSERT_EQUAL(count_rows(path), 0);
+  unlink(path);
+  return st.coalesced;
+}
+
+/* SQLite has one writer: by default the acks of several workers gather into shared commits;
+ * TABQ_ACKS_ALONE keeps each in its own. */
+static void acks_gather_by_default_on_one_writer(void) {
+  uint64_t together = acks_together(TABQ_ACKS_DEFAULT);
+  if (!together)
+    fprintf(stderr, "\nno ack of 400 went with another\n");
+  CU_ASSERT(together > 0);
+  CU_ASSERT_EQUAL(acks_together(TABQ_ACKS_ALONE), 0);
+}
+
 /* A generated attempt must start at 1: the catalog's default is read at open. */
 static void generated_attempt_must_default_to_one(void) {
   char path[64];
@@ -258,6 +301,8 @@ int register_tests(void) {
       {"plugin log lines reach their broker's callback", plugin_logs_reach_their_brokers_callback},
       {"groups and partition keys must be UTF-8", groups_and_keys_must_be_utf8},
       {"a delay needs a retry_after the insert writes", delay_needs_a_written_retry_after},
+      {"acks of several workers gather by default on one writer",
+       acks_gather_by_default_on_one_writer},
       {"one description address, two tables: each row in its own",
        one_description_address_two_tables},
       {"a generated attempt must default to 1", generated_attempt_must_default_to_one},

@@ -244,6 +244,15 @@ typedef enum tabq_lookahead {
   TABQ_LOOKAHEAD_OFF,          /* a claim takes rows for idle workers only */
 } tabq_lookahead;
 
+/* How the acks of a lease subscription's workers settle (docs/coalesced-acks.md). */
+typedef enum tabq_acks {
+  /* The default: gathered into one commit (as coalesce_acks without a window) where the
+   * database has one writer (SQLite) and several workers handle one delivery each; elsewhere
+   * each ack commits alone. */
+  TABQ_ACKS_DEFAULT = 0,
+  TABQ_ACKS_ALONE, /* each ack commits alone, unless coalesce_acks */
+} tabq_acks;
+
 typedef struct tabq_subscription_options {
   uint32_t size;        /* sizeof(tabq_subscription_options): TABQ_SUBSCRIPTION_OPTIONS_INIT */
   const char *queue;    /* the group it reads; with no group column, a label */
@@ -312,6 +321,9 @@ typedef struct tabq_subscription_options {
    * bits wide so that it starts past an older program's struct, tail padding included. */
   uint64_t lookahead_wait_ms;
   tabq_lookahead lookahead;
+  /* Appended with lookahead: where acks gather by default; coalesce_acks, when set, decides
+   * instead. A program built before these members has its acks alone, as it had. */
+  tabq_acks acks;
 } tabq_subscription_options;
 
 #define TABQ_SUBSCRIPTION_OPTIONS_INIT TABQ_SIZED_INIT(tabq_subscription_options)
