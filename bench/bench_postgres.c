@@ -339,6 +339,13 @@ static PGresult *raw_exec(PGconn *c, raw_stmt *s, const raw_values *v) {
   return r;
 }
 
+/* A transaction control statement prepared as `name`, checked. */
+static PGresult *run_control(PGconn *c, const char *name) {
+  PGresult *r = PQexecPrepared(c, name, 0, NULL, NULL, NULL, 0);
+  pg_check(c, r, name);
+  return r;
+}
+
 /* One connection draining until its claim comes back empty: a claim of --batch rows, then an
  * ack per row as the core settles them (or one for them all, by their ids); in the row lock
  * form inside BEGIN ... COMMIT. */
@@ -349,6 +356,11 @@ static void *raw_main(void *arg) {
   raw_stmt claim, ack;
   raw_prepare(c, &claim, &fs->claim, "own_claim", &fs->pr);
   raw_prepare(c, &ack, &fs->ack, "own_ack", NULL);
+  if (fs->in_txn) { /* prepared by name, as the driver runs them */
+    pg_prepare(c, "own_begin", fs->begin.sql, 0, NULL);
+    pg_prepare(c, "own_commit", "COMMIT", 0, NULL);
+    pg_prepare(c, "own_rollback", "ROLLBACK", 0, NULL);
+  }
   int64_t *ids = calloc(l->a->batch, sizeof *ids);
   size_t list_cap = (size_t)l->a->batch * 21 + 4;
   char *list = malloc(list_cap);
@@ -362,13 +374,13 @@ static void *raw_main(void *arg) {
     raw_values v = {.now = bench_now_us(), .limit = l->a->batch};
     v.lease_until = v.now + (int64_t)BENCH_LEASE_S * 1000000;
     if (fs->in_txn)
-      pg_exec(c, fs->begin.sql);
+      PQclear(run_control(c, "own_begin"));
     PGresult *r = raw_exec(c, &claim, &v);
     int n = PQntuples(r);
     if (n == 0) {
       PQclear(r);
       if (fs->in_txn)
-        pg_exec(c, "ROLLBACK"); /* nothing to hold, as tabq ends an empty claim */
+        PQclear(run_control(c, "own_rollback")); /* nothing to hold, as tabq ends an empty claim */
       break;
     }
     /* What a handler reads: id, the attempt as it stood before this claim, the payload. */
@@ -408,8 +420,7 @@ static void *raw_main(void *arg) {
       PQclear(r);
     }
     if (fs->in_txn) {
-      r = PQexec(c, "COMMIT");
-      pg_check(c, r, "COMMIT");
+      r = run_control(c, "own_commit");
       if (strcmp(PQcmdStatus(r), "COMMIT") != 0)
         bench_die("COMMIT of row %lld rolled back", (long long)v.id);
       PQclear(r);

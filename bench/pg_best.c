@@ -4,7 +4,8 @@
  * prepared once per connection and run with binary parameters and results; a batch's ids go out
  * as one array in text form.
  *
- * Row lock (BEGIN ... COMMIT around each claim, the rows locked until the commit):
+ * Row lock (BEGIN ... COMMIT around each claim, the rows locked until the commit; BEGIN and
+ * COMMIT prepared too, as tabq's driver runs them):
  *   one row   UPDATE jobs SET attempt = attempt + 1 WHERE id = (SELECT id FROM jobs
  *             WHERE queue = $1 ORDER BY id LIMIT 1 FOR UPDATE SKIP LOCKED)
  *             RETURNING id, attempt, payload
@@ -136,9 +137,16 @@ static void expect_changed(PGresult *r, int want, const char *what) {
     bench_die("best %s changed %s rows, not %d", what, PQcmdTuples(r), want);
 }
 
+/* BEGIN, COMMIT and ROLLBACK run prepared, as tabq's driver runs them: libpq copies the text of
+ * each simple query, an allocation a prepared execution does not make. */
+static void control(PGconn *c, const char *name) {
+  params none = {0};
+  PQclear(run(c, name, &none));
+}
+
 static void commit(PGconn *c) {
-  PGresult *r = PQexec(c, "COMMIT");
-  pg_check(c, r, "COMMIT");
+  params none = {0};
+  PGresult *r = run(c, "commit", &none);
   if (strcmp(PQcmdStatus(r), "COMMIT"))
     bench_die("best: COMMIT rolled back");
   PQclear(r);
@@ -151,13 +159,13 @@ static bool rowlock_round(PGconn *c, bench_loop *l, char *list, size_t cap) {
   p_text(&p, BENCH_QUEUE, (int)sizeof BENCH_QUEUE - 1);
   if (many)
     p_int8(&p, l->a->batch);
-  pg_exec(c, "BEGIN");
+  control(c, "begin");
   PGresult *r = run(c, "claim", &p);
   int64_t id = 0;
   int n = read_rows(r, l, &id, many ? list : NULL, cap);
   PQclear(r);
   if (n == 0) {
-    pg_exec(c, "ROLLBACK");
+    control(c, "rollback");
     return false;
   }
   p = (params){0};
@@ -233,6 +241,9 @@ void *pg_best_main(void *arg) {
   case TABQ_FORM_ROWLOCK:
     pg_prepare(c, "claim", many ? rowlock_many : rowlock_one, many ? 2 : 1, (Oid[]){text, i8});
     pg_prepare(c, "ack", many ? rowlock_ack_many : rowlock_ack_one, 1, (Oid[]){many ? ids : i8});
+    pg_prepare(c, "begin", "BEGIN", 0, NULL);
+    pg_prepare(c, "commit", "COMMIT", 0, NULL);
+    pg_prepare(c, "rollback", "ROLLBACK", 0, NULL);
     break;
   case TABQ_FORM_LEASE:
     pg_prepare(c, "claim", many ? lease_many : lease_one, many ? 4 : 3, (Oid[]){text, ts, ts, i8});

@@ -8,6 +8,11 @@
 #include <libpq-fe.h>
 #include <tabq/sys/dialect.h>
 
+/* Transaction control texts a connection keeps prepared: BEGIN with each isolation level,
+ * COMMIT, ROLLBACK, and room to spare; longer texts and any past these go as text. */
+#define TABQ_PG_CONTROLS_KEPT 8
+#define TABQ_PG_CONTROL_MAX 48
+
 struct tabq_conn {
   PGconn *pg;
   const tabq_host *log_host; /* its broker's (Driver.connect_host, ABI 1.6), else NULL */
@@ -19,6 +24,9 @@ struct tabq_conn {
   unsigned statement_s; /* the URL's statement_timeout (0: none) */
   int64_t reply_ms;     /* the most a reply is waited for (0: no bound) */
   tabq_prepared *stmts; /* still prepared; close frees them */
+  /* Transaction control prepared by name (tabq_tx0, tabq_tx1, ...), in that order. */
+  char controls[TABQ_PG_CONTROLS_KEPT][TABQ_PG_CONTROL_MAX];
+  unsigned ncontrols;
 };
 
 /* roundtrip.c. The monotonic clock in milliseconds. */

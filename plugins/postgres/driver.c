@@ -649,16 +649,51 @@ static void pg_finalize(tabq_prepared *p) {
 
 /* ---- Transactions ------------------------------------------------------------------------- */
 
+/* Transaction control (BEGIN with its isolation level, COMMIT, ROLLBACK) goes out as a statement
+ * the connection prepared by name at its first use: the simple protocol's PQsendQuery keeps a
+ * copy of each query's text until the reply, two allocations per row lock delivery that a
+ * prepared execution does not make. The server parses transaction control in the extended
+ * protocol, COMMIT and ROLLBACK also inside a failed transaction. Behind a transaction pooler
+ * nothing is prepared by name, and a text of several statements cannot be: those go as text.
+ * A failed prepare is the reply the caller reports. */
+static PGresult *exec_control(tabq_conn *c, const char *sql) {
+  if (c->broken || c->per_transaction || strchr(sql, ';') || strlen(sql) >= TABQ_PG_CONTROL_MAX)
+    return tabq_pg_exec_text(c, sql);
+  unsigned i = 0;
+  while (i < c->ncontrols && strcmp(c->controls[i], sql) != 0)
+    i++;
+  if (i == TABQ_PG_CONTROLS_KEPT)
+    return tabq_pg_exec_text(c, sql);
+  char name[16];
+  snprintf(name, sizeof name, "tabq_tx%u", i);
+  if (i == c->ncontrols) {
+    PGresult *res = tabq_pg_await_reply(c, PQsendPrepare(c->pg, name, sql, 0, NULL));
+    if (PQresultStatus(res) != PGRES_COMMAND_OK)
+      return res;
+    PQclear(res);
+    memcpy(c->controls[c->ncontrols++], sql, strlen(sql) + 1);
+  }
+  return tabq_pg_await_reply(c, !c->broken &&
+                                    PQsendQueryPrepared(c->pg, name, 0, NULL, NULL, NULL, 0));
+}
+
+static int run_control(tabq_conn *c, const char *sql, const char *what) {
+  PGresult *res = exec_control(c, sql);
+  int code = check_result(c, res, what);
+  PQclear(res);
+  return code;
+}
+
 static int pg_begin(tabq_conn *c, const char *begin_sql) {
   /* The server would only warn, and the caller would take the open transaction for its own. */
   if (PQtransactionStatus(c->pg) == PQTRANS_INTRANS ||
       PQtransactionStatus(c->pg) == PQTRANS_INERROR)
     return host()->fail(TABQ_INVALID, NULL, 0, "begin: a transaction is already open");
-  return run_sql(c, begin_sql ? begin_sql : "BEGIN", "begin");
+  return run_control(c, begin_sql ? begin_sql : "BEGIN", "begin");
 }
 
 static int pg_commit(tabq_conn *c) {
-  PGresult *res = tabq_pg_exec_text(c, "COMMIT");
+  PGresult *res = exec_control(c, "COMMIT");
   int code = check_result(c, res, "commit");
   /* COMMIT of a failed transaction succeeds as a command and rolls back: say so. */
   if (code == TABQ_OK && strcmp(PQcmdStatus(res), "ROLLBACK") == 0)
@@ -671,7 +706,7 @@ static int pg_commit(tabq_conn *c) {
 static int pg_rollback(tabq_conn *c) {
   if (PQtransactionStatus(c->pg) == PQTRANS_IDLE)
     return TABQ_OK; /* nothing open: no round trip, and no server warning */
-  return run_sql(c, "ROLLBACK", "rollback");
+  return run_control(c, "ROLLBACK", "rollback");
 }
 
 /* ---- The rest ----------------------------------------------------------------------------- */

@@ -1,7 +1,7 @@
 /* tabq — tests of the PostgreSQL driver against a live server (TABQ_TEST_POSTGRES_URL), through
  * its vtable only: URL forms, bounded connects, every type both ways, affected counts, schema
  * errors, row locks, advisory locks, serialization failures, LISTEN/NOTIFY, a connection killed
- * by the server; statements bounded on a server that
+ * by the server, and transaction control run prepared; statements bounded on a server that
  * stops answering, keepalives and the unbounded wait for notifications are in postgres_bounds.c.
  *
  * Every run works in a schema of its own (drv_<pid>), dropped at the end, and suffixes its
@@ -489,8 +489,58 @@ static void test_schema_errors(void) {
   CU_ASSERT_EQUAL(drv->prepare(g_c1, "SELECT $1::int4, $2::text", 1, "claim", &p), TABQ_INVALID);
   MSG_HAS("2 placeholders, not 1");
   CU_ASSERT_PTR_NULL(p);
-  CU_ASSERT_EQUAL(query_int(g_c1, "SELECT count(*) FROM pg_prepared_statements", NULL, 0), 1);
+  /* Only this query's own statement is left, beside the transaction control kept prepared. */
+  CU_ASSERT_EQUAL(query_int(g_c1,
+                            "SELECT count(*) FROM pg_prepared_statements "
+                            "WHERE name NOT LIKE 'tabq\\_tx%'",
+                            NULL, 0),
+                  1);
   CU_ASSERT(drv->alive(g_c1));
+}
+
+/* The transaction control statements a connection prepared, in the order it prepared them. */
+static void prepared_controls(tabq_conn *c, char *buf, size_t cap) {
+  query_text(c,
+             "SELECT coalesce(string_agg(statement, ' | ' ORDER BY name), '') FROM "
+             "pg_prepared_statements WHERE name LIKE 'tabq\\_tx%'",
+             buf, cap);
+}
+
+/* BEGIN, COMMIT and ROLLBACK run prepared by name from their first use (no copy of their text
+ * per transaction in libpq), also when the first ROLLBACK or COMMIT meets a failed transaction;
+ * a text of several statements goes as text. */
+static void test_transaction_control_prepared(void) {
+  NEED_DB();
+  tabq_conn *c = connect_test();
+  char got[256];
+  prepared_controls(c, got, sizeof got);
+  CU_ASSERT_STRING_EQUAL(got, "");
+  for (int i = 0; i < 3; i++) {
+    CU_ASSERT_EQUAL_FATAL(drv->begin(c, NULL), TABQ_OK);
+    CU_ASSERT_EQUAL(query_int(c, "SELECT 1", NULL, 0), 1);
+    CU_ASSERT_EQUAL_FATAL(drv->commit(c), TABQ_OK);
+  }
+  prepared_controls(c, got, sizeof got);
+  CU_ASSERT_STRING_EQUAL(got, "BEGIN | COMMIT");
+  /* The first ROLLBACK, inside a failed transaction. */
+  CU_ASSERT_EQUAL_FATAL(drv->begin(c, "BEGIN ISOLATION LEVEL REPEATABLE READ"), TABQ_OK);
+  CU_ASSERT_EQUAL(drv->exec(c, "SELECT 1/0"), TABQ_BACKEND);
+  CU_ASSERT_EQUAL(drv->rollback(c), TABQ_OK);
+  /* COMMIT of a failed transaction still says it rolled back. */
+  CU_ASSERT_EQUAL_FATAL(drv->begin(c, NULL), TABQ_OK);
+  CU_ASSERT_EQUAL(drv->exec(c, "SELECT 1/0"), TABQ_BACKEND);
+  CU_ASSERT_EQUAL(drv->commit(c), TABQ_BACKEND);
+  STATE_IS("25P02");
+  /* Several statements cannot be prepared: they go as text, and nothing more is kept. */
+  CU_ASSERT_EQUAL_FATAL(drv->begin(c, "BEGIN; SET LOCAL statement_timeout = 5000"), TABQ_OK);
+  char timeout[32];
+  query_text(c, "SELECT current_setting('statement_timeout')", timeout, sizeof timeout);
+  CU_ASSERT_STRING_EQUAL(timeout, "5s");
+  CU_ASSERT_EQUAL(drv->commit(c), TABQ_OK);
+  prepared_controls(c, got, sizeof got);
+  CU_ASSERT_STRING_EQUAL(got, "BEGIN | COMMIT | BEGIN ISOLATION LEVEL REPEATABLE READ | ROLLBACK");
+  CU_ASSERT(drv->alive(c));
+  drv->close(c);
 }
 
 /* ---- Locks and transactions ---------------------------------------------------------------- */
@@ -874,6 +924,7 @@ static CU_TestInfo tests[] = {
     {"FOR UPDATE SKIP LOCKED", test_skip_locked},
     {"advisory locks", test_advisory},
     {"serialization failure", test_serialization_failure},
+    {"transaction control runs prepared", test_transaction_control_prepared},
     {"LISTEN/NOTIFY", test_notify},
     {"terminated connection", test_terminated},
     {"statement_timeout in the URL", test_statement_timeout_setting},
