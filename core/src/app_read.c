@@ -11,194 +11,9 @@
 #include <string.h>
 
 #include "app_model.h"
+#include "app_reader.h"
 #include "error.h"
-#include "json_where.h"
 #include "table.h"
-
-#define MAX_DEPTH 8
-
-typedef struct reader {
-  const char *text, *file;
-  size_t len;
-  tabq_json_step path[MAX_DEPTH];
-  size_t depth;
-  const char *table; /* the table concerned, for err->table */
-  tabq_app *app;
-  tabq_error *err;
-} reader;
-
-/* "tables[0].id.column" for the reader's path, and `member` below it when given. */
-static void path_text(const reader *r, const char *member, char *out, size_t cap) {
-  size_t n = 0;
-  out[0] = '\0';
-  for (size_t i = 0; i <= r->depth && n < cap; i++) {
-    const tabq_json_step *s = i < r->depth ? &r->path[i] : NULL;
-    if (s && !s->key)
-      n += (size_t)snprintf(out + n, cap - n, "[%zu]", s->index);
-    else if (s || member)
-      n += (size_t)snprintf(out + n, cap - n, "%s%s", n ? "." : "", s ? s->key : member);
-  }
-  if (!out[0])
-    snprintf(out, cap, "(the document)");
-}
-
-/* Refuses at the reader's path, or at `member` of the object there when the text has it. */
-TABQ_PRINTF_(3, 4)
-static int fail(reader *r, const char *member, const char *fmt, ...) {
-  tabq_json_step at[MAX_DEPTH + 1];
-  memcpy(at, r->path, r->depth * sizeof *at);
-  size_t depth = r->depth;
-  if (member)
-    at[depth++] = (tabq_json_step){member, 0};
-  int line, column;
-  tabq__json_where(r->text, r->len, at, depth, &line, &column);
-  char field[160], detail[400];
-  path_text(r, member, field, sizeof field);
-  va_list ap;
-  va_start(ap, fmt);
-  vsnprintf(detail, sizeof detail, fmt, ap);
-  va_end(ap);
-  return tabq__err_set(r->err, TABQ_DECLARATION, r->table, NULL, "%s:%d:%d: %s: %s", r->file, line,
-                       column, field, detail);
-}
-
-/* Refuses with what the app's rules said (err->message), at the first member of `obj` the
- * refusal names, else at the object. */
-static int fail_rule(reader *r, json_t *obj, const char *member) {
-  char said[sizeof r->err->message];
-  memcpy(said, r->err->message, sizeof said);
-  if (!member) { /* the member the rule names first, after the "subscription to table j: " */
-    const char *rule = strstr(said, ": "), *first = NULL, *key;
-    rule = rule ? rule : said;
-    json_t *value;
-    json_object_foreach(obj, key, value) {
-      const char *hit = strstr(rule, key);
-      if (hit && (!first || hit < strstr(rule, first)))
-        first = key;
-    }
-    member = first;
-  }
-  return fail(r, member, "%s", said);
-}
-
-static void enter(reader *r, const char *key, size_t index) {
-  r->path[r->depth++] = (tabq_json_step){key, index};
-}
-static void leave(reader *r) {
-  r->depth--;
-}
-
-static int no_memory(reader *r) {
-  return tabq__err_set(r->err, TABQ_NOMEM, r->table, NULL, "out of memory reading %s", r->file);
-}
-
-/* Edits between two short names, for "did you mean". */
-static size_t distance(const char *a, const char *b) {
-  size_t la = strlen(a), lb = strlen(b), row[64];
-  if (la >= 63 || lb >= 63)
-    return 99;
-  for (size_t j = 0; j <= lb; j++)
-    row[j] = j;
-  for (size_t i = 1; i <= la; i++) {
-    size_t diag = row[0];
-    row[0] = i;
-    for (size_t j = 1; j <= lb; j++) {
-      size_t up = row[j];
-      size_t best = diag + (a[i - 1] != b[j - 1]);
-      if (up + 1 < best)
-        best = up + 1;
-      if (row[j - 1] + 1 < best)
-        best = row[j - 1] + 1;
-      row[j] = best;
-      diag = up;
-    }
-  }
-  return row[lb];
-}
-
-/* Every member of `obj` is one the format knows (a misspelt role would otherwise vanish). */
-static int members_known(reader *r, json_t *obj, const char *what, const char *const *known) {
-  const char *key;
-  json_t *value;
-  json_object_foreach(obj, key, value) {
-    const char *near = NULL;
-    size_t near_d = 3;
-    bool found = false;
-    for (const char *const *k = known; *k && !found; k++) {
-      size_t d = distance(key, *k);
-      found = d == 0;
-      if (d < near_d) {
-        near = *k;
-        near_d = d;
-      }
-    }
-    if (found)
-      continue;
-    if (near)
-      return fail(r, key, "%s has no member \"%s\"; did you mean \"%s\"?", what, key, near);
-    return fail(r, key, "%s has no member \"%s\" (docs/description-files.md lists them)", what,
-                key);
-  }
-  return TABQ_OK;
-}
-
-static int need_object(reader *r, json_t *v, const char *member, const char *what) {
-  return json_is_object(v) ? TABQ_OK : fail(r, member, "%s is a JSON object", what);
-}
-
-/* A string member: `out` gets the app's copy, NULL when absent and not required. */
-static int read_string(reader *r, json_t *obj, const char *key, bool required, const char **out) {
-  json_t *v = json_object_get(obj, key);
-  *out = NULL;
-  if (!v || json_is_null(v))
-    return required ? fail(r, key, "\"%s\" is required", key) : TABQ_OK;
-  if (!json_is_string(v) || !json_string_length(v))
-    return fail(r, key, "\"%s\" is a non-empty string", key);
-  if (strlen(json_string_value(v)) != json_string_length(v))
-    return fail(r, key, "\"%s\" holds a NUL character", key);
-  return (*out = tabq__app_strdup(r->app, json_string_value(v))) ? TABQ_OK : no_memory(r);
-}
-
-static int read_bool(reader *r, json_t *obj, const char *key, bool *out) {
-  json_t *v = json_object_get(obj, key);
-  if (!v)
-    return TABQ_OK;
-  if (!json_is_boolean(v))
-    return fail(r, key, "\"%s\" is true or false", key);
-  *out = json_is_true(v);
-  return TABQ_OK;
-}
-
-static int read_count(reader *r, json_t *obj, const char *key, unsigned max, unsigned *out) {
-  json_t *v = json_object_get(obj, key);
-  if (!v)
-    return TABQ_OK;
-  if (!json_is_integer(v) || json_integer_value(v) < 0 || json_integer_value(v) > max)
-    return fail(r, key, "\"%s\" is a whole number from 0 to %u", key, max);
-  *out = (unsigned)json_integer_value(v);
-  return TABQ_OK;
-}
-
-typedef struct choice {
-  const char *name;
-  int value;
-} choice;
-
-static int read_choice(reader *r, json_t *obj, const char *key, const choice *choices, int *out) {
-  json_t *v = json_object_get(obj, key);
-  if (!v)
-    return TABQ_OK;
-  char names[256];
-  size_t n = 0;
-  for (const choice *c = choices; c->name; c++) {
-    if (json_is_string(v) && !strcmp(json_string_value(v), c->name)) {
-      *out = c->value;
-      return TABQ_OK;
-    }
-    n += (size_t)snprintf(names + n, sizeof names - n, "%s\"%s\"", n ? ", " : "", c->name);
-  }
-  return fail(r, key, "\"%s\" is one of %s", key, names);
-}
 
 static const choice types[] = {
     {"any", TABQ_T_NULL},    {"int", TABQ_T_INT},   {"real", TABQ_T_REAL}, {"text", TABQ_T_TEXT},
@@ -208,19 +23,20 @@ static const choice types[] = {
 static int read_col(reader *r, json_t *v, const char *what, tabq_col *out) {
   if (json_is_string(v)) {
     if (!json_string_length(v))
-      return fail(r, NULL, "%s names a column: the name is empty", what);
-    return (out->name = tabq__app_strdup(r->app, json_string_value(v))) ? TABQ_OK : no_memory(r);
+      return tabq__rd_fail(r, NULL, "%s names a column: the name is empty", what);
+    return (out->name = tabq__app_strdup(r->app, json_string_value(v))) ? TABQ_OK
+                                                                        : tabq__rd_no_memory(r);
   }
   if (!json_is_object(v))
-    return fail(r, NULL, "%s is a column name, or an object with \"column\"", what);
+    return tabq__rd_fail(r, NULL, "%s is a column name, or an object with \"column\"", what);
   static const char *const known[] = {"column", "generated", "type", NULL};
-  int rc = members_known(r, v, what, known);
+  int rc = tabq__rd_members_known(r, v, what, known);
   if (!rc)
-    rc = read_string(r, v, "column", true, &out->name);
+    rc = tabq__rd_string(r, v, "column", true, &out->name);
   if (!rc)
-    rc = read_bool(r, v, "generated", &out->generated);
+    rc = tabq__rd_bool(r, v, "generated", &out->generated);
   if (!rc)
-    rc = read_choice(r, v, "type", types, &out->type);
+    rc = tabq__rd_choice(r, v, "type", types, &out->type);
   return rc;
 }
 
@@ -230,9 +46,9 @@ static int read_role(reader *r, json_t *table, const char *role, tabq_col *out) 
     return TABQ_OK;
   char what[64];
   snprintf(what, sizeof what, "the %s role", role);
-  enter(r, role, 0);
+  tabq__rd_enter(r, role, 0);
   int rc = read_col(r, v, what, out);
-  leave(r);
+  tabq__rd_leave(r);
   return rc;
 }
 
@@ -241,22 +57,22 @@ static int read_data(reader *r, json_t *table, tabq_table *t) {
   if (!v)
     return TABQ_OK;
   if (!json_is_array(v) || !json_array_size(v))
-    return fail(r, "data", "\"data\" is a non-empty array of row mode columns");
+    return tabq__rd_fail(r, "data", "\"data\" is a non-empty array of row mode columns");
   tabq_col *cols = tabq__app_alloc(r->app, json_array_size(v) * sizeof *cols);
   if (!cols)
-    return no_memory(r);
-  enter(r, "data", 0);
+    return tabq__rd_no_memory(r);
+  tabq__rd_enter(r, "data", 0);
   int rc = TABQ_OK;
   size_t i;
   json_t *col;
   json_array_foreach(v, i, col) {
-    enter(r, NULL, i);
+    tabq__rd_enter(r, NULL, i);
     rc = read_col(r, col, "a data column", &cols[i]);
-    leave(r);
+    tabq__rd_leave(r);
     if (rc)
       break;
   }
-  leave(r);
+  tabq__rd_leave(r);
   t->data = cols;
   t->ndata = json_array_size(v);
   return rc;
@@ -266,15 +82,15 @@ static int read_events(reader *r, json_t *table, tabq_events *e) {
   json_t *v = json_object_get(table, "events");
   if (!v)
     return TABQ_OK;
-  int rc = need_object(r, v, "events", "\"events\"");
+  int rc = tabq__rd_need_object(r, v, "events", "\"events\"");
   if (rc)
     return rc;
-  enter(r, "events", 0);
-  rc = members_known(r, v, "\"events\"", tabq__event_names);
+  tabq__rd_enter(r, "events", 0);
+  rc = tabq__rd_members_known(r, v, "\"events\"", tabq__event_names);
   const char **slot = tabq__event_slots(e);
   for (size_t i = 0; !rc && tabq__event_names[i]; i++)
-    rc = read_string(r, v, tabq__event_names[i], false, &slot[i]);
-  leave(r);
+    rc = tabq__rd_string(r, v, tabq__event_names[i], false, &slot[i]);
+  tabq__rd_leave(r);
   return rc;
 }
 
@@ -306,13 +122,13 @@ static int read_schema(reader *r, json_t *obj, const char *table, const char *qu
   if (!v)
     return TABQ_OK;
   if (!json_is_object(v))
-    return fail(r, "payload_schema", "\"payload_schema\" is a JSON Schema object");
+    return tabq__rd_fail(r, "payload_schema", "\"payload_schema\" is a JSON Schema object");
   char *text = json_dumps(v, JSON_COMPACT);
   if (!text)
-    return no_memory(r);
+    return tabq__rd_no_memory(r);
   int rc = tabq_app_set_payload_schema(r->app, table, queue, text, r->err);
   free(text);
-  return rc ? fail_rule(r, obj, "payload_schema") : TABQ_OK;
+  return rc ? tabq__rd_fail_rule(r, obj, "payload_schema") : TABQ_OK;
 }
 
 /* An age in ms: a whole number from 0 (kept) on. */
@@ -321,7 +137,7 @@ static int read_age(reader *r, json_t *obj, const char *key, int64_t *out) {
   if (!v)
     return TABQ_OK;
   if (!json_is_integer(v) || json_integer_value(v) < 0)
-    return fail(r, key, "\"%s\" is a whole number of milliseconds, 0 or more", key);
+    return tabq__rd_fail(r, key, "\"%s\" is a whole number of milliseconds, 0 or more", key);
   *out = (int64_t)json_integer_value(v);
   return TABQ_OK;
 }
@@ -333,25 +149,25 @@ static int read_retention(reader *r, json_t *table, const char *name) {
   json_t *v = json_object_get(table, "retention");
   if (!v)
     return TABQ_OK;
-  int rc = need_object(r, v, "retention", "\"retention\"");
+  int rc = tabq__rd_need_object(r, v, "retention", "\"retention\"");
   if (rc)
     return rc;
   static const char *const known[] = {"processed_age_ms", "dead_letter_age_ms", "batch",
                                       "interval_ms", NULL};
   tabq_retention_options o = TABQ_RETENTION_OPTIONS_INIT;
-  enter(r, "retention", 0);
-  rc = members_known(r, v, "\"retention\"", known);
+  tabq__rd_enter(r, "retention", 0);
+  rc = tabq__rd_members_known(r, v, "\"retention\"", known);
   if (!rc)
     rc = read_age(r, v, "processed_age_ms", &o.processed_age_ms);
   if (!rc)
     rc = read_age(r, v, "dead_letter_age_ms", &o.dead_letter_age_ms);
   if (!rc)
-    rc = read_count(r, v, "batch", 100000, &o.batch);
+    rc = tabq__rd_count(r, v, "batch", 100000, &o.batch);
   if (!rc)
-    rc = read_count(r, v, "interval_ms", 86400000, &o.interval_ms);
+    rc = tabq__rd_count(r, v, "interval_ms", 86400000, &o.interval_ms);
   if (!rc && tabq_app_set_retention(r->app, name, &o, r->err))
-    rc = fail_rule(r, v, NULL);
-  leave(r);
+    rc = tabq__rd_fail_rule(r, v, NULL);
+  tabq__rd_leave(r);
   return rc;
 }
 
@@ -371,13 +187,14 @@ static int retention_destinations(reader *r) {
     if (found)
       continue;
     r->table = t->name;
-    enter(r, "tables", 0);
-    enter(r, NULL, i);
-    enter(r, "retention", 0);
-    int rc = fail(r, "dead_letter_age_ms",
-                  "table %s: retention: dead_letter_age_ms needs a dead letter destination: no "
-                  "subscription to the table has a dead_letter_group or dead_letter_table",
-                  t->name);
+    tabq__rd_enter(r, "tables", 0);
+    tabq__rd_enter(r, NULL, i);
+    tabq__rd_enter(r, "retention", 0);
+    int rc =
+        tabq__rd_fail(r, "dead_letter_age_ms",
+                      "table %s: retention: dead_letter_age_ms needs a dead letter destination: no "
+                      "subscription to the table has a dead_letter_group or dead_letter_table",
+                      t->name);
     r->depth -= 3;
     r->table = NULL;
     return rc;
@@ -392,78 +209,78 @@ static int read_table(reader *r, json_t *obj, tabq_table *t) {
   tabq_col *cols[] = {&t->id,          &t->group,   &t->priority,     &t->partition_key,
                       &t->retry_after, &t->attempt, &t->processed_at, &t->locked_until,
                       &t->headers,     &t->payload, &t->unique_key,   &t->cancelled_at};
-  int rc = need_object(r, obj, NULL, "a table");
+  int rc = tabq__rd_need_object(r, obj, NULL, "a table");
   if (!rc)
-    rc = members_known(r, obj, "a table", table_members);
+    rc = tabq__rd_members_known(r, obj, "a table", table_members);
   if (!rc)
-    rc = read_string(r, obj, "name", true, &t->name);
+    rc = tabq__rd_string(r, obj, "name", true, &t->name);
   if (rc)
     return rc;
   r->table = t->name;
   if (!json_object_get(obj, "id"))
-    return fail(r, NULL, "table %s: \"id\" is required (R-DESC-1, id required)", t->name);
+    return tabq__rd_fail(r, NULL, "table %s: \"id\" is required (R-DESC-1, id required)", t->name);
   for (size_t i = 0; !rc && i < sizeof roles / sizeof roles[0]; i++)
     rc = read_role(r, obj, roles[i], cols[i]);
   if (!rc)
-    rc = read_bool(r, obj, "fifo", &t->fifo);
+    rc = tabq__rd_bool(r, obj, "fifo", &t->fifo);
   if (!rc)
-    rc = read_string(r, obj, "advisory_lock", false, &t->advisory_lock);
+    rc = tabq__rd_string(r, obj, "advisory_lock", false, &t->advisory_lock);
   if (!rc)
-    rc = read_choice(r, obj, "clock", clocks, (int *)&t->clock);
+    rc = tabq__rd_choice(r, obj, "clock", clocks, (int *)&t->clock);
   if (!rc)
-    rc = read_choice(r, obj, "isolation", isolations, (int *)&t->isolation);
+    rc = tabq__rd_choice(r, obj, "isolation", isolations, (int *)&t->isolation);
   if (!rc)
-    rc = read_choice(r, obj, "sqlite_mode", modes, (int *)&t->mode);
+    rc = tabq__rd_choice(r, obj, "sqlite_mode", modes, (int *)&t->mode);
   if (!rc)
     rc = read_data(r, obj, t);
   if (!rc)
     rc = read_events(r, obj, &t->events);
   if (!rc)
-    rc = read_string(r, obj, "deadline_column", false, &t->deadline_column);
+    rc = tabq__rd_string(r, obj, "deadline_column", false, &t->deadline_column);
   if (!rc && tabq__table_rules(t, r->err))
-    rc = fail_rule(r, obj, tabq__table_rule_member(r->err));
+    rc = tabq__rd_fail_rule(r, obj, tabq__table_rule_member(r->err));
   return rc;
 }
 
 static int read_tables(reader *r, json_t *doc) {
   json_t *tables = json_object_get(doc, "tables");
   if (!json_is_array(tables) || !json_array_size(tables))
-    return fail(r, "tables", "\"tables\" is a non-empty array of table descriptions");
-  enter(r, "tables", 0);
+    return tabq__rd_fail(r, "tables", "\"tables\" is a non-empty array of table descriptions");
+  tabq__rd_enter(r, "tables", 0);
   int rc = TABQ_OK;
   size_t i;
   json_t *obj;
   json_array_foreach(tables, i, obj) {
-    enter(r, NULL, i);
+    tabq__rd_enter(r, NULL, i);
     tabq_table t = {.size = sizeof t};
     rc = read_table(r, obj, &t);
     if (!rc && tabq_app_add_table(r->app, &t, r->err))
-      rc = fail_rule(r, obj, "name");
+      rc = tabq__rd_fail_rule(r, obj, "name");
     if (!rc)
       rc = read_schema(r, obj, t.name, NULL);
     if (!rc)
       rc = read_retention(r, obj, t.name);
     r->table = NULL;
-    leave(r);
+    tabq__rd_leave(r);
     if (rc)
       break;
   }
-  leave(r);
+  tabq__rd_leave(r);
   return rc;
 }
 
 static int read_route(reader *r, json_t *obj) {
   static const char *const known[] = {"name", "table", "payload_schema", NULL};
   const char *name = NULL, *table = NULL;
-  int rc = need_object(r, obj, NULL, "a route");
+  int rc = tabq__rd_need_object(r, obj, NULL, "a route");
   if (!rc)
-    rc = members_known(r, obj, "a route", known);
+    rc = tabq__rd_members_known(r, obj, "a route", known);
   if (!rc)
-    rc = read_string(r, obj, "name", true, &name);
+    rc = tabq__rd_string(r, obj, "name", true, &name);
   if (!rc)
-    rc = read_string(r, obj, "table", true, &table);
+    rc = tabq__rd_string(r, obj, "table", true, &table);
   if (!rc && tabq_app_add_route(r->app, name, table, r->err))
-    rc = fail_rule(r, obj, strstr(r->err->message, "table") ? "table" : "name");
+    rc = tabq__rd_fail_rule(r, obj, strstr(r->err->message, "table") ? "table" : "name");
   if (!rc)
     rc = read_schema(r, obj, table, name);
   return rc;
@@ -530,40 +347,41 @@ static int read_options(reader *r, json_t *obj, tabq_subscription_options *o) {
                 {"concurrency_limit", 32, &o->concurrency_limit}};
   int rc = TABQ_OK;
   for (size_t i = 0; !rc && i < sizeof counts / sizeof counts[0]; i++)
-    rc = read_count(r, obj, counts[i].key, counts[i].max, counts[i].out);
+    rc = tabq__rd_count(r, obj, counts[i].key, counts[i].max, counts[i].out);
   unsigned deadline_ms = 0;
-  if (!rc && !(rc = read_count(r, obj, "deadline_ms", 604800000, &deadline_ms)))
+  if (!rc && !(rc = tabq__rd_count(r, obj, "deadline_ms", 604800000, &deadline_ms)))
     o->deadline_ms = deadline_ms;
   unsigned wait_ms = 0;
-  if (!rc && !(rc = read_count(r, obj, "lookahead_wait_ms", 60000, &wait_ms)))
+  if (!rc && !(rc = tabq__rd_count(r, obj, "lookahead_wait_ms", 60000, &wait_ms)))
     o->lookahead_wait_ms = wait_ms;
   if (!rc)
-    rc = read_string(r, obj, "queue", false, &o->queue);
+    rc = tabq__rd_string(r, obj, "queue", false, &o->queue);
   if (!rc)
-    rc = read_string(r, obj, "dead_letter_group", false, &o->dead_letter_group);
+    rc = tabq__rd_string(r, obj, "dead_letter_group", false, &o->dead_letter_group);
   if (!rc)
-    rc = read_string(r, obj, "dead_letter_table", false, &o->dead_letter_table);
+    rc = tabq__rd_string(r, obj, "dead_letter_table", false, &o->dead_letter_table);
   if (!rc)
-    rc = read_string(r, obj, "concurrency_key", false, &o->concurrency_key);
+    rc = tabq__rd_string(r, obj, "concurrency_key", false, &o->concurrency_key);
   if (!rc)
-    rc = read_bool(r, obj, "coalesce_acks", &o->coalesce_acks);
+    rc = tabq__rd_bool(r, obj, "coalesce_acks", &o->coalesce_acks);
   if (!rc)
-    rc = read_bool(r, obj, "transactional", &o->transactional);
+    rc = tabq__rd_bool(r, obj, "transactional", &o->transactional);
   if (!rc)
-    rc = read_choice(r, obj, "on_decode_failure", policies, (int *)&o->on_decode_failure);
+    rc = tabq__rd_choice(r, obj, "on_decode_failure", policies, (int *)&o->on_decode_failure);
   if (!rc)
-    rc = read_choice(r, obj, "on_deadline", deadline_policies, (int *)&o->on_deadline);
+    rc = tabq__rd_choice(r, obj, "on_deadline", deadline_policies, (int *)&o->on_deadline);
   if (!rc)
-    rc = read_choice(r, obj, "lookahead", lookaheads, (int *)&o->lookahead);
+    rc = tabq__rd_choice(r, obj, "lookahead", lookaheads, (int *)&o->lookahead);
   if (!rc)
-    rc = read_choice(r, obj, "acks", ack_modes, (int *)&o->acks);
+    rc = tabq__rd_choice(r, obj, "acks", ack_modes, (int *)&o->acks);
   const char *codec = NULL;
   if (!rc)
-    rc = read_string(r, obj, "codec", false, &codec);
+    rc = tabq__rd_string(r, obj, "codec", false, &codec);
   if (!rc && codec && strcmp(codec, "json"))
-    rc = fail(r, "codec",
-              "\"codec\" is \"json\", the one codec built in (a codec of the service's own is set "
-              "in C)");
+    rc = tabq__rd_fail(
+        r, "codec",
+        "\"codec\" is \"json\", the one codec built in (a codec of the service's own is set "
+        "in C)");
   o->codec = codec ? tabq_json_codec() : NULL;
   return rc;
 }
@@ -571,19 +389,20 @@ static int read_options(reader *r, json_t *obj, tabq_subscription_options *o) {
 static int read_sub(reader *r, json_t *obj) {
   tabq_subscription_options o = TABQ_SUBSCRIPTION_OPTIONS_INIT;
   const char *table = NULL, *route = NULL, *handler = NULL;
-  int rc = need_object(r, obj, NULL, "a subscription");
+  int rc = tabq__rd_need_object(r, obj, NULL, "a subscription");
   if (!rc)
-    rc = members_known(r, obj, "a subscription", sub_members);
+    rc = tabq__rd_members_known(r, obj, "a subscription", sub_members);
   if (!rc)
-    rc = read_string(r, obj, "table", false, &table);
+    rc = tabq__rd_string(r, obj, "table", false, &table);
   if (!rc)
-    rc = read_string(r, obj, "route", false, &route);
+    rc = tabq__rd_string(r, obj, "route", false, &route);
   if (!rc && !table == !route)
-    rc = fail(r, table ? "route" : NULL,
-              "a subscription reads a \"table\" (with its queue) or a \"route\" by name: give "
-              "exactly one");
+    rc = tabq__rd_fail(
+        r, table ? "route" : NULL,
+        "a subscription reads a \"table\" (with its queue) or a \"route\" by name: give "
+        "exactly one");
   if (!rc)
-    rc = read_string(r, obj, "handler", false, &handler);
+    rc = tabq__rd_string(r, obj, "handler", false, &handler);
   if (!rc)
     rc = read_options(r, obj, &o);
   if (rc)
@@ -594,7 +413,7 @@ static int read_sub(reader *r, json_t *obj) {
     handler = route ? route : o.queue ? o.queue : table;
   bool batch = o.batch > 0;
   if (tabq__app_add_sub(r->app, table, route, &o, handler, batch, r->err))
-    return fail_rule(r, obj, NULL);
+    return tabq__rd_fail_rule(r, obj, NULL);
   const tabq_table *t = tabq_app_subscription_table(r->app, r->app->nsubs - 1);
   return read_schema(r, obj, t->name, route ? route : o.queue);
 }
@@ -609,14 +428,15 @@ static int read_headers(reader *r, json_t *obj, tabq_header *out, size_t cap, si
   if (!h)
     return TABQ_OK;
   if (!json_is_object(h) || json_object_size(h) > cap)
-    return fail(r, "headers", "\"headers\" is an object of at most %zu string values", cap);
+    return tabq__rd_fail(r, "headers", "\"headers\" is an object of at most %zu string values",
+                         cap);
   const char *key;
   json_t *v;
   json_object_foreach(h, key, v) {
     if (!json_is_string(v)) {
-      enter(r, "headers", 0);
-      int rc = fail(r, key, "a header's value is a string");
-      leave(r);
+      tabq__rd_enter(r, "headers", 0);
+      int rc = tabq__rd_fail(r, key, "a header's value is a string");
+      tabq__rd_leave(r);
       return rc;
     }
     out[*n].name = key;
@@ -635,33 +455,34 @@ static int read_schedule(reader *r, json_t *obj) {
   tabq_message m = TABQ_MESSAGE_INIT;
   tabq_header headers[64];
   const char *table = NULL, *cron = NULL, *every = NULL, *payload = NULL;
-  int rc = need_object(r, obj, NULL, "a schedule");
+  int rc = tabq__rd_need_object(r, obj, NULL, "a schedule");
   if (!rc)
-    rc = members_known(r, obj, "a schedule", known);
+    rc = tabq__rd_members_known(r, obj, "a schedule", known);
   if (!rc)
-    rc = read_string(r, obj, "name", true, &o.name);
+    rc = tabq__rd_string(r, obj, "name", true, &o.name);
   if (!rc)
-    rc = read_string(r, obj, "table", true, &table);
+    rc = tabq__rd_string(r, obj, "table", true, &table);
   if (!rc)
-    rc = read_string(r, obj, "cron", false, &cron);
+    rc = tabq__rd_string(r, obj, "cron", false, &cron);
   if (!rc)
-    rc = read_string(r, obj, "every", false, &every);
+    rc = tabq__rd_string(r, obj, "every", false, &every);
   if (!rc && !cron == !every)
-    rc = fail(r, cron ? "every" : NULL,
-              "a schedule's slots are a \"cron\" expression or an \"every\" interval: give "
-              "exactly one");
+    rc =
+        tabq__rd_fail(r, cron ? "every" : NULL,
+                      "a schedule's slots are a \"cron\" expression or an \"every\" interval: give "
+                      "exactly one");
   if (!rc)
-    rc = read_string(r, obj, "zone", false, &o.zone);
+    rc = tabq__rd_string(r, obj, "zone", false, &o.zone);
   if (!rc)
-    rc = read_choice(r, obj, "missed", missed_policies, (int *)&o.missed);
+    rc = tabq__rd_choice(r, obj, "missed", missed_policies, (int *)&o.missed);
   if (!rc)
-    rc = read_count(r, obj, "lead_ms", 3600000, &o.lead_ms);
+    rc = tabq__rd_count(r, obj, "lead_ms", 3600000, &o.lead_ms);
   if (!rc)
-    rc = read_string(r, obj, "queue", false, &m.group);
+    rc = tabq__rd_string(r, obj, "queue", false, &m.group);
   if (!rc)
-    rc = read_string(r, obj, "partition_key", false, &m.partition_key);
+    rc = tabq__rd_string(r, obj, "partition_key", false, &m.partition_key);
   if (!rc)
-    rc = read_string(r, obj, "payload", false, &payload);
+    rc = tabq__rd_string(r, obj, "payload", false, &payload);
   if (!rc)
     rc = read_headers(r, obj, headers, sizeof headers / sizeof headers[0], &m.nheaders);
   if (rc)
@@ -685,7 +506,7 @@ static int read_schedule(reader *r, json_t *obj) {
                          : strstr(said, "partition")                               ? "partition_key"
                          : strstr(said, "group")                                   ? "queue"
                                                                                    : "table";
-    return fail_rule(r, obj, member);
+    return tabq__rd_fail_rule(r, obj, member);
   }
   return TABQ_OK;
 }
@@ -696,27 +517,27 @@ static int read_controls(reader *r, json_t *doc) {
   json_t *v = json_object_get(doc, "controls");
   if (!v)
     return TABQ_OK;
-  int rc = need_object(r, v, "controls", "\"controls\"");
+  int rc = tabq__rd_need_object(r, v, "controls", "\"controls\"");
   if (rc)
     return rc;
   static const char *const known[] = {"name",          "table_column",     "queue_column",
                                       "paused_column", "paused_at_column", NULL};
   tabq_controls c = TABQ_CONTROLS_INIT;
-  enter(r, "controls", 0);
-  rc = members_known(r, v, "\"controls\"", known);
+  tabq__rd_enter(r, "controls", 0);
+  rc = tabq__rd_members_known(r, v, "\"controls\"", known);
   if (!rc)
-    rc = read_string(r, v, "name", true, &c.name);
+    rc = tabq__rd_string(r, v, "name", true, &c.name);
   if (!rc)
-    rc = read_string(r, v, "table_column", true, &c.table_column);
+    rc = tabq__rd_string(r, v, "table_column", true, &c.table_column);
   if (!rc)
-    rc = read_string(r, v, "queue_column", true, &c.queue_column);
+    rc = tabq__rd_string(r, v, "queue_column", true, &c.queue_column);
   if (!rc)
-    rc = read_string(r, v, "paused_column", true, &c.paused_column);
+    rc = tabq__rd_string(r, v, "paused_column", true, &c.paused_column);
   if (!rc)
-    rc = read_string(r, v, "paused_at_column", false, &c.paused_at_column);
+    rc = tabq__rd_string(r, v, "paused_at_column", false, &c.paused_at_column);
   if (!rc && tabq_app_set_controls(r->app, &c, r->err))
-    rc = fail_rule(r, v, NULL);
-  leave(r);
+    rc = tabq__rd_fail_rule(r, v, NULL);
+  tabq__rd_leave(r);
   return rc;
 }
 
@@ -726,27 +547,27 @@ static int read_conc_slots(reader *r, json_t *doc) {
   json_t *v = json_object_get(doc, "concurrency_slots");
   if (!v)
     return TABQ_OK;
-  int rc = need_object(r, v, "concurrency_slots", "\"concurrency_slots\"");
+  int rc = tabq__rd_need_object(r, v, "concurrency_slots", "\"concurrency_slots\"");
   if (rc)
     return rc;
   static const char *const known[] = {"name",           "key_column", "holder_column",
                                       "expires_column", "ttl_ms",     NULL};
   tabq_concurrency_slots c = TABQ_CONCURRENCY_SLOTS_INIT;
-  enter(r, "concurrency_slots", 0);
-  rc = members_known(r, v, "\"concurrency_slots\"", known);
+  tabq__rd_enter(r, "concurrency_slots", 0);
+  rc = tabq__rd_members_known(r, v, "\"concurrency_slots\"", known);
   if (!rc)
-    rc = read_string(r, v, "name", true, &c.name);
+    rc = tabq__rd_string(r, v, "name", true, &c.name);
   if (!rc)
-    rc = read_string(r, v, "key_column", true, &c.key_column);
+    rc = tabq__rd_string(r, v, "key_column", true, &c.key_column);
   if (!rc)
-    rc = read_string(r, v, "holder_column", true, &c.holder_column);
+    rc = tabq__rd_string(r, v, "holder_column", true, &c.holder_column);
   if (!rc)
-    rc = read_string(r, v, "expires_column", true, &c.expires_column);
+    rc = tabq__rd_string(r, v, "expires_column", true, &c.expires_column);
   if (!rc)
-    rc = read_count(r, v, "ttl_ms", 86400000, &c.ttl_ms);
+    rc = tabq__rd_count(r, v, "ttl_ms", 86400000, &c.ttl_ms);
   if (!rc && tabq_app_set_concurrency_slots(r->app, &c, r->err))
-    rc = fail_rule(r, v, NULL);
-  leave(r);
+    rc = tabq__rd_fail_rule(r, v, NULL);
+  tabq__rd_leave(r);
   return rc;
 }
 
@@ -755,20 +576,20 @@ static int read_list(reader *r, json_t *doc, const char *key, int (*read)(reader
   if (!list)
     return TABQ_OK;
   if (!json_is_array(list))
-    return fail(r, key, "\"%s\" is an array", key);
-  enter(r, key, 0);
+    return tabq__rd_fail(r, key, "\"%s\" is an array", key);
+  tabq__rd_enter(r, key, 0);
   int rc = TABQ_OK;
   size_t i;
   json_t *obj;
   json_array_foreach(list, i, obj) {
-    enter(r, NULL, i);
+    tabq__rd_enter(r, NULL, i);
     rc = read(r, obj);
     r->table = NULL;
-    leave(r);
+    tabq__rd_leave(r);
     if (rc)
       break;
   }
-  leave(r);
+  tabq__rd_leave(r);
   return rc;
 }
 
@@ -776,16 +597,16 @@ static int read_app(reader *r, json_t *doc) {
   static const char *const known[] = {
       "$schema", "name",      "version",  "description",       "tables", "subscriptions",
       "routes",  "schedules", "controls", "concurrency_slots", NULL};
-  int rc = members_known(r, doc, "an app", known);
+  int rc = tabq__rd_members_known(r, doc, "an app", known);
   const char *schema = NULL, *description = NULL;
   if (!rc)
-    rc = read_string(r, doc, "$schema", false, &schema);
+    rc = tabq__rd_string(r, doc, "$schema", false, &schema);
   if (!rc)
-    rc = read_string(r, doc, "name", true, &r->app->name);
+    rc = tabq__rd_string(r, doc, "name", true, &r->app->name);
   if (!rc)
-    rc = read_string(r, doc, "version", false, &r->app->version);
+    rc = tabq__rd_string(r, doc, "version", false, &r->app->version);
   if (!rc)
-    rc = read_string(r, doc, "description", false, &description);
+    rc = tabq__rd_string(r, doc, "description", false, &description);
   r->app->description = description;
   if (!rc)
     rc = read_tables(r, doc);
@@ -811,13 +632,14 @@ static int read_one_table(reader *r, json_t *doc) {
       "controls", "concurrency_slots", NULL};
   for (const char *const *k = app_only; *k; k++)
     if (json_object_get(doc, *k))
-      return fail(r, *k,
-                  "a file holds one table (an object with \"id\") or an app (with \"tables\"), "
-                  "not both");
+      return tabq__rd_fail(
+          r, *k,
+          "a file holds one table (an object with \"id\") or an app (with \"tables\"), "
+          "not both");
   tabq_table t = {.size = sizeof t};
   int rc = read_table(r, doc, &t);
   if (!rc && tabq_app_add_table(r->app, &t, r->err))
-    rc = fail_rule(r, doc, NULL);
+    rc = tabq__rd_fail_rule(r, doc, NULL);
   if (!rc)
     rc = read_schema(r, doc, t.name, NULL);
   if (!rc)
@@ -838,7 +660,7 @@ static json_t *parse(reader *r) {
     return NULL;
   }
   if (!json_is_object(doc)) {
-    fail(r, NULL, "a description file holds one JSON object (an app or a table)");
+    tabq__rd_fail(r, NULL, "a description file holds one JSON object (an app or a table)");
     json_decref(doc);
     return NULL;
   }
