@@ -112,9 +112,10 @@ int tabq__rd_members_known(reader *r, json_t *obj, const char *what, const char 
     if (found)
       continue;
     if (near)
-      return tabq__rd_fail(r, key, "%s has no member \"%s\"; did you mean \"%s\"?", what, key, near);
-    return tabq__rd_fail(r, key, "%s has no member \"%s\" (docs/description-files.md lists them)", what,
-                key);
+      return tabq__rd_fail(r, key, "%s has no member \"%s\"; did you mean \"%s\"?", what, key,
+                           near);
+    return tabq__rd_fail(r, key, "%s has no member \"%s\" (docs/description-files.md lists them)",
+                         what, key);
   }
   return TABQ_OK;
 }
@@ -156,7 +157,6 @@ int tabq__rd_count(reader *r, json_t *obj, const char *key, unsigned max, unsign
   return TABQ_OK;
 }
 
-
 int tabq__rd_choice(reader *r, json_t *obj, const char *key, const choice *choices, int *out) {
   json_t *v = json_object_get(obj, key);
   if (!v)
@@ -172,4 +172,3 @@ int tabq__rd_choice(reader *r, json_t *obj, const char *key, const choice *choic
   }
   return tabq__rd_fail(r, key, "\"%s\" is one of %s", key, names);
 }
-
