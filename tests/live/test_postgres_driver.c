@@ -1,8 +1,9 @@
 /* tabq — tests of the PostgreSQL driver against a live server (TABQ_TEST_POSTGRES_URL), through
  * its vtable only: URL forms, bounded connects, every type both ways, affected counts, schema
  * errors, row locks, advisory locks, serialization failures, LISTEN/NOTIFY, a connection killed
- * by the server, and transaction control run prepared; statements bounded on a server that
- * stops answering, keepalives and the unbounded wait for notifications are in postgres_bounds.c.
+ * by the server; statements bounded on a server that stops answering, keepalives and the
+ * unbounded wait for notifications are in postgres_bounds.c, transaction control run prepared in
+ * postgres_tx_control.c.
  *
  * Every run works in a schema of its own (drv_<pid>), dropped at the end, and suffixes its
  * advisory key and channel with the pid, so runs side by side do not meet. */
@@ -35,8 +36,7 @@ static char g_schema[32], g_key[32];
 char g_channel[48];
 tabq_conn *g_c1, *g_c2;
 
-/* A connection working in the run's schema. */
-static tabq_conn *connect_test(void) {
+tabq_conn *connect_test(void) {
   tabq_conn *c = connect_url(g_url);
   char sql[96];
   snprintf(sql, sizeof sql, "SET search_path = %s", g_schema);
@@ -496,51 +496,6 @@ static void test_schema_errors(void) {
                             NULL, 0),
                   1);
   CU_ASSERT(drv->alive(g_c1));
-}
-
-/* The transaction control statements a connection prepared, in the order it prepared them. */
-static void prepared_controls(tabq_conn *c, char *buf, size_t cap) {
-  query_text(c,
-             "SELECT coalesce(string_agg(statement, ' | ' ORDER BY name), '') FROM "
-             "pg_prepared_statements WHERE name LIKE 'tabq\\_tx%'",
-             buf, cap);
-}
-
-/* BEGIN, COMMIT and ROLLBACK run prepared by name from their first use (no copy of their text
- * per transaction in libpq), also when the first ROLLBACK or COMMIT meets a failed transaction;
- * a text of several statements goes as text. */
-static void test_transaction_control_prepared(void) {
-  NEED_DB();
-  tabq_conn *c = connect_test();
-  char got[256];
-  prepared_controls(c, got, sizeof got);
-  CU_ASSERT_STRING_EQUAL(got, "");
-  for (int i = 0; i < 3; i++) {
-    CU_ASSERT_EQUAL_FATAL(drv->begin(c, NULL), TABQ_OK);
-    CU_ASSERT_EQUAL(query_int(c, "SELECT 1", NULL, 0), 1);
-    CU_ASSERT_EQUAL_FATAL(drv->commit(c), TABQ_OK);
-  }
-  prepared_controls(c, got, sizeof got);
-  CU_ASSERT_STRING_EQUAL(got, "BEGIN | COMMIT");
-  /* The first ROLLBACK, inside a failed transaction. */
-  CU_ASSERT_EQUAL_FATAL(drv->begin(c, "BEGIN ISOLATION LEVEL REPEATABLE READ"), TABQ_OK);
-  CU_ASSERT_EQUAL(drv->exec(c, "SELECT 1/0"), TABQ_BACKEND);
-  CU_ASSERT_EQUAL(drv->rollback(c), TABQ_OK);
-  /* COMMIT of a failed transaction still says it rolled back. */
-  CU_ASSERT_EQUAL_FATAL(drv->begin(c, NULL), TABQ_OK);
-  CU_ASSERT_EQUAL(drv->exec(c, "SELECT 1/0"), TABQ_BACKEND);
-  CU_ASSERT_EQUAL(drv->commit(c), TABQ_BACKEND);
-  STATE_IS("25P02");
-  /* Several statements cannot be prepared: they go as text, and nothing more is kept. */
-  CU_ASSERT_EQUAL_FATAL(drv->begin(c, "BEGIN; SET LOCAL statement_timeout = 5000"), TABQ_OK);
-  char timeout[32];
-  query_text(c, "SELECT current_setting('statement_timeout')", timeout, sizeof timeout);
-  CU_ASSERT_STRING_EQUAL(timeout, "5s");
-  CU_ASSERT_EQUAL(drv->commit(c), TABQ_OK);
-  prepared_controls(c, got, sizeof got);
-  CU_ASSERT_STRING_EQUAL(got, "BEGIN | COMMIT | BEGIN ISOLATION LEVEL REPEATABLE READ | ROLLBACK");
-  CU_ASSERT(drv->alive(c));
-  drv->close(c);
 }
 
 /* ---- Locks and transactions ---------------------------------------------------------------- */
