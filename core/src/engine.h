@@ -538,13 +538,6 @@ void tabq__claim_succeeded(tabq_subscription *s);
 void tabq__sub_wake(tabq_subscription *s);
 void tabq__publish_wake(tabq_broker *b, const tabq_table *t, const char *group);
 
-/* lookahead.c, under s->mu: the look-ahead set up when the subscription is made (its slots
- * added to s->nslots), the rows a claim takes ahead of the idle workers now, and a delivery's
- * time (from a worker taking it to its settlement) learnt. */
-void tabq__lookahead_open(tabq_subscription *s);
-unsigned tabq__lookahead(const tabq_subscription *s);
-void tabq__lookahead_took(tabq_subscription *s, int64_t us);
-
 /* key_dispatch.c: workers_by_key(n), one FIFO of claimed rows per worker (under s->mu). */
 typedef struct tabq_key_dispatch tabq_key_dispatch;
 /* Allocates the queues and makes the claims serial; tabq__bykey_free frees them. */

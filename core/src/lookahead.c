@@ -6,7 +6,7 @@
  * by an eighth of the gap with each faster one, so slow handlers stop the look-ahead at once and a
  * burst of fast ones brings it back within a few dozen rows. A row that waits keeps its lease (the
  * extender moves it with the running rows') and goes back unsettled at shutdown. */
-#include "engine.h"
+#include "lookahead.h"
 
 /* The cap: 8 rows a worker, at least 32 (one claim's commit spread over many rows pays even for
  * one worker) and at most 64. */

@@ -10,6 +10,7 @@
 #include "deadline.h"
 #include "engine.h"
 #include "error.h"
+#include "lookahead.h"
 #include "mount.h"
 #include "sized.h"
 

@@ -17,6 +17,7 @@
 #include "deadline.h"
 #include "engine.h"
 #include "error.h"
+#include "lookahead.h"
 
 typedef struct worker {
   tabq_subscription *s;
